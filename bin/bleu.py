@@ -1,0 +1,38 @@
+"""t2t-lite-bleu: sacreBLEU (BLEU, chrF) and the paper's tokenized BLEU of a translation file.
+
+    t2t-lite-bleu --translation=out.de --reference=newstest2014.de [--tokenize=13a] [--lang=de]
+"""
+import sys
+
+from absl import app, flags
+
+from t2t_lite.errors import UserError
+from t2t_lite.metrics import bleu, report
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("translation", None, "Detokenized system output, one sentence per line.")
+flags.DEFINE_string("reference", None, "Detokenized reference, line-aligned with --translation.")
+flags.DEFINE_enum("tokenize", bleu.DEFAULT_TOKENIZER, bleu.TOKENIZERS,
+                  "sacreBLEU tokenizer for the detokenized BLEU.")
+flags.DEFINE_string("lang", "de", "Target language for the paper's Moses-tokenized BLEU "
+                    "(compounds are split for de, as in tensor2tensor's get_ende_bleu.sh).")
+flags.mark_flags_as_required(["translation", "reference"])
+
+
+def run(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
+    try:
+        print(report.score_files(FLAGS.translation, FLAGS.reference,
+                                 tokenize=FLAGS.tokenize, lang=FLAGS.lang))
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
+
+
+def main():
+    app.run(run)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+"""Scores a translation file against a reference file, as t2t-lite-bleu prints them."""
+import os
+
+from t2t_lite.errors import UserError
+from t2t_lite.metrics import bleu, tokenized_bleu
+
+
+def read_lines(path, what):
+    """The file's lines without line ends; only "\\n" ends a line (as the decoder writes them)."""
+    if not os.path.isfile(path):
+        raise UserError(f"{what} file not found: {path}")
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        raise UserError(f"{what} file is not UTF-8 text: {path} ({e.reason} at byte {e.start})")
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the final newline ends the last line; it does not start a new one
+    return [line.rstrip("\r") for line in lines]
+
+
+def score_files(translation_path, reference_path, tokenize=bleu.DEFAULT_TOKENIZER, lang="de"):
+    """The report: sacreBLEU BLEU and chrF with signatures, then the paper's tokenized BLEU."""
+    hypotheses = read_lines(translation_path, "translation")
+    references = read_lines(reference_path, "reference")
+    bleu.check_line_pairs(hypotheses, references)
+    scores = bleu.corpus_scores(hypotheses, references, tokenize=tokenize)
+    paper = tokenized_bleu.tokenized_bleu(hypotheses, references, lang=lang)
+    return "\n".join([
+        f"sacreBLEU {scores['bleu_text']}",
+        f"  signature: {scores['signature']}",
+        f"sacreBLEU chrF2 = {scores['chrf']:.2f}",
+        f"  signature: {scores['chrf_signature']}",
+        f"{paper['label']}, lang={lang}:",
+        f"  {paper['bleu_text']}",
+    ])
