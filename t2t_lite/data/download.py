@@ -1,0 +1,400 @@
+"""Fetching and unpacking raw corpora: resumable, verified, and safe against hostile archives.
+
+A `RemoteFile` names a URL and what it must hash to. `download` streams it into
+`<name>.partial`, resumes an interrupted transfer with an HTTP Range request, verifies size and
+checksum, and only then renames it to `<name>`, so a file under its final name is always complete.
+`extract` unpacks tar (plain, .gz, .tgz, .bz2, .xz) and zip archives, refusing members that would
+land outside the destination (absolute paths, `..`, links pointing out); a marker file written
+after success makes a second call a no-op.
+
+Only the standard library is used (urllib), so downloads work wherever Python does.
+"""
+import dataclasses
+import gzip
+import hashlib
+import http.client
+import json
+import logging
+import os
+import pathlib
+import posixpath
+import shutil
+import socket
+import stat
+import tarfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import zipfile
+from typing import Callable, Iterator, Optional, Sequence
+
+from t2t_lite.errors import UserError
+
+logger = logging.getLogger(__name__)
+
+PARTIAL_SUFFIX = ".partial"
+_CHUNK_BYTES = 1 << 20
+_USER_AGENT = "t2t_lite-download/0.1 (+python urllib)"
+
+ProgressFn = Callable[[str, int, Optional[int]], None]  # (name, bytes_done, bytes_total or None)
+
+
+@dataclasses.dataclass(frozen=True)
+class RemoteFile:
+    """One downloadable file and the facts that prove a copy of it is the right one.
+
+    sha256 is the preferred proof; md5 is accepted where that is all a public source records
+    (sacrebleu lists md5 only); size alone is a weak check used when no hash is published.
+    """
+
+    url: str
+    sha256: Optional[str] = None
+    size: Optional[int] = None
+    md5: Optional[str] = None
+    filename: Optional[str] = None  # defaults to the last component of the URL path
+
+    @property
+    def name(self) -> str:
+        if self.filename:
+            return self.filename
+        name = posixpath.basename(urllib.parse.urlparse(self.url).path)
+        if not name:
+            raise UserError(f"cannot derive a file name from URL {self.url!r}; give filename=")
+        return name
+
+    @property
+    def verification(self) -> str:
+        """How a copy is checked, in words (for logs and docs)."""
+        if self.sha256:
+            return "sha256"
+        if self.md5:
+            return "md5"
+        if self.size is not None:
+            return "size only"
+        return "unverified"
+
+
+class LogProgress:
+    """Reports download progress through logging, at most every `interval_s` seconds."""
+
+    def __init__(self, interval_s: float = 10.0):
+        self._interval_s = interval_s
+        self._last = 0.0
+
+    def __call__(self, name: str, done: int, total: Optional[int]) -> None:
+        now = time.monotonic()
+        finished = total is not None and done >= total
+        if not finished and now - self._last < self._interval_s:
+            return
+        self._last = now
+        if total:
+            logger.info("%s: %.1f / %.1f MiB (%.0f%%)", name, done / 2**20, total / 2**20,
+                        100.0 * done / total)
+        else:
+            logger.info("%s: %.1f MiB", name, done / 2**20)
+
+
+# ----------------------------------------------------------------------------- verification
+
+
+def _new_hashers(remote: RemoteFile) -> dict:
+    hashers = {}
+    if remote.sha256:
+        hashers["sha256"] = hashlib.sha256()
+    if remote.md5:
+        hashers["md5"] = hashlib.md5()
+    return hashers
+
+
+def _hash_file_into(path: pathlib.Path, hashers: dict) -> int:
+    size = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK_BYTES):
+            size += len(chunk)
+            for h in hashers.values():
+                h.update(chunk)
+    return size
+
+
+def _mismatch(remote: RemoteFile, size: int, hashers: dict) -> Optional[str]:
+    """Describes the first way the bytes differ from what `remote` expects, or None if they match."""
+    if remote.size is not None and size != remote.size:
+        return f"size {size} bytes, expected {remote.size}"
+    for algo, h in hashers.items():
+        expected = getattr(remote, algo).lower()
+        if h.hexdigest() != expected:
+            return f"{algo} {h.hexdigest()}, expected {expected}"
+    return None
+
+
+def verify_file(path, remote: RemoteFile) -> None:
+    """Raises UserError unless the file at `path` has the size and checksums `remote` records."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise UserError(f"missing file {path} (expected the download of {remote.url})")
+    hashers = _new_hashers(remote)
+    size = _hash_file_into(path, hashers)
+    problem = _mismatch(remote, size, hashers)
+    if problem:
+        raise UserError(f"checksum mismatch for {path}: {problem} ({remote.url}); "
+                        "delete or replace the file")
+
+
+# ----------------------------------------------------------------------------- download
+
+
+class _ServerIgnoredRange(Exception):
+    """The server answered a Range request with the whole file."""
+
+
+def _open(url: str, offset: int, timeout: float):
+    request = urllib.request.Request(url, headers={"User-Agent": _USER_AGENT})
+    if offset:
+        request.add_header("Range", f"bytes={offset}-")
+    return urllib.request.urlopen(request, timeout=timeout)  # noqa: S310 (http/https by design)
+
+
+def _total_size(response, offset: int) -> Optional[int]:
+    content_range = response.headers.get("Content-Range")  # "bytes 100-199/200"
+    if content_range and "/" in content_range:
+        total = content_range.rsplit("/", 1)[1].strip()
+        return int(total) if total.isdigit() else None
+    length = response.headers.get("Content-Length")
+    return offset + int(length) if length and length.isdigit() else None
+
+
+def _transfer(remote: RemoteFile, partial: pathlib.Path, hashers: dict, progress: ProgressFn,
+              timeout: float) -> None:
+    """Appends the rest of the file to `partial`; `hashers` already cover the bytes in it."""
+    offset = partial.stat().st_size if partial.exists() else 0
+    try:
+        response = _open(remote.url, offset, timeout)
+    except urllib.error.HTTPError as e:
+        if e.code == 416 and offset:  # nothing left to fetch: the partial file is complete
+            return
+        raise
+    with response:
+        status = getattr(response, "status", 200)
+        if offset and status != 206:
+            raise _ServerIgnoredRange()
+        total = _total_size(response, offset)
+        done = offset
+        with open(partial, "ab") as out:
+            while chunk := response.read(_CHUNK_BYTES):
+                out.write(chunk)
+                for h in hashers.values():
+                    h.update(chunk)
+                done += len(chunk)
+                progress(remote.name, done, total)
+        if total is not None and done < total:
+            raise http.client.IncompleteRead(b"", total - done)
+
+
+_RETRYABLE = (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError,
+              socket.timeout)
+
+
+def download(remote: RemoteFile, directory, progress: Optional[ProgressFn] = None,
+             retries: int = 3, timeout: float = 60.0) -> pathlib.Path:
+    """Downloads `remote` into `directory` (once) and returns the verified file's path.
+
+    An already verified file is reused. An interrupted download resumes from `<name>.partial`.
+    A checksum or size mismatch deletes the partial file and raises UserError.
+    """
+    directory = pathlib.Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    final = directory / remote.name
+    partial = directory / (remote.name + PARTIAL_SUFFIX)
+    progress = progress or LogProgress()
+
+    if final.exists():
+        verify_file(final, remote)  # a corrupted final file is the user's to inspect, not ours
+        logger.info("reusing verified %s", final)
+        return final
+
+    for attempt in range(1, retries + 1):
+        hashers = _new_hashers(remote)
+        if partial.exists():
+            logger.info("resuming %s from byte %d", remote.url, partial.stat().st_size)
+            _hash_file_into(partial, hashers)
+        try:
+            _transfer(remote, partial, hashers, progress, timeout)
+        except _ServerIgnoredRange:
+            logger.warning("%s does not support resuming; starting over", remote.url)
+            partial.unlink()
+            continue
+        except urllib.error.HTTPError as e:
+            if 400 <= e.code < 500:
+                raise UserError(f"cannot download {remote.url}: HTTP {e.code} {e.reason}") from e
+            error = e
+        except _RETRYABLE as e:
+            error = e
+        else:
+            size = partial.stat().st_size
+            problem = _mismatch(remote, size, hashers)
+            if problem:
+                partial.unlink()
+                raise UserError(f"checksum mismatch for {remote.url}: {problem}; deleted the "
+                                f"partial download {partial}. Rerun to download it again.")
+            if remote.verification == "unverified":
+                logger.warning("%s has no recorded size or checksum; it was not verified",
+                               remote.url)
+            os.replace(partial, final)
+            logger.info("downloaded %s (%d bytes, verified by %s)", final, size,
+                        remote.verification)
+            return final
+        logger.warning("download of %s interrupted (attempt %d/%d): %s", remote.url, attempt,
+                       retries, error)
+        time.sleep(min(2.0 ** (attempt - 1), 30.0) if attempt < retries else 0)
+    raise UserError(f"could not download {remote.url} after {retries} attempts; "
+                    f"rerun to resume from {partial}")
+
+
+# ----------------------------------------------------------------------------- extraction
+
+
+def _unsafe_name_reason(name: str) -> Optional[str]:
+    if not name:
+        return "empty member name"
+    normalized = name.replace("\\", "/")
+    if normalized.startswith("/") or (len(normalized) > 1 and normalized[1] == ":"):
+        return "absolute path"
+    if ".." in normalized.split("/"):
+        return "'..' component"
+    return None
+
+
+def _inside(dest: pathlib.Path, relative: str) -> bool:
+    target = (dest / relative).resolve()
+    return target == dest or dest in target.parents
+
+
+def _check_tar_member(member: tarfile.TarInfo, dest: pathlib.Path) -> None:
+    reason = _unsafe_name_reason(member.name)
+    if reason is None and not _inside(dest, member.name):
+        reason = "resolves outside the destination"
+    if reason is None and member.issym():
+        link_target = posixpath.join(posixpath.dirname(member.name), member.linkname)
+        if member.linkname.startswith("/") or not _inside(dest, link_target):
+            reason = f"symbolic link to {member.linkname!r} points outside the destination"
+    if reason is None and member.islnk():
+        if _unsafe_name_reason(member.linkname) or not _inside(dest, member.linkname):
+            reason = f"hard link to {member.linkname!r} points outside the destination"
+    if reason is None and not (member.isfile() or member.isdir() or member.issym()
+                               or member.islnk()):
+        reason = "special file (device, fifo)"
+    if reason:
+        raise UserError(f"refusing to extract unsafe archive member {member.name!r}: {reason}")
+
+
+def _extract_tar(archive: pathlib.Path, dest: pathlib.Path, wanted: Optional[set]) -> list:
+    extracted = []
+    # Streaming iteration reads a .tgz once; every member is checked before it is written.
+    with tarfile.open(archive, "r:*") as tar:
+        for member in tar:
+            _check_tar_member(member, dest)
+            if wanted is not None and member.name not in wanted:
+                continue
+            if hasattr(tarfile, "data_filter"):
+                try:
+                    tar.extract(member, dest, filter="data")
+                except tarfile.FilterError as e:
+                    raise UserError(f"refusing to extract unsafe archive member "
+                                    f"{member.name!r}: {e}") from e
+            else:
+                tar.extract(member, dest)
+            extracted.append(member.name)
+    return extracted
+
+
+def _extract_zip(archive: pathlib.Path, dest: pathlib.Path, wanted: Optional[set]) -> list:
+    extracted = []
+    with zipfile.ZipFile(archive) as zf:
+        infos = zf.infolist()
+        for info in infos:  # zip has a central directory: check everything before writing
+            reason = _unsafe_name_reason(info.filename)
+            if reason is None and not _inside(dest, info.filename):
+                reason = "resolves outside the destination"
+            if reason is None and stat.S_ISLNK(info.external_attr >> 16):
+                reason = "symbolic link"
+            if reason:
+                raise UserError(f"refusing to extract unsafe archive member "
+                                f"{info.filename!r}: {reason}")
+        for info in infos:
+            if wanted is not None and info.filename not in wanted:
+                continue
+            target = dest / info.filename
+            if info.is_dir():
+                target.mkdir(parents=True, exist_ok=True)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(info) as src, open(target, "wb") as out:
+                    shutil.copyfileobj(src, out, _CHUNK_BYTES)
+            extracted.append(info.filename)
+    return extracted
+
+
+def _extract_gzip(archive: pathlib.Path, dest: pathlib.Path) -> list:
+    name = archive.name[: -len(".gz")]
+    partial = dest / (name + PARTIAL_SUFFIX)
+    with gzip.open(archive, "rb") as src, open(partial, "wb") as out:
+        shutil.copyfileobj(src, out, _CHUNK_BYTES)
+    os.replace(partial, dest / name)
+    return [name]
+
+
+def _marker_path(archive: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
+    return dest / f".{archive.name}.extracted"
+
+
+def extract(archive, dest, members: Optional[Sequence[str]] = None) -> pathlib.Path:
+    """Safely unpacks `archive` (tar, tar.gz/tgz, tar.bz2/xz, zip or a single .gz) into `dest`.
+
+    `members`: only these archive paths are written (all members are still checked). Raises
+    UserError on an unsafe member, or if a requested member is missing. Returns `dest`. A marker
+    recording the extracted members makes repeating the same call free.
+    """
+    archive, dest = pathlib.Path(archive), pathlib.Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    dest = dest.resolve()
+    wanted = set(members) if members is not None else None
+    marker = _marker_path(archive, dest)
+    if marker.exists():
+        done = json.loads(marker.read_text())
+        if wanted is None and done["all"] or wanted is not None and wanted <= set(done["members"]):
+            if all((dest / m).exists() for m in (wanted or done["members"])):
+                return dest
+
+    name = archive.name.lower()
+    if zipfile.is_zipfile(archive):
+        extracted = _extract_zip(archive, dest, wanted)
+    elif name.endswith(".gz") and not name.endswith(".tar.gz") and not tarfile.is_tarfile(archive):
+        extracted = _extract_gzip(archive, dest)
+    elif tarfile.is_tarfile(archive):
+        extracted = _extract_tar(archive, dest, wanted)
+    else:
+        raise UserError(f"{archive} is not a tar, zip or gzip archive")
+
+    if wanted is not None:
+        missing = sorted(wanted - set(extracted))
+        if missing:
+            raise UserError(f"{archive} lacks the expected member(s) {', '.join(missing)}")
+    marker.write_text(json.dumps({"all": wanted is None, "members": sorted(extracted)}))
+    return dest
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def open_lines(path) -> Iterator[bytes]:
+    """Yields the raw lines (bytes, without the line end) of a plain or gzip-compressed file.
+
+    Bytes, not str: decoding is the caller's job, so one bad byte sequence costs one line,
+    not the whole corpus.
+    """
+    path = pathlib.Path(path)
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        for line in f:
+            yield line.rstrip(b"\r\n")
