@@ -360,11 +360,10 @@ def extract(archive, dest, members: Optional[Sequence[str]] = None) -> pathlib.P
     dest = dest.resolve()
     wanted = set(members) if members is not None else None
     marker = _marker_path(archive, dest)
-    if marker.exists():
-        done = json.loads(marker.read_text())
-        if wanted is None and done["all"] or wanted is not None and wanted <= set(done["members"]):
-            if all((dest / m).exists() for m in (wanted or done["members"])):
-                return dest
+    done = json.loads(marker.read_text()) if marker.exists() else {"all": False, "members": []}
+    covered = done["all"] or (wanted is not None and wanted <= set(done["members"]))
+    if covered and all((dest / m).exists() for m in (wanted or done["members"])):
+        return dest
 
     name = archive.name.lower()
     if zipfile.is_zipfile(archive):
@@ -380,7 +379,9 @@ def extract(archive, dest, members: Optional[Sequence[str]] = None) -> pathlib.P
         missing = sorted(wanted - set(extracted))
         if missing:
             raise UserError(f"{archive} lacks the expected member(s) {', '.join(missing)}")
-    marker.write_text(json.dumps({"all": wanted is None, "members": sorted(extracted)}))
+    # Several problems may each extract their own members of one shared archive: remember all.
+    members_done = sorted(set(extracted) | set(done["members"]))
+    marker.write_text(json.dumps({"all": done["all"] or wanted is None, "members": members_done}))
     return dest
 
 

@@ -135,6 +135,17 @@ def test_extract_tgz_of_sgm_files_and_selected_members(tmp_path):
     assert dl.extract(archive, tmp_path / "out", members=["dev/newstest2013-ref.de.sgm"]) == dest
 
 
+def test_extract_remembers_members_of_earlier_calls(tmp_path):
+    # EN-DE and EN-FR take different members of one shared archive.
+    archive = tmp_path / "commoncrawl.tgz"
+    archive.write_bytes(_tgz({"cc.de-en.en": b"a\n", "cc.fr-en.en": b"b\n"}))
+    out = tmp_path / "out"
+    dl.extract(archive, out, members=["cc.de-en.en"])
+    dl.extract(archive, out, members=["cc.fr-en.en"])
+    archive.unlink()
+    assert dl.extract(archive, out, members=["cc.de-en.en"]) == out.resolve()
+
+
 def test_extract_reports_missing_member(tmp_path):
     archive = tmp_path / "a.tgz"
     archive.write_bytes(_tgz({"a.txt": b"a\n"}))
