@@ -1,0 +1,2 @@
+"""Built-in problems, installed as t2t_lite.problems; importing this package registers them all."""
+from t2t_lite.problems import algorithmic  # noqa: F401  (registers on import)

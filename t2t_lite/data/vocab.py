@@ -1,0 +1,77 @@
+"""Learning vocabulary files from a bounded text sample.
+
+Each builder reads a plain-text file (one sentence per line, already sampled, so memory never
+depends on corpus size) and writes one vocabulary file whose suffix tells `load_tokenizer` how to
+apply it. All vocabularies reserve 0 = <pad>, 1 = EOS, 2 = <unk>.
+"""
+import collections
+import os
+import random
+
+import sentencepiece as spm
+
+from t2t_lite.data import tokenizers
+
+
+def reservoir_sample(items, k, seed=0):
+    """Uniform sample of at most k items from a stream of unknown length (Algorithm R)."""
+    rng = random.Random(seed)
+    sample = []
+    for i, item in enumerate(items):
+        if i < k:
+            sample.append(item)
+        else:
+            j = rng.randint(0, i)
+            if j < k:
+                sample[j] = item
+    return sample
+
+
+def train_sentencepiece(text_path, model_path, vocab_size, character_coverage=1.0,
+                        model_type="bpe"):
+    """Trains a SentencePiece model (BPE by default) and writes it to model_path (.spm.model)."""
+    assert model_path.endswith(tokenizers.SENTENCEPIECE_SUFFIX), model_path
+    prefix = model_path[:-len(".model")]
+    spm.SentencePieceTrainer.train(
+        input=text_path, model_prefix=prefix, vocab_size=vocab_size, model_type=model_type,
+        pad_id=tokenizers.PAD_ID, eos_id=tokenizers.EOS_ID, unk_id=tokenizers.UNK_ID, bos_id=-1,
+        pad_piece=tokenizers.RESERVED_TOKENS[0], eos_piece=tokenizers.RESERVED_TOKENS[1],
+        unk_piece=tokenizers.RESERVED_TOKENS[2],
+        character_coverage=character_coverage,
+        # A small sample may not support the requested size; take what it supports.
+        hard_vocab_limit=False,
+        num_threads=os.cpu_count() or 1, minloglevel=2)
+    os.remove(prefix + ".vocab")  # the human-readable piece list; the .model file is self-contained
+    return model_path
+
+
+def train_wordpiece(text_path, vocab_path, vocab_size, max_unique_chars=1000):
+    """Learns a WordPiece vocabulary over whitespace-split words with tensorflow_text's learner."""
+    # Imported lazily: the learner pulls in extra modules that training never needs.
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+    assert vocab_path.endswith(tokenizers.WORDPIECE_SUFFIX), vocab_path
+    counts = collections.Counter()
+    with open(text_path, encoding="utf-8") as f:
+        for line in f:
+            counts.update(line.split())
+    vocab = learner.learn(
+        counts.items(), vocab_size=vocab_size, reserved_tokens=list(tokenizers.RESERVED_TOKENS),
+        lower_thresh=1, max_unique_chars=max_unique_chars)
+    _write_lines(vocab_path, vocab)
+    return vocab_path
+
+
+def write_symbol_vocab(vocab_path, symbols):
+    """Writes a fixed symbol vocabulary (reserved tokens first) for SymbolTokenizer."""
+    assert vocab_path.endswith(tokenizers.SYMBOLS_SUFFIX), vocab_path
+    _write_lines(vocab_path, list(tokenizers.RESERVED_TOKENS) + list(symbols))
+    return vocab_path
+
+
+def _write_lines(path, lines):
+    tmp = path + ".incomplete"
+    with open(tmp, "w", encoding="utf-8") as f:
+        for line in lines:
+            f.write(line + "\n")
+    os.replace(tmp, path)

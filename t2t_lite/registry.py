@@ -1,0 +1,132 @@
+"""Problem registry: maps names such as `translate_ende_gettext` to Problem classes.
+
+Registering your own problem, with no change to t2t_lite:
+
+    # mypkg/myproblems.py
+    from t2t_lite import registry
+    from t2t_lite.data.translation import TranslationProblem
+
+    @registry.register_problem
+    class TranslateMyPairs(TranslationProblem):       # registered as "translate_my_pairs"
+        def generate_samples(self, split, tmp_dir):
+            ...
+
+    t2t-lite-datagen --problem_module=mypkg.myproblems --problem=translate_my_pairs --data_dir=D
+    # or --problem_module=/path/to/myproblems.py
+
+The built-in problems register themselves when `t2t_lite.problems` is imported; `problem()` and
+`list_problems()` import it on first use, so callers never depend on import order.
+"""
+import importlib
+import inspect
+import importlib.util
+import os
+import re
+import sys
+
+from t2t_lite.errors import UserError
+
+_PROBLEMS = {}
+_BUILTINS_LOADED = False
+
+
+def default_name(cls):
+    """CamelCase class name -> snake_case registry name (TranslateEndeGettext -> translate_ende_gettext)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
+
+
+def register_problem(name_or_cls=None):
+    """Class decorator: `@register_problem` or `@register_problem("my_name")`."""
+
+    def decorate(cls, name):
+        name = name or default_name(cls)
+        existing = _PROBLEMS.get(name)
+        # Re-importing the same module (e.g. a file and its dotted name) is harmless; a clash is not.
+        if existing is not None and _qualname(existing) != _qualname(cls):
+            raise ValueError(f"problem {name!r} is already registered by {_qualname(existing)}")
+        _PROBLEMS[name] = cls
+        cls.registered_name = name
+        return cls
+
+    if isinstance(name_or_cls, type):
+        return decorate(name_or_cls, None)
+    return lambda cls: decorate(cls, name_or_cls)
+
+
+def _qualname(obj):
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
+
+
+def _load_builtins():
+    global _BUILTINS_LOADED
+    if not _BUILTINS_LOADED:
+        _BUILTINS_LOADED = True
+        importlib.import_module("t2t_lite.problems")
+
+
+def list_problems():
+    """Sorted names of all registered problems (built-in and user-imported)."""
+    _load_builtins()
+    return sorted(_PROBLEMS)
+
+
+def problem(name, **params):
+    """Returns a new Problem instance registered under `name`; params go to its constructor."""
+    _load_builtins()
+    cls = _PROBLEMS.get(name)
+    if cls is None:
+        known = ", ".join(sorted(_PROBLEMS)) or "(none)"
+        raise UserError(f"unknown problem {name!r}; known problems: {known}")
+    try:
+        inspect.signature(cls).bind(**params)
+    except TypeError as e:
+        raise UserError(f"bad parameters {sorted(params)} for problem {name!r}: {e}") from None
+    return cls(**params)
+
+
+def import_problem_module(spec):
+    """Imports a user's module so its @register_problem classes land in the registry.
+
+    `spec` is a dotted module name importable from sys.path (or the current directory), or a
+    path to a .py file.
+    """
+    if spec.endswith(".py") or os.sep in spec:
+        path = os.path.abspath(os.path.expanduser(spec))
+        if not os.path.isfile(path):
+            raise UserError(f"problem module file not found: {spec}")
+        module_name = "t2t_lite_user_problems_" + re.sub(r"\W", "_", os.path.splitext(path)[0])
+        if module_name in sys.modules:
+            return sys.modules[module_name]
+        module_spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[module_name] = module
+        try:
+            module_spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[module_name]
+            raise
+        return module
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.import_module(spec)
+    except ModuleNotFoundError as e:
+        if e.name and spec.startswith(e.name):
+            raise UserError(f"cannot import problem module {spec!r}: {e}") from None
+        raise
+
+
+def registry_help():
+    """Human-readable listing of problems and hparams sets (for --registry_help)."""
+    lines = ["Problems:"]
+    for name in list_problems():
+        doc = (getattr(_PROBLEMS[name], "__doc__", None) or "").strip().splitlines()
+        lines.append(f"  {name}" + (f"  -- {doc[0]}" if doc else ""))
+    try:
+        from t2t_lite import hparams
+    except ImportError:
+        hparams = None
+    if hparams is not None:
+        lines.append("Hparams sets:")
+        lines.extend(f"  {name}" for name in hparams.list_hparams_sets())
+    return "\n".join(lines)
