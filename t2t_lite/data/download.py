@@ -5,7 +5,7 @@ A `RemoteFile` names a URL and what it must hash to. `download` streams it into
 checksum, and only then renames it to `<name>`, so a file under its final name is always complete.
 `extract` unpacks tar (plain, .gz, .tgz, .bz2, .xz) and zip archives, refusing members that would
 land outside the destination (absolute paths, `..`, links pointing out); a marker file written
-after success makes a second call a no-op.
+after success makes a second call a no-op. Reading the extracted text is `text_io`'s job.
 
 Only the standard library is used (urllib), so downloads work wherever Python does.
 """
@@ -27,7 +27,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from t2t_lite.errors import UserError
 
@@ -128,17 +128,34 @@ def _mismatch(remote: RemoteFile, size: int, hashers: dict) -> Optional[str]:
     return None
 
 
+# Files already verified in this process, keyed by identity and the facts checked: hashing a
+# multi-GB archive once per run is enough.
+_verified = set()
+
+
+def _verified_key(path: pathlib.Path, remote: RemoteFile) -> tuple:
+    st = path.stat()
+    return (str(path.resolve()), st.st_size, st.st_mtime_ns, remote.size, remote.sha256, remote.md5)
+
+
+def _remember_verified(path: pathlib.Path, remote: RemoteFile) -> None:
+    _verified.add(_verified_key(path, remote))
+
+
 def verify_file(path, remote: RemoteFile) -> None:
     """Raises UserError unless the file at `path` has the size and checksums `remote` records."""
     path = pathlib.Path(path)
     if not path.is_file():
         raise UserError(f"missing file {path} (expected the download of {remote.url})")
+    if _verified_key(path, remote) in _verified:
+        return
     hashers = _new_hashers(remote)
     size = _hash_file_into(path, hashers)
     problem = _mismatch(remote, size, hashers)
     if problem:
         raise UserError(f"checksum mismatch for {path}: {problem} ({remote.url}); "
                         "delete or replace the file")
+    _remember_verified(path, remote)
 
 
 # ----------------------------------------------------------------------------- download
@@ -241,6 +258,7 @@ def download(remote: RemoteFile, directory, progress: Optional[ProgressFn] = Non
                 logger.warning("%s has no recorded size or checksum; it was not verified",
                                remote.url)
             os.replace(partial, final)
+            _remember_verified(final, remote)
             logger.info("downloaded %s (%d bytes, verified by %s)", final, size,
                         remote.verification)
             return final
@@ -344,8 +362,23 @@ def _extract_gzip(archive: pathlib.Path, dest: pathlib.Path) -> list:
     return [name]
 
 
-def _marker_path(archive: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
-    return dest / f".{archive.name}.extracted"
+def _marker_path(archive_name: str, dest: pathlib.Path) -> pathlib.Path:
+    return dest / f".{archive_name}.extracted"
+
+
+def _extracted_record(archive_name: str, dest: pathlib.Path) -> dict:
+    marker = _marker_path(archive_name, dest)
+    return json.loads(marker.read_text()) if marker.exists() else {"all": False, "members": []}
+
+
+def is_extracted(archive_name: str, dest, members: Optional[Sequence[str]] = None) -> bool:
+    """Whether an earlier `extract` of the archive called `archive_name` into `dest` completed and
+    covered `members` (all members if None), so the archive itself is no longer needed."""
+    dest = pathlib.Path(dest)
+    done = _extracted_record(archive_name, dest)
+    wanted = set(members) if members is not None else None
+    covered = done["all"] or (wanted is not None and wanted <= set(done["members"]))
+    return covered and all((dest / m).exists() for m in (wanted or done["members"]))
 
 
 def extract(archive, dest, members: Optional[Sequence[str]] = None) -> pathlib.Path:
@@ -359,10 +392,8 @@ def extract(archive, dest, members: Optional[Sequence[str]] = None) -> pathlib.P
     dest.mkdir(parents=True, exist_ok=True)
     dest = dest.resolve()
     wanted = set(members) if members is not None else None
-    marker = _marker_path(archive, dest)
-    done = json.loads(marker.read_text()) if marker.exists() else {"all": False, "members": []}
-    covered = done["all"] or (wanted is not None and wanted <= set(done["members"]))
-    if covered and all((dest / m).exists() for m in (wanted or done["members"])):
+    done = _extracted_record(archive.name, dest)
+    if is_extracted(archive.name, dest, members):
         return dest
 
     name = archive.name.lower()
@@ -381,21 +412,6 @@ def extract(archive, dest, members: Optional[Sequence[str]] = None) -> pathlib.P
             raise UserError(f"{archive} lacks the expected member(s) {', '.join(missing)}")
     # Several problems may each extract their own members of one shared archive: remember all.
     members_done = sorted(set(extracted) | set(done["members"]))
-    marker.write_text(json.dumps({"all": done["all"] or wanted is None, "members": members_done}))
+    record = {"all": done["all"] or wanted is None, "members": members_done}
+    _marker_path(archive.name, dest).write_text(json.dumps(record))
     return dest
-
-
-# ----------------------------------------------------------------------------- reading
-
-
-def open_lines(path) -> Iterator[bytes]:
-    """Yields the raw lines (bytes, without the line end) of a plain or gzip-compressed file.
-
-    Bytes, not str: decoding is the caller's job, so one bad byte sequence costs one line,
-    not the whole corpus.
-    """
-    path = pathlib.Path(path)
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        for line in f:
-            yield line.rstrip(b"\r\n")

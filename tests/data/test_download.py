@@ -10,6 +10,7 @@ import zipfile
 import pytest
 
 from t2t_lite.data import download as dl
+from t2t_lite.data import text_io
 from t2t_lite.errors import UserError
 
 _spec = importlib.util.spec_from_file_location(
@@ -165,14 +166,15 @@ def test_tar_of_gzipped_plain_files_reads_as_lines(tmp_path):
         tar.addfile(info, io.BytesIO(data))
     archive.write_bytes(buf.getvalue())
     dest = dl.extract(archive, tmp_path / "out")
-    assert list(dl.open_lines(dest / "giga-fren.release2.fixed.en.gz")) == lines
+    with text_io.open_binary(str(dest / "giga-fren.release2.fixed.en.gz")) as f:
+        assert list(text_io.bounded_lines(f)) == lines
 
 
 def test_extract_single_gzip_file(tmp_path):
     archive = tmp_path / "corpus.en.gz"
     archive.write_bytes(gzip.compress(b"a\r\nb\n"))
     dest = dl.extract(archive, tmp_path / "out")
-    assert list(dl.open_lines(dest / "corpus.en")) == [b"a", b"b"]
+    assert (dest / "corpus.en").read_bytes() == b"a\r\nb\n"
 
 
 @pytest.mark.parametrize("name", ["../evil.txt", "dev/../../evil.txt", "/tmp/evil-abs.txt"])
@@ -240,4 +242,6 @@ def test_download_then_extract_end_to_end(tmp_path):
                                sha256=_sha256(archive), size=len(archive))
         path = dl.download(remote, tmp_path / "dl")
     dest = dl.extract(path, tmp_path / "x")
-    assert list(dl.open_lines(dest / "training/europarl-v7.de-en.de")) == [b"Hallo"]
+    pairs = text_io.read_parallel_files(str(dest / "training/europarl-v7.de-en.en"),
+                                        str(dest / "training/europarl-v7.de-en.de"))
+    assert list(pairs) == [(b"Hello", b"Hallo")]
