@@ -1,2 +1,3 @@
 """Built-in problems, installed as t2t_lite.problems; importing this package registers them all."""
 from t2t_lite.problems import algorithmic  # noqa: F401  (registers on import)
+from t2t_lite.problems import text_files  # noqa: F401
