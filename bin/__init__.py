@@ -1,0 +1,1 @@
+"""Thin command-line entry points, installed as t2t_lite.bin."""

@@ -1,0 +1,64 @@
+"""Packaging for t2t_lite.
+
+The repository keeps the design card's top-level layout (problems/, bin/, gin/), and this file maps
+them into the package so nothing generic lands in site-packages: problems/ -> t2t_lite.problems,
+bin/ -> t2t_lite.bin, gin/*.gin -> t2t_lite/hparams_sets (data, never a Python package: an
+__init__.py in gin/ would shadow the gin-config library).
+"""
+import pathlib
+
+from setuptools import setup
+
+ROOT = pathlib.Path(__file__).parent
+
+# Versions tested together on Python 3.11 (CPU). tensorflow-text needs the full tensorflow wheel.
+INSTALL_REQUIRES = [
+    "tensorflow==2.21.0",
+    "tensorflow-text==2.21.1",
+    "keras==3.15.1",
+    "sacrebleu==2.6.0",
+    "absl-py==2.5.1",
+    "gin-config==0.5.0",
+    "sentencepiece==0.2.3",
+    "numpy>=1.26,<3",
+]
+
+# Console scripts appear here only once the command really works.
+CONSOLE_SCRIPTS = [
+    "t2t-lite-print-params=t2t_lite.bin.print_params:run",
+]
+
+setup(
+    name="t2t_lite",
+    version="0.1.0",
+    description='The Transformer of "Attention Is All You Need" for TensorFlow 2 / Keras 3',
+    long_description=(ROOT / "README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=[
+        "t2t_lite",
+        "t2t_lite.layers",
+        "t2t_lite.models",
+        "t2t_lite.data",
+        "t2t_lite.decoding",
+        "t2t_lite.training",
+        "t2t_lite.metrics",
+        "t2t_lite.problems",
+        "t2t_lite.bin",
+        "t2t_lite.hparams_sets",
+    ],
+    package_dir={
+        "t2t_lite": "t2t_lite",
+        "t2t_lite.problems": "problems",
+        "t2t_lite.bin": "bin",
+        "t2t_lite.hparams_sets": "gin",
+    },
+    package_data={"t2t_lite.hparams_sets": ["*.gin", "*/*.gin"]},
+    include_package_data=False,
+    install_requires=INSTALL_REQUIRES,
+    extras_require={
+        "test": ["pytest==9.2.0", "matplotlib==3.11.2"],
+        "viz": ["matplotlib==3.11.2"],
+    },
+    entry_points={"console_scripts": CONSOLE_SCRIPTS},
+)

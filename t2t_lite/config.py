@@ -1,0 +1,104 @@
+"""The three configurables that gin hparam sets bind: model, training, decoding.
+
+gin stays at the top: library code receives these plain dataclasses, never reads gin itself.
+Defaults are the paper's base model (Vaswani et al. 2017, section 3 and 5); gin/base.gin restates
+them so the set file alone describes a run.
+"""
+import dataclasses
+
+import gin
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """Architecture of the Transformer (paper section 3, Table 3 columns)."""
+
+    num_layers: int = 6  # N, for both encoder and decoder stacks
+    d_model: int = 512
+    d_ff: int = 2048
+    num_heads: int = 8  # h
+    d_k: int = 0  # per-head query/key size; 0 means d_model // num_heads
+    d_v: int = 0  # per-head value size; 0 means d_k's default, d_model // num_heads
+    dropout: float = 0.1  # P_drop: sub-layer outputs and embeddings + positions
+    attention_dropout: float = 0.0  # tensor2tensor's extra dropout on attention weights
+    relu_dropout: float = 0.0  # tensor2tensor's extra dropout inside the FFN
+    norm_position: str = "post"  # "post": LayerNorm(x + Dropout(f(x))) as the paper; "pre": t2t v2
+    position_encoding: str = "sinusoid"  # or "learned" (Table 3 row E)
+    sinusoid_layout: str = "interleaved"  # paper: sin at 2i, cos at 2i+1; "concat": t2t's [sin|cos]
+    max_length: int = 256  # longest sequence the model embeds (learned positions, decode cache)
+    attention_bias: bool = True  # biases on the Q/K/V/O projections
+    layer_norm_epsilon: float = 1e-6
+
+    def __post_init__(self):
+        if self.norm_position not in ("post", "pre"):
+            raise ValueError(f"norm_position must be 'post' or 'pre', got {self.norm_position!r}")
+        if self.position_encoding not in ("sinusoid", "learned"):
+            raise ValueError(
+                f"position_encoding must be 'sinusoid' or 'learned', got {self.position_encoding!r}")
+        if self.sinusoid_layout not in ("interleaved", "concat"):
+            raise ValueError(
+                f"sinusoid_layout must be 'interleaved' or 'concat', got {self.sinusoid_layout!r}")
+        if self.d_model % 2:
+            raise ValueError(f"d_model must be even for sinusoids, got {self.d_model}")
+        if not self.d_k and self.d_model % self.num_heads:
+            raise ValueError(
+                f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}; set d_k")
+        for name in ("dropout", "attention_dropout", "relu_dropout"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+
+    @property
+    def key_dim(self) -> int:
+        return self.d_k or self.d_model // self.num_heads
+
+    @property
+    def value_dim(self) -> int:
+        return self.d_v or self.key_dim
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Optimisation and batching (paper section 5)."""
+
+    learning_rate_schedule: str = "paper"  # paper: d^-0.5 min(s^-0.5, s w^-1.5); "t2t": rsqrt decay
+    learning_rate_scale: float = 1.0  # multiplies the schedule (tensor2tensor's learning_rate)
+    warmup_steps: int = 4000
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.98
+    adam_epsilon: float = 1e-9
+    label_smoothing: float = 0.1  # eps_ls
+    batch_tokens: int = 25000  # global source (and target) tokens per step, as the paper
+    max_tokens_per_replica: int = 4096  # what one device holds; accumulation makes up the rest
+    max_length: int = 256  # training pairs longer than this (in tokens) are dropped and counted
+    train_steps: int = 100000
+    checkpoint_minutes: float = 10.0
+    checkpoint_steps: int = 0  # 0: time-based only
+    keep_checkpoints: int = 20
+    average_last: int = 5  # checkpoints averaged at the end (paper: 5 base, 20 big)
+    mixed_precision: str = "float32"  # or "mixed_bfloat16", "mixed_float16"
+    jit_compile: bool = False
+    seed: int = 1
+
+    def __post_init__(self):
+        if self.learning_rate_schedule not in ("paper", "t2t"):
+            raise ValueError(
+                f"learning_rate_schedule must be 'paper' or 't2t', got {self.learning_rate_schedule!r}")
+        if self.warmup_steps < 1:
+            raise ValueError(f"warmup_steps must be >= 1, got {self.warmup_steps}")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ValueError(f"label_smoothing must be in [0, 1), got {self.label_smoothing}")
+        if self.mixed_precision not in ("float32", "mixed_bfloat16", "mixed_float16"):
+            raise ValueError(f"mixed_precision must be float32, mixed_bfloat16 or mixed_float16, "
+                             f"got {self.mixed_precision!r}")
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class DecodeConfig:
+    """Beam search settings (paper section 6.1; parsing uses its own in gin/parsing.gin)."""
+
+    beam_size: int = 4
+    alpha: float = 0.6  # GNMT length penalty ((5 + len) / 6) ** alpha
+    extra_length: int = 50  # max output length = input length + extra_length

@@ -1,0 +1,68 @@
+"""Hparam sets: gin files under gin/ (installed as t2t_lite/hparams_sets), one name per file.
+
+`--hparams_set=base` reads base.gin, `table3/B_dk16` reads table3/B_dk16.gin. Sets derive from
+each other with gin's `include`, resolved against the same folder.
+"""
+import pathlib
+from typing import Iterable, Sequence, Tuple
+
+import gin
+
+from t2t_lite.config import DecodeConfig, ModelConfig, TrainConfig
+from t2t_lite.errors import UserError
+
+
+def hparams_dir() -> pathlib.Path:
+    """The folder holding the .gin sets, for an installed wheel or a source checkout."""
+    package = pathlib.Path(__file__).resolve().parent
+    # A wheel carries them as t2t_lite/hparams_sets; a source tree (or editable install) as gin/.
+    for candidate in (package / "hparams_sets", package.parent / "gin"):
+        if (candidate / "base.gin").is_file():
+            return candidate
+    raise RuntimeError("t2t_lite's gin hparam sets are missing from this installation")
+
+
+def list_hparams_sets() -> list:
+    root = hparams_dir()
+    return sorted(p.relative_to(root).with_suffix("").as_posix() for p in root.rglob("*.gin"))
+
+
+def hparams_file(name: str) -> pathlib.Path:
+    path = hparams_dir() / f"{name}.gin"
+    if not path.is_file() or ".." in pathlib.PurePosixPath(name).parts:
+        raise UserError(f"unknown hparams set {name!r}; known sets: {', '.join(list_hparams_sets())}")
+    return path
+
+
+def parse(name: str, gin_params: Iterable[str] = (), gin_files: Sequence[str] = ()) -> None:
+    """Clears gin and binds the set `name`, then extra gin files, then `--gin_param` overrides."""
+    path = hparams_file(name)
+    gin.clear_config()
+    search_path = str(hparams_dir())
+    # `include 'base.gin'` resolves against the sets' folder first; gin keeps one global list.
+    prefixes = gin.config._LOCATION_PREFIXES
+    if not prefixes or prefixes[0] != search_path:
+        prefixes.insert(0, search_path)
+    try:
+        gin.parse_config_files_and_bindings([str(path), *gin_files], list(gin_params))
+    except (ValueError, KeyError, SyntaxError, IOError) as error:
+        raise UserError(f"bad gin configuration for set {name!r}: {_one_line(error)}") from None
+
+
+def configs() -> Tuple[ModelConfig, TrainConfig, DecodeConfig]:
+    """Builds the three configs from whatever gin currently binds."""
+    try:
+        return ModelConfig(), TrainConfig(), DecodeConfig()
+    except (ValueError, TypeError) as error:
+        raise UserError(f"bad hparams: {_one_line(error)}") from None
+
+
+def load(name: str, gin_params: Iterable[str] = (),
+         gin_files: Sequence[str] = ()) -> Tuple[ModelConfig, TrainConfig, DecodeConfig]:
+    parse(name, gin_params, gin_files)
+    return configs()
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return text[:500]

@@ -1,0 +1,26 @@
+"""Position-wise feed-forward network (paper section 3.3): max(0, x W1 + b1) W2 + b2."""
+import keras
+
+
+class FeedForward(keras.layers.Layer):
+    def __init__(self, d_model, d_ff, relu_dropout=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.d_model, self.d_ff, self.relu_dropout_rate = d_model, d_ff, relu_dropout
+        self.inner = keras.layers.Dense(d_ff, activation="relu", name="inner")
+        self.relu_dropout = keras.layers.Dropout(relu_dropout)  # tensor2tensor's, 0 in the paper
+        self.outer = keras.layers.Dense(d_model, name="outer")
+
+    def build(self, input_shape):
+        self.inner.build(input_shape)
+        self.outer.build(tuple(input_shape[:-1]) + (self.d_ff,))
+        super().build(input_shape)
+
+    def call(self, x, training=False):
+        return self.outer(self.relu_dropout(self.inner(x), training=training))
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        return {**super().get_config(), "d_model": self.d_model, "d_ff": self.d_ff,
+                "relu_dropout": self.relu_dropout_rate}

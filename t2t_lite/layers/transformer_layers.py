@@ -1,0 +1,127 @@
+"""Encoder and decoder layers (paper section 3.1) with post- or pre-layer-norm residuals.
+
+post (the paper): x = LayerNorm(x + Dropout(Sublayer(x)))
+pre  (tensor2tensor v2 sets): x = x + Dropout(Sublayer(LayerNorm(x))), final LayerNorm per stack.
+"""
+import keras
+from keras import ops
+
+from t2t_lite.layers.attention import MASK_NEGATIVE, MultiHeadAttention
+from t2t_lite.layers.feed_forward import FeedForward
+
+
+class Residual(keras.layers.Layer):
+    """Wraps one sub-layer with dropout, the residual add and layer normalisation."""
+
+    def __init__(self, dropout, norm_position, epsilon, **kwargs):
+        super().__init__(**kwargs)
+        self.norm_position = norm_position
+        self.norm = keras.layers.LayerNormalization(epsilon=epsilon, name="layer_norm")
+        self.dropout = keras.layers.Dropout(dropout)
+
+    def build(self, input_shape):
+        self.norm.build(input_shape)
+        super().build(input_shape)
+
+    def before(self, x):
+        """What the sub-layer sees."""
+        return self.norm(x) if self.norm_position == "pre" else x
+
+    def after(self, x, sublayer_output, training):
+        y = x + self.dropout(sublayer_output, training=training)
+        return y if self.norm_position == "pre" else self.norm(y)
+
+
+def _attention(config, name):
+    return MultiHeadAttention(config.num_heads, config.key_dim, config.value_dim,
+                              dropout=config.attention_dropout, use_bias=config.attention_bias,
+                              name=name)
+
+
+def _residual(config, name):
+    return Residual(config.dropout, config.norm_position, config.layer_norm_epsilon, name=name)
+
+
+class EncoderLayer(keras.layers.Layer):
+    def __init__(self, config, **kwargs):
+        super().__init__(**kwargs)
+        self.self_attention = _attention(config, "self_attention")
+        self.self_attention_residual = _residual(config, "self_attention_residual")
+        self.feed_forward = FeedForward(config.d_model, config.d_ff, config.relu_dropout,
+                                        name="feed_forward")
+        self.feed_forward_residual = _residual(config, "feed_forward_residual")
+
+    def build(self, input_shape):
+        for layer in (self.self_attention, self.self_attention_residual, self.feed_forward,
+                      self.feed_forward_residual):
+            layer.build(input_shape)
+        super().build(input_shape)
+
+    def call(self, x, bias, training=False, return_weights=False):
+        h = self.self_attention_residual.before(x)
+        attended, weights = self.self_attention(h, bias=bias, training=training, return_weights=True)
+        x = self.self_attention_residual.after(x, attended, training)
+        h = self.feed_forward_residual.before(x)
+        x = self.feed_forward_residual.after(x, self.feed_forward(h, training=training), training)
+        return (x, weights) if return_weights else x
+
+
+class DecoderLayer(keras.layers.Layer):
+    def __init__(self, config, **kwargs):
+        super().__init__(**kwargs)
+        self.self_attention = _attention(config, "self_attention")
+        self.self_attention_residual = _residual(config, "self_attention_residual")
+        self.cross_attention = _attention(config, "encoder_decoder_attention")
+        self.cross_attention_residual = _residual(config, "encoder_decoder_attention_residual")
+        self.feed_forward = FeedForward(config.d_model, config.d_ff, config.relu_dropout,
+                                        name="feed_forward")
+        self.feed_forward_residual = _residual(config, "feed_forward_residual")
+
+    def build(self, input_shape):
+        for layer in (self.self_attention, self.self_attention_residual, self.cross_attention,
+                      self.cross_attention_residual, self.feed_forward, self.feed_forward_residual):
+            layer.build(input_shape)
+        super().build(input_shape)
+
+    def _cross_and_feed_forward(self, x, cross_key, cross_value, cross_bias, training):
+        h = self.cross_attention_residual.before(x)
+        attended, cross_weights = self.cross_attention.attend(
+            self.cross_attention.project_query(h), cross_key, cross_value, cross_bias, training)
+        x = self.cross_attention_residual.after(x, attended, training)
+        h = self.feed_forward_residual.before(x)
+        x = self.feed_forward_residual.after(x, self.feed_forward(h, training=training), training)
+        return x, cross_weights
+
+    def call(self, x, encoder_outputs, self_bias, cross_bias, training=False, return_weights=False):
+        """Teacher-forced pass over the whole target prefix."""
+        h = self.self_attention_residual.before(x)
+        attended, self_weights = self.self_attention(h, bias=self_bias, training=training,
+                                                     return_weights=True)
+        x = self.self_attention_residual.after(x, attended, training)
+        cross_key, cross_value = self.cross_attention.project_key_value(encoder_outputs)
+        x, cross_weights = self._cross_and_feed_forward(x, cross_key, cross_value, cross_bias,
+                                                        training)
+        return (x, self_weights, cross_weights) if return_weights else x
+
+    def step(self, x, index, cache, cross_key, cross_value, cross_bias, training=False):
+        """One position: x [B, 1, d] at `index`; cache holds keys/values [B, L, H, k] so far.
+
+        The new key/value is written into the fixed-size buffers with a slice update at `index`,
+        so shapes never change between steps (XLA compiles the loop once).
+        """
+        h = self.self_attention_residual.before(x)
+        key, value = self.self_attention.project_key_value(h)
+        start = [0, index, 0, 0]
+        cache = {"key": ops.slice_update(cache["key"], start, ops.cast(key, cache["key"].dtype)),
+                 "value": ops.slice_update(cache["value"], start,
+                                           ops.cast(value, cache["value"].dtype))}
+        length = ops.shape(cache["key"])[1]
+        # Positions after `index` hold zeros (not yet decoded): mask them out.
+        visible = ops.arange(length) <= index
+        self_bias = ops.where(visible, 0.0, MASK_NEGATIVE)[None, None, None, :]
+        attended, _ = self.self_attention.attend(
+            self.self_attention.project_query(h), ops.cast(cache["key"], h.dtype),
+            ops.cast(cache["value"], h.dtype), self_bias, training)
+        x = self.self_attention_residual.after(x, attended, training)
+        x, _ = self._cross_and_feed_forward(x, cross_key, cross_value, cross_bias, training)
+        return x, cache

@@ -1,0 +1,146 @@
+"""The Transformer of "Attention Is All You Need" (section 3), as a Keras 3 model.
+
+Inputs and targets are int32 id matrices, 0 = pad, each sequence ending with EOS = 1. The decoder
+input is the target shifted right with 0 (pad) as the start symbol.
+
+Decoding is split for a model-agnostic search: `encode` once, `init_decode_state` once (fixed-size
+self-attention caches plus the cross-attention keys/values, which never change), then
+`decode_step(ids, index, cache, static)` per position.
+"""
+import keras
+from keras import ops
+
+from t2t_lite.config import ModelConfig
+from t2t_lite.layers.attention import causal_bias, padding_bias
+from t2t_lite.layers.embedding import PositionEncoding, SharedEmbedding
+from t2t_lite.layers.transformer_layers import DecoderLayer, EncoderLayer
+
+
+def shift_right(targets):
+    """[B, T] -> [B, T] with 0 (the start symbol) prepended and the last position dropped."""
+    return ops.pad(targets, [[0, 0], [1, 0]])[:, :-1]
+
+
+class Transformer(keras.Model):
+    def __init__(self, config: ModelConfig, vocab_size: int, **kwargs):
+        super().__init__(**kwargs)
+        self.config = config
+        self.vocab_size = vocab_size
+        self.embedding = SharedEmbedding(vocab_size, config.d_model, name="shared_embedding")
+        self.positions = PositionEncoding(config.max_length, config.d_model,
+                                          config.position_encoding, config.sinusoid_layout,
+                                          name="positions")
+        self.encoder_input_dropout = keras.layers.Dropout(config.dropout)
+        self.decoder_input_dropout = keras.layers.Dropout(config.dropout)
+        self.encoder_layers = [EncoderLayer(config, name=f"encoder_layer_{i}")
+                               for i in range(config.num_layers)]
+        self.decoder_layers = [DecoderLayer(config, name=f"decoder_layer_{i}")
+                               for i in range(config.num_layers)]
+        pre = config.norm_position == "pre"
+        eps = config.layer_norm_epsilon
+        self.encoder_final_norm = (keras.layers.LayerNormalization(epsilon=eps,
+                                                                    name="encoder_final_norm")
+                                   if pre else None)
+        self.decoder_final_norm = (keras.layers.LayerNormalization(epsilon=eps,
+                                                                    name="decoder_final_norm")
+                                   if pre else None)
+        self._build_all()
+
+    def _build_all(self):
+        """Creates every variable up front so checkpoints restore before the first call."""
+        hidden = (None, None, self.config.d_model)
+        self.embedding.build()
+        self.positions.build()
+        for layer in self.encoder_layers + self.decoder_layers:
+            layer.build(hidden)
+        for norm in (self.encoder_final_norm, self.decoder_final_norm):
+            if norm is not None:
+                norm.build(hidden)
+        self.built = True
+
+    # ---- encoder -------------------------------------------------------------------------------
+    def _embed(self, ids, dropout, training, offset=0):
+        x = self.positions(self.embedding(ids), offset=offset)
+        return dropout(x, training=training)
+
+    def encode(self, inputs, training=False, return_weights=False):
+        """inputs [B, S] -> {"outputs": [B, S, d], "padding_mask": bool [B, S]}."""
+        inputs = ops.cast(inputs, "int32")
+        padding_mask = ops.not_equal(inputs, 0)
+        bias = padding_bias(padding_mask)
+        x = self._embed(inputs, self.encoder_input_dropout, training)
+        weights = []
+        for layer in self.encoder_layers:
+            x, w = layer(x, bias, training=training, return_weights=True)
+            weights.append(w)
+        if self.encoder_final_norm is not None:
+            x = self.encoder_final_norm(x)
+        encoded = {"outputs": x, "padding_mask": padding_mask}
+        return (encoded, weights) if return_weights else encoded
+
+    # ---- teacher-forced decoder ----------------------------------------------------------------
+    def decode(self, targets, encoded, training=False, return_weights=False):
+        """targets [B, T] -> logits [B, T, vocab] (float32), position t predicting targets[:, t]."""
+        targets = ops.cast(targets, "int32")
+        x = self._embed(shift_right(targets), self.decoder_input_dropout, training)
+        self_bias = causal_bias(ops.shape(targets)[1])
+        cross_bias = padding_bias(encoded["padding_mask"])
+        self_weights, cross_weights = [], []
+        for layer in self.decoder_layers:
+            x, sw, cw = layer(x, encoded["outputs"], self_bias, cross_bias, training=training,
+                              return_weights=True)
+            self_weights.append(sw)
+            cross_weights.append(cw)
+        logits = self._logits(x)
+        return (logits, self_weights, cross_weights) if return_weights else logits
+
+    def _logits(self, x):
+        if self.decoder_final_norm is not None:
+            x = self.decoder_final_norm(x)
+        return ops.cast(self.embedding.logits(x), "float32")
+
+    def call(self, features, training=False):
+        encoded = self.encode(features["inputs"], training=training)
+        return self.decode(features["targets"], encoded, training=training)
+
+    def attention_weights(self, inputs, targets):
+        """Attention probabilities for plots (Figures 3-5): lists over layers of [B, H, q, k]."""
+        encoded, encoder_self = self.encode(inputs, return_weights=True)
+        _, decoder_self, cross = self.decode(targets, encoded, return_weights=True)
+        return {"encoder_self": encoder_self, "decoder_self": decoder_self,
+                "encoder_decoder": cross}
+
+    # ---- incremental decoding ------------------------------------------------------------------
+    def init_decode_state(self, encoded, max_decode_length):
+        """Fixed-size self-attention caches (zeros) and the once-computed cross-attention state.
+
+        cache:  {"layer_i": {"key": [B, L, H, d_k], "value": [B, L, H, d_v]}}
+        static: {"cross_bias": [B, 1, 1, S], "layer_i": {"key": [B, S, H, d_k], "value": ...}}
+        """
+        outputs = encoded["outputs"]
+        batch = ops.shape(outputs)[0]
+        heads = self.config.num_heads
+        dtype = outputs.dtype
+        cache, static = {}, {"cross_bias": padding_bias(encoded["padding_mask"])}
+        for i, layer in enumerate(self.decoder_layers):
+            cache[f"layer_{i}"] = {
+                "key": ops.zeros((batch, max_decode_length, heads, self.config.key_dim), dtype),
+                "value": ops.zeros((batch, max_decode_length, heads, self.config.value_dim), dtype),
+            }
+            key, value = layer.cross_attention.project_key_value(outputs)
+            static[f"layer_{i}"] = {"key": key, "value": value}
+        return cache, static
+
+    def decode_step(self, ids, index, cache, static, training=False):
+        """ids [B] (the decoder input at position `index`) -> (logits [B, vocab], updated cache)."""
+        ids = ops.cast(ids, "int32")[:, None]
+        index = ops.cast(index, "int32")
+        x = self.positions(self.embedding(ids), offset=index)
+        x = self.decoder_input_dropout(x, training=training)
+        new_cache = {}
+        for i, layer in enumerate(self.decoder_layers):
+            name = f"layer_{i}"
+            x, new_cache[name] = layer.step(x, index, cache[name], static[name]["key"],
+                                            static[name]["value"], static["cross_bias"],
+                                            training=training)
+        return self._logits(x)[:, 0, :], new_cache
