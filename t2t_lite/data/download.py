@@ -14,7 +14,6 @@ import gzip
 import hashlib
 import http.client
 import json
-import logging
 import os
 import pathlib
 import posixpath
@@ -29,9 +28,9 @@ import urllib.request
 import zipfile
 from typing import Callable, Optional, Sequence
 
-from t2t_lite.errors import UserError
+from absl import logging
 
-logger = logging.getLogger(__name__)
+from t2t_lite.errors import UserError
 
 PARTIAL_SUFFIX = ".partial"
 _CHUNK_BYTES = 1 << 20
@@ -89,10 +88,10 @@ class LogProgress:
             return
         self._last = now
         if total:
-            logger.info("%s: %.1f / %.1f MiB (%.0f%%)", name, done / 2**20, total / 2**20,
+            logging.info("%s: %.1f / %.1f MiB (%.0f%%)", name, done / 2**20, total / 2**20,
                         100.0 * done / total)
         else:
-            logger.info("%s: %.1f MiB", name, done / 2**20)
+            logging.info("%s: %.1f MiB", name, done / 2**20)
 
 
 # ----------------------------------------------------------------------------- verification
@@ -165,6 +164,10 @@ class _ServerIgnoredRange(Exception):
     """The server answered a Range request with the whole file."""
 
 
+class _WrongSize(Exception):
+    """The server announced a size other than the recorded one: no need to fetch it all."""
+
+
 def _open(url: str, offset: int, timeout: float):
     request = urllib.request.Request(url, headers={"User-Agent": _USER_AGENT})
     if offset:
@@ -196,6 +199,8 @@ def _transfer(remote: RemoteFile, partial: pathlib.Path, hashers: dict, progress
         if offset and status != 206:
             raise _ServerIgnoredRange()
         total = _total_size(response, offset)
+        if total is not None and remote.size is not None and total != remote.size:
+            raise _WrongSize(f"size {total} bytes announced by the server, expected {remote.size}")
         done = offset
         with open(partial, "ab") as out:
             while chunk := response.read(_CHUNK_BYTES):
@@ -227,18 +232,22 @@ def download(remote: RemoteFile, directory, progress: Optional[ProgressFn] = Non
 
     if final.exists():
         verify_file(final, remote)  # a corrupted final file is the user's to inspect, not ours
-        logger.info("reusing verified %s", final)
+        logging.info("reusing verified %s", final)
         return final
 
     for attempt in range(1, retries + 1):
         hashers = _new_hashers(remote)
         if partial.exists():
-            logger.info("resuming %s from byte %d", remote.url, partial.stat().st_size)
+            logging.info("resuming %s from byte %d", remote.url, partial.stat().st_size)
             _hash_file_into(partial, hashers)
         try:
             _transfer(remote, partial, hashers, progress, timeout)
+        except _WrongSize as e:
+            partial.unlink(missing_ok=True)
+            raise UserError(f"checksum mismatch for {remote.url}: {e}; deleted the partial "
+                            f"download {partial}. Is the URL right?") from None
         except _ServerIgnoredRange:
-            logger.warning("%s does not support resuming; starting over", remote.url)
+            logging.warning("%s does not support resuming; starting over", remote.url)
             partial.unlink()
             continue
         except urllib.error.HTTPError as e:
@@ -255,15 +264,15 @@ def download(remote: RemoteFile, directory, progress: Optional[ProgressFn] = Non
                 raise UserError(f"checksum mismatch for {remote.url}: {problem}; deleted the "
                                 f"partial download {partial}. Rerun to download it again.")
             if remote.verification == "unverified":
-                logger.warning("%s has no recorded size or checksum; it was not verified",
-                               remote.url)
+                logging.warning("%s has no recorded size or checksum; it was not verified",
+                                remote.url)
             os.replace(partial, final)
             _remember_verified(final, remote)
-            logger.info("downloaded %s (%d bytes, verified by %s)", final, size,
-                        remote.verification)
+            logging.info("downloaded %s (%d bytes, verified by %s)", final, size,
+                         remote.verification)
             return final
-        logger.warning("download of %s interrupted (attempt %d/%d): %s", remote.url, attempt,
-                       retries, error)
+        logging.warning("download of %s interrupted (attempt %d/%d): %s", remote.url, attempt,
+                        retries, error)
         time.sleep(min(2.0 ** (attempt - 1), 30.0) if attempt < retries else 0)
     raise UserError(f"could not download {remote.url} after {retries} attempts; "
                     f"rerun to resume from {partial}")
