@@ -1,0 +1,75 @@
+"""The attention weights a trained model puts on one sentence pair, ready for t2t_lite.viz.attention.
+
+The target is either given (forced decoding: how does the model attend while reading this
+translation?) or the model's own beam-search translation of the source (the paper's Figures 3-5
+show a model's attention on its own inputs).
+"""
+import numpy as np
+import tensorflow as tf
+
+from t2t_lite.decoding.beam_search import beam_search
+from t2t_lite.errors import UserError
+
+PAD_ID = 0
+EOS_ID = 1
+SPECIAL_TOKENS = {PAD_ID: "<pad>", EOS_ID: "<EOS>"}
+
+
+def token_strings(tokenizer, ids):
+    """One display string per id: each id decoded on its own, specials named."""
+    ids = [int(i) for i in ids]
+    pieces = tokenizer.decode(tf.constant([[i] for i in ids] or [[PAD_ID]], tf.int32)).numpy()
+    return [SPECIAL_TOKENS.get(i) or piece.decode("utf-8", errors="replace") or f"<{i}>"
+            for i, piece in zip(ids, pieces)]
+
+
+def _ids_with_eos(tokenizer, text, max_length, what):
+    ids = tokenizer.encode_batch([text])[0][:max_length - 1] + [EOS_ID]
+    if len(ids) == 1:
+        raise UserError(f"the {what} sentence is empty after tokenization")
+    return ids
+
+
+def translate_ids(model, source_ids, beam_size=4, alpha=0.6, extra_length=50):
+    """The best beam-search hypothesis for one source (ids ending with EOS), EOS included."""
+    max_length = min(len(source_ids) + extra_length, model.config.max_length)
+    encoded = model.encode(tf.constant([source_ids], tf.int32))
+    cache, static = model.init_decode_state(encoded, max_length)
+    sequences, _ = beam_search(model.decode_step, cache, static, batch_size=1,
+                               vocab_size=model.vocab_size, beam_size=beam_size, alpha=alpha,
+                               max_decode_length=max_length, eos_id=EOS_ID)
+    best = np.asarray(sequences)[0, 0].tolist()
+    return best[:best.index(EOS_ID) + 1] if EOS_ID in best else best + [EOS_ID]
+
+
+def sentence_attention(model, tokenizer, source, target=None, beam_size=4, alpha=0.6,
+                       extra_length=50):
+    """Attention weights of `model` on one sentence pair.
+
+    Args:
+      model: a Transformer (t2t_lite.models.transformer) with `attention_weights`.
+      tokenizer: the model's t2t_lite.data.tokenizers.Tokenizer.
+      source: the source sentence (str).
+      target: its translation (str) to force, or None to use the model's beam-search output.
+
+    Returns:
+      dict with "weights" (kind -> list over layers of numpy [H, q, k], as
+      t2t_lite.viz.attention takes them), "source_tokens", "target_tokens" (display strings,
+      EOS included) and "translation" (the target text).
+    """
+    max_length = model.config.max_length
+    source_ids = _ids_with_eos(tokenizer, source, max_length, "source")
+    if target is None:
+        target_ids = translate_ids(model, source_ids, beam_size, alpha, extra_length)
+    else:
+        target_ids = _ids_with_eos(tokenizer, target, max_length, "target")
+    weights = model.attention_weights(tf.constant([source_ids], tf.int32),
+                                      tf.constant([target_ids], tf.int32))
+    translation = tokenizer.decode(tf.constant([target_ids], tf.int32)).numpy()[0]
+    return {
+        "weights": {kind: [np.asarray(layer)[0] for layer in layers]
+                    for kind, layers in weights.items()},
+        "source_tokens": token_strings(tokenizer, source_ids),
+        "target_tokens": token_strings(tokenizer, target_ids),
+        "translation": translation.decode("utf-8", errors="replace"),
+    }
