@@ -159,9 +159,9 @@ class CorpusFiles:
         if all(found):
             return found[0], found[1]
         remote = self.archives[corpus.archive]
-        archive = self._archive(remote, members)
-        dest = download.extract(archive, self.tmp_dir / "extracted" / corpus.archive,
-                                members=members)
+        dest = self.tmp_dir / "extracted" / corpus.archive
+        if not download.is_extracted(remote.name, dest, members):  # else the archive is not needed
+            download.extract(self._archive(remote, members), dest, members=members)
         return dest / corpus.source, dest / corpus.target
 
     def check_available(self, corpora) -> None:

@@ -172,6 +172,17 @@ def test_raw_dir_with_extracted_files_needs_no_archive(tmp_path):
         (b"Hello", b"Hallo"), (b"World", b"Welt")]
 
 
+def test_extracted_corpus_is_reused_without_its_archive(tmp_path):
+    archives = _corpus_archives()
+    with http_fixture.LocalServer({}) as srv:
+        problem = registry.problem("translate_ende_wmt14", archives=_served(srv, archives))
+        first = list(problem.generate_samples("test", str(tmp_path)))
+        (tmp_path / "downloads" / "test-full.tgz").unlink()
+        assert list(problem.generate_samples("test", str(tmp_path))) == first
+        assert len(srv.requests) == 1
+    assert first[0] == (b"the house test 0 is red", b"das Haus test 0 ist rot")
+
+
 def test_raw_dir_archive_with_wrong_checksum_is_refused(tmp_path):
     archives = _corpus_archives()
     name, data = archives["dev"]
