@@ -1,0 +1,168 @@
+"""Beam search over any `tokens_to_logits` function, in one fixed-shape tf.while_loop (XLA-ready).
+
+The search never sees a model. Each step it calls
+
+    tokens_to_logits(ids [B*K] int32, index int32 scalar, cache, static) -> (logits [B*K, V], cache)
+
+where `ids` are the tokens at position `index` (position 0 holds the start token, pad id 0).
+`cache` is gathered along the surviving beams every step; `static` (e.g. encoder outputs) is tiled
+to B*K once and never gathered.
+
+Two sets of K hypotheses are kept per example, as in tensor2tensor and flax:
+  alive    - sequences without EOS, ranked by raw log probability (the ones we extend);
+  finished - sequences ending in EOS, ranked by log probability / GNMT length penalty.
+Each step expands alive beams to the top 2K candidates, so that at least K of them do not end in
+EOS (at most one EOS candidate comes from each beam). An EOS candidate becomes a finished
+hypothesis only if it ranks among the top K candidates, i.e. only if a width-K beam would really
+have chosen it (as in fairseq and Hugging Face); this makes beam 1 with alpha 0 exactly greedy.
+
+Every sequence ends with EOS: at the last position an example allows (`decode_lengths`), EOS is
+the only token left, and it keeps the model's own log probability (fairseq's rule), so scores stay
+true sequence probabilities. The loop stops as soon as no alive beam can still beat the worst
+finished one, even at the most favourable length penalty.
+"""
+import tensorflow as tf
+
+# Large but finite "minus infinity": sums of it stay finite and ordered, unlike -inf (which turns
+# into NaN in -inf - -inf and makes top_k ties arbitrary).
+NEG_INF = -1.0e9
+# Anything below this is a dead hypothesis (a descendant of a NEG_INF one), never a real one.
+_DEAD = NEG_INF / 2
+
+
+def length_penalty(length, alpha):
+    """GNMT length penalty ((5 + length) / 6) ** alpha (Wu et al. 2016), as float32."""
+    length = tf.cast(length, tf.float32)
+    return tf.pow((5.0 + length) / 6.0, tf.cast(alpha, tf.float32))
+
+
+def tile_beams(nested, beam_size):
+    """Repeats every tensor [B, ...] -> [B*K, ...] so that row b*K + k belongs to example b, beam k."""
+    return tf.nest.map_structure(lambda t: tf.repeat(t, beam_size, axis=0), nested)
+
+
+def _gather_beams(nested, beam_indices):
+    """Picks beams per example: tensors [B, K_old, ...] -> [B, K_new, ...] by indices [B, K_new]."""
+    return tf.nest.map_structure(lambda t: tf.gather(t, beam_indices, batch_dims=1), nested)
+
+
+def _gather_flat_beams(nested, beam_indices, beam_size):
+    """Same as _gather_beams for flattened tensors [B*K, ...] (the cache)."""
+    batch_size = tf.shape(beam_indices)[0]
+    offsets = tf.range(batch_size)[:, None] * beam_size
+    flat_indices = tf.reshape(offsets + beam_indices, [-1])
+    return tf.nest.map_structure(lambda t: tf.gather(t, flat_indices), nested)
+
+
+def _write_position(sequences, tokens, position):
+    """sequences [B, K, L+1] with column `position` set to tokens [B, K]; XLA-friendly (no scatter)."""
+    is_position = tf.equal(tf.range(tf.shape(sequences)[-1]), position)
+    return tf.where(is_position[None, None, :], tokens[:, :, None], sequences)
+
+
+def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_size=4, alpha=0.6,
+                max_decode_length=256, decode_lengths=None, eos_id=1, early_stopping=True):
+    """Returns the n-best continuations for every example, best first.
+
+    Args:
+      tokens_to_logits: fn(ids [B*K], index, cache, static) -> (logits [B*K, V], new cache).
+      cache, static: nested structures of tensors with leading dimension batch_size.
+      batch_size: B (int or scalar tensor). vocab_size: V (int).
+      beam_size: K (static int). alpha: length penalty exponent (float or scalar tensor).
+      max_decode_length: static int L, the output width and the largest number of generated tokens.
+      decode_lengths: optional int32 [B], per-example limits (EOS included), clipped to [1, L].
+      eos_id: the end-of-sequence id.
+      early_stopping: stop once no alive beam can improve the n-best (False only for testing).
+
+    Returns:
+      sequences: int32 [B, K, L], each ending with EOS and padded with 0, best first.
+      scores: float32 [B, K], log probability / length penalty; -inf where fewer than K
+        hypotheses exist (e.g. a decode length of 1 allows only one).
+    """
+    beam_size = int(beam_size)
+    max_decode_length = int(max_decode_length)
+    if decode_lengths is None:
+        decode_lengths = tf.fill([batch_size], max_decode_length)
+    decode_lengths = tf.clip_by_value(tf.cast(decode_lengths, tf.int32), 1, max_decode_length)
+    alpha = tf.cast(alpha, tf.float32)
+    # Best possible penalty for any future finished hypothesis: the penalty is monotonic in length,
+    # so it is largest at the longest allowed length (alpha >= 0) or at the shortest (alpha < 0).
+    max_penalty = tf.maximum(length_penalty(decode_lengths, alpha), length_penalty(1, alpha))
+
+    seq_width = max_decode_length + 1  # column 0 holds the start token
+    cache = tile_beams(cache, beam_size)
+    static = tile_beams(static, beam_size)
+
+    # Only beam 0 starts alive; the others are dead copies until the first expansion fills them.
+    initial_log_probs = tf.concat([[0.0], tf.fill([beam_size - 1], NEG_INF)], axis=0)
+    alive_log_probs = tf.tile(initial_log_probs[None, :], [batch_size, 1])
+    alive_seqs = tf.zeros([batch_size, beam_size, seq_width], tf.int32)
+    finished_seqs = tf.zeros([batch_size, beam_size, seq_width], tf.int32)
+    finished_scores = tf.fill([batch_size, beam_size], NEG_INF)
+    finished_flags = tf.zeros([batch_size, beam_size], tf.bool)
+
+    def not_done(i, alive_seqs, alive_log_probs, finished_seqs, finished_scores, finished_flags,
+                 cache):
+        del alive_seqs, finished_seqs, cache
+        in_range = i < max_decode_length
+        if not early_stopping:
+            return in_range
+        best_alive = tf.reduce_max(alive_log_probs, axis=1)
+        best_possible = best_alive / max_penalty
+        worst_finished = tf.reduce_min(finished_scores, axis=1)
+        full = tf.reduce_all(finished_flags, axis=1)
+        example_done = (best_alive < _DEAD) | (full & (worst_finished > best_possible))
+        return in_range & tf.logical_not(tf.reduce_all(example_done))
+
+    def step(i, alive_seqs, alive_log_probs, finished_seqs, finished_scores, finished_flags, cache):
+        ids = tf.reshape(tf.gather(alive_seqs, i, axis=2), [-1])
+        logits, cache = tokens_to_logits(ids, i, cache, static)
+        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
+        log_probs = tf.reshape(log_probs, [batch_size, beam_size, vocab_size])
+
+        # At an example's last allowed position, EOS is the only choice (with its own log prob).
+        new_length = i + 1
+        must_end = tf.greater_equal(new_length, decode_lengths)[:, None, None]
+        is_eos_token = tf.equal(tf.range(vocab_size), eos_id)[None, None, :]
+        log_probs = tf.where(must_end & ~is_eos_token, NEG_INF, log_probs)
+
+        candidate_log_probs = tf.reshape(alive_log_probs[:, :, None] + log_probs,
+                                         [batch_size, beam_size * vocab_size])
+        top_log_probs, top_indices = tf.math.top_k(candidate_log_probs, k=2 * beam_size)
+        top_beams = top_indices // vocab_size
+        top_tokens = top_indices % vocab_size
+        top_seqs = _write_position(_gather_beams(alive_seqs, top_beams), top_tokens, new_length)
+        top_is_eos = tf.equal(top_tokens, eos_id)
+        is_real = top_log_probs > _DEAD
+
+        # Alive: the best K candidates that do not end in EOS (there are always at least K).
+        alive_candidates = tf.where(top_is_eos, NEG_INF, top_log_probs)
+        alive_log_probs, alive_picks = tf.math.top_k(alive_candidates, k=beam_size)
+        alive_seqs = _gather_beams(top_seqs, alive_picks)
+        cache = _gather_flat_beams(cache, _gather_beams(top_beams, alive_picks), beam_size)
+
+        # Finished: merge EOS candidates that a width-K beam would have chosen into the n-best.
+        within_beam = tf.range(2 * beam_size)[None, :] < beam_size
+        newly_finished = top_is_eos & is_real & within_beam
+        new_scores = top_log_probs / length_penalty(new_length, alpha)
+        new_scores = tf.where(newly_finished, new_scores, NEG_INF)
+        merged_scores = tf.concat([finished_scores, new_scores], axis=1)
+        merged_seqs = tf.concat([finished_seqs, top_seqs], axis=1)
+        merged_flags = tf.concat([finished_flags, newly_finished], axis=1)
+        # Old entries come first, so on ties (e.g. two NEG_INF) the older hypothesis is kept.
+        finished_scores, finished_picks = tf.math.top_k(merged_scores, k=beam_size)
+        finished_seqs = _gather_beams(merged_seqs, finished_picks)
+        finished_flags = _gather_beams(merged_flags, finished_picks)
+        return (i + 1, alive_seqs, alive_log_probs, finished_seqs, finished_scores,
+                finished_flags, cache)
+
+    state = (tf.constant(0), alive_seqs, alive_log_probs, finished_seqs, finished_scores,
+             finished_flags, cache)
+    _, _, _, finished_seqs, finished_scores, finished_flags, _ = tf.while_loop(
+        not_done, step, state, maximum_iterations=max_decode_length)
+
+    # Every real hypothesis ends with EOS, so the finished set always holds at least one; the
+    # remaining slots (only possible when a limit allows fewer than K sequences) are marked -inf.
+    sequences = tf.where(finished_flags[:, :, None], finished_seqs[:, :, 1:], 0)
+    scores = tf.where(finished_flags, finished_scores, float("-inf"))
+    return sequences, scores

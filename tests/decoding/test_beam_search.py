@@ -1,0 +1,184 @@
+"""Beam search on toy decoders whose best sequences are known or can be enumerated."""
+import numpy as np
+import tensorflow as tf
+
+from t2t_lite.decoding import beam_search, greedy_decode
+
+
+def run_beam(model, cache, static, batch_size, mode="graph", **kwargs):
+    def search():
+        return beam_search(model.tokens_to_logits, cache, static, batch_size, model.vocab_size,
+                           **kwargs)
+
+    if mode == "eager":
+        sequences, scores = search()
+    else:
+        sequences, scores = tf.function(search, jit_compile=(mode == "xla"))()
+    return sequences.numpy(), scores.numpy()
+
+
+def trap_table(toys):
+    """Greedy takes token 2 (p=.5) into a flat continuation; 3 (p=.4) then EOS (p=.97) is best."""
+    vocab = 6
+    table = np.full((vocab, vocab), 1.0)
+    table[:, toys.PAD] = 0.0
+    table[toys.PAD] = [0, 0.1 / 3, 0.5, 0.4, 0.1 / 3, 0.1 / 3]
+    table[2] = [0, 0.2, 0.2, 0.2, 0.2, 0.2]
+    table[3] = [0, 0.97, 0.0075, 0.0075, 0.0075, 0.0075]
+    return toys.TableModel(table)
+
+
+def test_finds_best_sequence_that_greedy_misses(toys):
+    model = trap_table(toys)
+    sequences, scores = run_beam(model, {}, {}, 1, beam_size=4, alpha=0.6, max_decode_length=6)
+    assert toys.strip(sequences[0, 0]) == [3, toys.EOS]
+    np.testing.assert_allclose(scores[0, 0], np.log(0.4 * 0.97) / toys.gnmt_penalty(2, 0.6),
+                               rtol=1e-5)
+    assert np.all(np.diff(scores[0]) <= 0)
+
+    greedy, _ = greedy_decode(model.tokens_to_logits, {}, {}, 1, model.vocab_size,
+                              max_decode_length=6)
+    assert toys.strip(greedy.numpy()[0]) == [2, toys.EOS]
+
+
+def test_wide_beam_equals_exhaustive_search(toys):
+    # Vocab 5 (3 real tokens) and 4 positions give 40 sequences; a 40-wide beam keeps them all.
+    model = toys.RnnModel(vocab_size=5, seed=0, sharpness=1.0)
+    batch_size, max_length, alpha = 2, 4, 0.6
+    cache, static = model.initial_state(batch_size)
+    sequences, scores = run_beam(model, cache, static, batch_size, beam_size=40, alpha=alpha,
+                                 max_decode_length=max_length)
+    candidates = list(toys.all_sequences(model.vocab_size, max_length))
+    assert len(candidates) == 40
+    for b in range(batch_size):
+        bias = static["bias"].numpy()[b]
+        expected = sorted(
+            ((model.sequence_log_prob(seq, bias) / toys.gnmt_penalty(len(seq), alpha), seq)
+             for seq in candidates), key=lambda pair: -pair[0])
+        np.testing.assert_allclose(scores[b], [score for score, _ in expected], atol=1e-4)
+        assert [toys.strip(row) for row in sequences[b]] == [seq for _, seq in expected]
+
+
+def test_beam_of_one_without_length_penalty_is_greedy(toys):
+    # EOS (p=.35) is second best at the first step: a width-1 beam must not take it.
+    vocab = 6
+    table = np.full((vocab, vocab), 1.0)
+    table[:, toys.PAD] = 0.0
+    table[toys.PAD] = [0, 0.35, 0.6, 0.03, 0.01, 0.01]
+    model = toys.TableModel(table)
+    sequences, scores = run_beam(model, {}, {}, 1, beam_size=1, alpha=0.0, max_decode_length=5)
+    greedy, log_probs = greedy_decode(model.tokens_to_logits, {}, {}, 1, vocab,
+                                      max_decode_length=5)
+    assert toys.strip(greedy.numpy()[0])[0] == 2
+    np.testing.assert_array_equal(sequences[:, 0], greedy.numpy())
+    np.testing.assert_allclose(scores[:, 0], log_probs.numpy(), rtol=1e-5)
+
+    model = toys.RnnModel(vocab_size=12, seed=1)
+    batch_size = 4
+    cache, static = model.initial_state(batch_size)
+    limits = tf.constant([10, 5, 3, 10])
+    sequences, scores = run_beam(model, cache, static, batch_size, beam_size=1, alpha=0.0,
+                                 max_decode_length=10, decode_lengths=limits)
+    greedy, log_probs = tf.function(lambda: greedy_decode(
+        model.tokens_to_logits, cache, static, batch_size, model.vocab_size,
+        max_decode_length=10, decode_lengths=limits))()
+    np.testing.assert_array_equal(sequences[:, 0], greedy.numpy())
+    np.testing.assert_allclose(scores[:, 0], log_probs.numpy(), rtol=1e-5)
+
+
+def length_trade_off_table(toys):
+    """[2, EOS] has the higher probability (.3); [4, 4, 4, 4, 4, EOS] (.3 * .97^5) is longer."""
+    vocab, positions = 6, 8
+    table = np.full((positions, vocab, vocab), 1.0)
+    table[:, :, toys.PAD] = 0.0
+    table[0, toys.PAD] = [0, 0.05, 0.5, 0.1, 0.3, 0.05]
+    table[1, 2] = [0, 0.6, 0.1, 0.1, 0.1, 0.1]
+    table[1:5, 4] = [0, 0.0075, 0.0075, 0.0075, 0.97, 0.0075]
+    table[5, 4] = [0, 0.97, 0.0075, 0.0075, 0.0075, 0.0075]
+    return toys.TableModel(table)
+
+
+def test_length_penalty_changes_the_winner(toys):
+    model = length_trade_off_table(toys)
+    short, long = [2, toys.EOS], [4, 4, 4, 4, 4, toys.EOS]
+    for alpha, winner in [(0.0, short), (0.6, long)]:
+        sequences, scores = run_beam(model, {}, {}, 1, beam_size=4, alpha=alpha,
+                                     max_decode_length=8)
+        assert toys.strip(sequences[0, 0]) == winner, alpha
+        expected = model.sequence_log_prob(winner) / toys.gnmt_penalty(len(winner), alpha)
+        np.testing.assert_allclose(scores[0, 0], expected, rtol=1e-5)
+        # The loser is still in the n-best, just ranked lower.
+        loser = long if winner is short else short
+        assert loser in [toys.strip(row) for row in sequences[0]]
+
+
+def test_early_stopping_does_not_change_results(toys):
+    model = toys.RnnModel(vocab_size=10, seed=2, eos_bias=1.5)
+    batch_size = 3
+    cache, static = model.initial_state(batch_size)
+    results, steps = {}, {}
+    for early in (True, False):
+        model.calls = 0
+        results[early] = run_beam(model, cache, static, batch_size, mode="eager", beam_size=4,
+                                  alpha=0.6, max_decode_length=20, early_stopping=early)
+        steps[early] = model.calls
+    assert steps[False] == 20
+    assert steps[True] < steps[False]  # it really stopped early ...
+    np.testing.assert_array_equal(results[True][0], results[False][0])  # ... and lost nothing
+    np.testing.assert_allclose(results[True][1], results[False][1], rtol=1e-6)
+
+
+def test_early_stopping_waits_for_a_longer_hypothesis_that_can_still_win(toys):
+    # [EOS] (p=.5) finishes first and fills a width-1 beam; the alive [4] (p=.45) is already
+    # worse in raw log probability, but [4, 4, 4, 4, 4, EOS] wins under the length penalty.
+    vocab, positions = 6, 8
+    table = np.full((positions, vocab, vocab), 1.0)
+    table[:, :, toys.PAD] = 0.0
+    table[0, toys.PAD] = [0, 0.5, 0.02, 0.01, 0.45, 0.02]
+    table[1:5, 4] = [0, 0.0075, 0.0075, 0.0075, 0.97, 0.0075]
+    table[5, 4] = [0, 0.97, 0.0075, 0.0075, 0.0075, 0.0075]
+    model = toys.TableModel(table)
+    for early in (True, False):
+        sequences, _ = run_beam(model, {}, {}, 1, beam_size=1, alpha=0.6, max_decode_length=8,
+                                early_stopping=early)
+        assert toys.strip(sequences[0, 0]) == [4, 4, 4, 4, 4, toys.EOS]
+
+
+def test_xla_equals_graph_and_eager(toys):
+    model = toys.RnnModel(vocab_size=16, seed=3)
+    batch_size = 3
+    cache, static = model.initial_state(batch_size)
+    limits = np.array([12, 6, 9])
+    settings = dict(beam_size=4, alpha=0.6, max_decode_length=12,
+                    decode_lengths=tf.constant(limits))
+    eager = run_beam(model, cache, static, batch_size, mode="eager", **settings)
+    graph = run_beam(model, cache, static, batch_size, mode="graph", **settings)
+    xla = run_beam(model, cache, static, batch_size, mode="xla", **settings)
+    for sequences, scores in (graph, xla):
+        np.testing.assert_array_equal(sequences, eager[0])
+        np.testing.assert_allclose(scores, eager[1], rtol=1e-5)
+    toys.assert_ends_with_eos_and_padded(eager[0], limits)
+    assert np.all(np.isfinite(eager[1])) and np.all(np.diff(eager[1], axis=1) <= 0)
+
+
+def test_per_example_decode_lengths(toys):
+    # EOS is so unlikely that every hypothesis runs to its example's limit, where EOS is forced.
+    model = toys.RnnModel(vocab_size=10, seed=4, eos_bias=-20.0)
+    batch_size = 3
+    cache, static = model.initial_state(batch_size)
+    limits = [3, 8, 1]
+    sequences, scores = run_beam(model, cache, static, batch_size, beam_size=4, alpha=0.6,
+                                 max_decode_length=8, decode_lengths=tf.constant(limits))
+    assert sequences.shape == (3, 4, 8) and sequences.dtype == np.int32
+    for b, limit in enumerate(limits[:2]):
+        assert all(len(toys.strip(row)) == limit for row in sequences[b])
+        toys.assert_ends_with_eos_and_padded(sequences[b], [limit])
+        # Beams are distinct hypotheses, best first, scored with their own length's penalty.
+        assert len({tuple(row) for row in sequences[b]}) == 4
+        for row, score in zip(sequences[b], scores[b]):
+            log_prob = model.sequence_log_prob(toys.strip(row), static["bias"].numpy()[b])
+            np.testing.assert_allclose(score, log_prob / toys.gnmt_penalty(limit, 0.6),
+                                       rtol=1e-4)
+    # A limit of 1 allows only [EOS]: one hypothesis, the other slots empty with score -inf.
+    assert toys.strip(sequences[2, 0]) == [toys.EOS]
+    assert np.all(sequences[2, 1:] == 0) and np.all(scores[2, 1:] == -np.inf)
