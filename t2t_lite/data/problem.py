@@ -148,14 +148,14 @@ class Problem:
                                          delete=False) as f:
             for source, target in pairs:
                 f.write(source + "\n" + target + "\n")
+        sample_size = len(pairs)
         del pairs
         try:
             self.build_vocab(data_dir, f.name)
         finally:
             os.remove(f.name)
         logging.info("%s: vocabulary %s from a sample of %d pairs in %.1fs", self.name,
-                     self.vocab_filename(), min(counts.get("read", 0), self.vocab_sample_pairs),
-                     time.time() - start)
+                     self.vocab_filename(), sample_size, time.time() - start)
 
     def _generate_split(self, split, data_dir, tmp_dir, tokenizer):
         done = shards.read_manifest(data_dir, self.dataset_name, split)
