@@ -1,0 +1,125 @@
+"""Beam-search decoding throughput of a Transformer, XLA off and on, against this machine's matmul.
+
+    TF_ENABLE_ONEDNN_OPTS=1 TF_CPP_MIN_LOG_LEVEL=2 .venv/bin/python bench/bench_decode.py \
+        [--hparams_set=small --vocab_size=8000 --batch_size=32 --source_length=20 --beam_size=4]
+
+The model has random weights, so it rarely emits EOS: every sentence decodes to its limit
+(input length + extra_length), the worst case for a trained model of this size. Reported per
+setting: sentences/s, target tokens/s (best hypotheses, EOS included), and the decoder's matmul
+FLOP/s as a fraction of one large float32 matmul's FLOP/s measured in the same run; decoding
+is a chain of small [B*K, d] x [d, *] products plus cache reads and beam gathers, so it reaches
+only a small part of that.
+"""
+import argparse
+import os
+import time
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from t2t_lite import hparams  # noqa: E402
+from t2t_lite.decoding.translate import translate  # noqa: E402
+from t2t_lite.models.transformer import Transformer  # noqa: E402
+
+
+def matmul_flops_per_second(size=2048, repeats=10):
+    """FLOP/s of one large square float32 matmul (the machine's practical compute ceiling)."""
+    a = tf.random.normal([size, size])
+    b = tf.random.normal([size, size])
+    multiply = tf.function(lambda: tf.matmul(a, b))
+    multiply().numpy()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        multiply().numpy()
+    return 2 * size ** 3 * repeats / (time.perf_counter() - start)
+
+
+def decode_step_flops(config, vocab_size, rows, cache_width, source_length):
+    """Matmul FLOPs of one decode_step for `rows` beams (multiply-add = 2 FLOPs).
+
+    The fixed-size self-attention cache is attended over its full width every step (masked), and
+    the cross-attention keys/values come precomputed, so only queries and outputs are projected.
+    """
+    d, h, k, v, f = (config.d_model, config.num_heads, config.key_dim, config.value_dim,
+                     config.d_ff)
+    self_attention = 2 * d * h * (2 * k + v) + 2 * h * v * d + 2 * cache_width * h * (k + v)
+    cross_attention = 2 * d * h * k + 2 * h * v * d + 2 * source_length * h * (k + v)
+    feed_forward = 2 * 2 * d * f
+    per_row = (config.num_layers * (self_attention + cross_attention + feed_forward)
+               + 2 * d * vocab_size)
+    return rows * per_row
+
+
+def random_inputs(batch_size, source_length, vocab_size, seed=0):
+    """Sentences of varied length (half to full width), each ending with EOS, 0-padded."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(3, vocab_size, size=(batch_size, source_length)).astype("int32")
+    lengths = rng.integers(source_length // 2, source_length + 1, size=batch_size)
+    for row, length in enumerate(lengths):
+        ids[row, length - 1], ids[row, length:] = 1, 0
+    return tf.constant(ids)
+
+
+def hypothesis_lengths(sequences):
+    """Tokens of every hypothesis [B, K] up to and including its EOS (every one has an EOS)."""
+    return (sequences.numpy() == 1).argmax(axis=-1) + 1
+
+
+def run(args):
+    config = hparams.load(args.hparams_set)[0]
+    keras.utils.set_random_seed(0)
+    model = Transformer(config, args.vocab_size)
+    inputs = random_inputs(args.batch_size, args.source_length, args.vocab_size)
+    peak = matmul_flops_per_second()
+    print(f"model {args.hparams_set}: layers={config.num_layers} d_model={config.d_model} "
+          f"d_ff={config.d_ff} heads={config.num_heads} vocab={args.vocab_size}; "
+          f"batch={args.batch_size} x source<={args.source_length}, beam={args.beam_size}, "
+          f"alpha={args.alpha}, extra_length={args.extra_length}")
+    print(f"large matmul (2048^3, float32): {peak / 1e9:.1f} GFLOP/s")
+    print(f"{'xla':>5} {'compile s':>10} {'batch s':>9} {'sent/s':>8} {'tok/s':>9} "
+          f"{'steps':>6} {'GFLOP/s':>8} {'of matmul':>10}")
+    for xla in (False, True):
+        decode = tf.function(
+            lambda x: translate(model, x, beam_size=args.beam_size, alpha=args.alpha,
+                                extra_length=args.extra_length),
+            jit_compile=xla)
+        start = time.perf_counter()
+        sequences, _ = decode(inputs)
+        first_call = time.perf_counter() - start
+        start = time.perf_counter()
+        for _ in range(args.repeats):
+            sequences, _ = decode(inputs)
+            sequences.numpy()
+        seconds = (time.perf_counter() - start) / args.repeats
+        lengths = hypothesis_lengths(sequences)[:, 0]
+        # Steps the loop ran: up to the longest hypothesis kept (random weights never stop early).
+        steps = int(hypothesis_lengths(sequences).max())
+        width = sequences.shape[-1]
+        flops = steps * decode_step_flops(config, args.vocab_size,
+                                          args.batch_size * args.beam_size, width,
+                                          args.source_length)
+        print(f"{str(xla):>5} {first_call - seconds:>10.1f} {seconds:>9.2f} "
+              f"{args.batch_size / seconds:>8.1f} {lengths.sum() / seconds:>9.0f} {steps:>6d} "
+              f"{flops / seconds / 1e9:>8.1f} {flops / seconds / peak:>10.1%}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--hparams_set", default="small")
+    parser.add_argument("--vocab_size", type=int, default=8000)
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--source_length", type=int, default=20)
+    parser.add_argument("--beam_size", type=int, default=4)
+    parser.add_argument("--alpha", type=float, default=0.6)
+    parser.add_argument("--extra_length", type=int, default=50)
+    parser.add_argument("--repeats", type=int, default=2)
+    run(parser.parse_args())
+
+
+if __name__ == "__main__":
+    main()
