@@ -13,6 +13,7 @@ after tf.saved_model.load, the size is `loaded.saved_vocab_size` (an int32 varia
 """
 import os
 
+import sentencepiece
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -76,6 +77,14 @@ class SentencePieceTokenizer(Tokenizer):
             model = f.read()
         self._sp = tf_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
         super().__init__(model_path, int(self._sp.vocab_size().numpy()), name=name)
+        self._model = model
+
+    def encode_batch(self, texts):
+        # Datagen encodes outside the graph; the sentencepiece library behind the tensorflow-text
+        # op gives the same ids from the same model (tested) about twice as fast.
+        if not hasattr(self, "_processor"):
+            self._processor = sentencepiece.SentencePieceProcessor(model_proto=self._model)
+        return self._processor.encode(list(texts))
 
     def _tokenize(self, texts):
         return self._sp.tokenize(texts)

@@ -89,3 +89,9 @@ def test_reservoir_sample_is_bounded_and_deterministic():
     assert sample == vocab.reservoir_sample(iter(range(10_000)), 100, seed=3)
     assert max(sample) > 5000  # drawn from the whole stream, not its head
     assert vocab.reservoir_sample(iter(range(5)), 100) == list(range(5))
+
+
+def test_encode_batch_matches_the_graph_op(learned):
+    texts = SENTENCES + ["unseen words: Quokka, Zebu ünd Ölfass", ""]
+    graph = learned.encode(tf.constant(texts)).to_list()
+    assert learned.encode_batch(texts) == graph
