@@ -69,7 +69,8 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_si
       cache, static: nested structures of tensors with leading dimension batch_size.
       batch_size: B (int or scalar tensor). vocab_size: V (int).
       beam_size: K (static int). alpha: length penalty exponent (float or scalar tensor).
-      max_decode_length: static int L, the output width and the largest number of generated tokens.
+      max_decode_length: L, the output width and the largest number of generated tokens: a
+        static int, or (outside XLA, which needs static shapes) a scalar int32 tensor.
       decode_lengths: optional int32 [B], per-example limits (EOS included), clipped to [1, L].
       eos_id: the end-of-sequence id.
       early_stopping: stop once no alive beam can improve the n-best (False only for testing).
@@ -80,7 +81,10 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_si
         hypotheses exist (e.g. a decode length of 1 allows only one).
     """
     beam_size = int(beam_size)
-    max_decode_length = int(max_decode_length)
+    if beam_size < 1:
+        raise ValueError(f"beam_size must be at least 1, got {beam_size}")
+    if not tf.is_tensor(max_decode_length):
+        max_decode_length = int(max_decode_length)
     if decode_lengths is None:
         decode_lengths = tf.fill([batch_size], max_decode_length)
     decode_lengths = tf.clip_by_value(tf.cast(decode_lengths, tf.int32), 1, max_decode_length)

@@ -13,7 +13,8 @@ import tensorflow as tf
 def _decode(tokens_to_logits, cache, static, batch_size, vocab_size, max_decode_length,
             decode_lengths, eos_id, choose_tokens):
     """Shared loop; choose_tokens(log_probs [B, V], index) -> ids [B] picks each next token."""
-    max_decode_length = int(max_decode_length)
+    if not tf.is_tensor(max_decode_length):
+        max_decode_length = int(max_decode_length)
     if decode_lengths is None:
         decode_lengths = tf.fill([batch_size], max_decode_length)
     decode_lengths = tf.clip_by_value(tf.cast(decode_lengths, tf.int32), 1, max_decode_length)
@@ -68,6 +69,9 @@ def sample_decode(tokens_to_logits, cache, static, batch_size, vocab_size, max_d
     probabilities [B] under the model itself (temperature 1, no truncation).
     """
     top_k = int(top_k)
+    if not tf.is_tensor(temperature) and temperature <= 0:
+        raise ValueError(f"temperature must be positive (greedy_decode is temperature 0), "
+                         f"got {temperature}")
     seed = tf.cast(seed, tf.int32)
     temperature = tf.cast(temperature, tf.float32)
 

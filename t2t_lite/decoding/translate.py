@@ -17,16 +17,19 @@ def input_lengths(inputs):
     return tf.reduce_sum(tf.cast(tf.not_equal(inputs, PAD_ID), tf.int32), axis=1)
 
 
-def static_decode_length(model, source_width, extra_length):
-    """The static output width: source width + extra_length, at most the model's max_length.
+def decode_width(model, inputs, extra_length):
+    """The output width: source width + extra_length, at most the model's max_length.
 
     The model's positions and decode cache end at config.max_length, so nothing longer can be
-    decoded. Without a static source width (or extra_length) the model's limit is used.
+    decoded. A python int when the source width and extra_length are static; otherwise a scalar
+    tensor (fine in graph mode, where it spares decoding short batches at full model width, but
+    XLA needs the static max_length instead).
     """
     limit = int(model.config.max_length)
-    if source_width is None or not isinstance(extra_length, int):
-        return limit
-    return max(1, min(int(source_width) + extra_length, limit))
+    if inputs.shape[1] is not None and isinstance(extra_length, int):
+        return max(1, min(inputs.shape[1] + extra_length, limit))
+    width = tf.shape(inputs)[1] + tf.cast(extra_length, tf.int32)
+    return tf.clip_by_value(width, 1, limit)
 
 
 def translate(model, inputs, beam_size=4, alpha=0.6, extra_length=50, max_decode_length=None):
@@ -39,8 +42,8 @@ def translate(model, inputs, beam_size=4, alpha=0.6, extra_length=50, max_decode
       alpha: length penalty exponent (float or scalar tensor).
       extra_length: each example decodes at most (its input length + extra_length) tokens
         (int or scalar int tensor).
-      max_decode_length: static output width L; by default S + extra_length capped at the
-        model's max_length (see static_decode_length).
+      max_decode_length: output width L (an int, or a scalar tensor outside XLA); by default
+        S + extra_length capped at the model's max_length (see decode_width).
 
     Returns:
       sequences: int32 [B, K, L] ids ending with EOS, 0-padded, best first.
@@ -48,7 +51,7 @@ def translate(model, inputs, beam_size=4, alpha=0.6, extra_length=50, max_decode
     """
     inputs = tf.cast(inputs, tf.int32)
     if max_decode_length is None:
-        max_decode_length = static_decode_length(model, inputs.shape[1], extra_length)
+        max_decode_length = decode_width(model, inputs, extra_length)
     decode_lengths = tf.minimum(input_lengths(inputs) + tf.cast(extra_length, tf.int32),
                                 max_decode_length)
     encoded = model.encode(inputs, training=False)
@@ -62,14 +65,17 @@ def translate(model, inputs, beam_size=4, alpha=0.6, extra_length=50, max_decode
 def translate_fn(model, beam_size=4, jit_compile=False):
     """A tf.function(inputs [B, S] int32, alpha float32, extra_length int32) -> translate(...).
 
-    alpha and extra_length are runtime inputs, so one trace serves any setting; the output width
-    is then the model's max_length (shorter examples stop early and come back 0-padded).
+    alpha and extra_length are runtime inputs, so one trace serves any setting. The output width
+    is source width + extra_length (capped at the model's max_length); under XLA, which needs
+    static shapes, it is always the model's max_length (examples still stop at their own limits).
     """
+    width = int(model.config.max_length) if jit_compile else None
+
     @tf.function(jit_compile=jit_compile, input_signature=[
         tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([], tf.float32),
         tf.TensorSpec([], tf.int32)])
     def translate_batch(inputs, alpha, extra_length):
         return translate(model, inputs, beam_size=beam_size, alpha=alpha,
-                         extra_length=extra_length)
+                         extra_length=extra_length, max_decode_length=width)
 
     return translate_batch

@@ -76,15 +76,20 @@ def test_cached_beam_search_equals_uncached_reference(model, inputs):
             assert end < limit and not row[end + 1:].any()
 
 
-def test_compiled_translation_equals_eager_and_respects_the_model_limit(model, inputs):
+@pytest.mark.parametrize("extra_length", [3, 50])
+def test_compiled_translation_equals_eager(model, inputs, extra_length):
     eager_sequences, eager_scores = translate(model, inputs, beam_size=2, alpha=0.6,
-                                              extra_length=50)
-    # Input length + 50 exceeds the model's max_length (16): the width is capped there.
-    assert eager_sequences.shape == (3, 2, 16)
+                                              extra_length=extra_length)
+    # Width: source width 6 + extra_length, capped at the model's max_length (16).
+    width = min(6 + extra_length, 16)
+    assert eager_sequences.shape == (3, 2, width)
     for jit_compile in (False, True):
         sequences, scores = translate_fn(model, beam_size=2, jit_compile=jit_compile)(
-            inputs, tf.constant(0.6), tf.constant(50))
-        np.testing.assert_array_equal(sequences.numpy(), eager_sequences.numpy())
+            inputs, tf.constant(0.6), tf.constant(extra_length))
+        # XLA needs a static width: the model's max_length, with the same hypotheses 0-padded.
+        assert sequences.shape[-1] == (16 if jit_compile else width)
+        np.testing.assert_array_equal(sequences.numpy()[:, :, :width], eager_sequences.numpy())
+        assert not sequences.numpy()[:, :, width:].any()
         np.testing.assert_allclose(scores.numpy(), eager_scores.numpy(), rtol=1e-4, atol=1e-5)
 
 
