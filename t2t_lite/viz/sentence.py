@@ -7,7 +7,7 @@ show a model's attention on its own inputs).
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite.decoding.beam_search import beam_search
+from t2t_lite.decoding.translate import translate
 from t2t_lite.errors import UserError
 
 PAD_ID = 0
@@ -32,12 +32,8 @@ def _ids_with_eos(tokenizer, text, max_length, what):
 
 def translate_ids(model, source_ids, beam_size=4, alpha=0.6, extra_length=50):
     """The best beam-search hypothesis for one source (ids ending with EOS), EOS included."""
-    max_length = min(len(source_ids) + extra_length, model.config.max_length)
-    encoded = model.encode(tf.constant([source_ids], tf.int32))
-    cache, static = model.init_decode_state(encoded, max_length)
-    sequences, _ = beam_search(model.decode_step, cache, static, batch_size=1,
-                               vocab_size=model.vocab_size, beam_size=beam_size, alpha=alpha,
-                               max_decode_length=max_length, eos_id=EOS_ID)
+    sequences, _ = translate(model, tf.constant([source_ids], tf.int32), beam_size=beam_size,
+                             alpha=alpha, extra_length=extra_length)
     best = np.asarray(sequences)[0, 0].tolist()
     return best[:best.index(EOS_ID) + 1] if EOS_ID in best else best + [EOS_ID]
 
@@ -73,3 +69,29 @@ def sentence_attention(model, tokenizer, source, target=None, beam_size=4, alpha
         "target_tokens": token_strings(tokenizer, target_ids),
         "translation": translation.decode("utf-8", errors="replace"),
     }
+
+
+def plot_sentence(model_dir, source, output_dir, target=None, checkpoint_path=None,
+                  beam_size=None, alpha=None, extra_length=None):
+    """t2t-lite-attention-plot: a model_dir's attention on one sentence, as PNGs and HTML.
+
+    Decoding settings default to the model_dir's DecodeConfig. Returns a short report (str):
+    the translation and the files written.
+    """
+    from t2t_lite.training.checkpoints import load_model
+    from t2t_lite.viz import attention
+
+    model, (_, _, decode_config), tokenizer, path = load_model(model_dir, checkpoint_path)
+    result = sentence_attention(
+        model, tokenizer, source, target=target,
+        beam_size=decode_config.beam_size if beam_size is None else beam_size,
+        alpha=decode_config.alpha if alpha is None else alpha,
+        extra_length=decode_config.extra_length if extra_length is None else extra_length)
+    written = attention.write_attention(result["weights"], result["source_tokens"],
+                                        result["target_tokens"], output_dir,
+                                        title=f"Attention: {source}")
+    return "\n".join([f"checkpoint: {path}",
+                      f"{'target' if target is not None else 'translation'}: "
+                      f"{result['translation']}",
+                      f"html: {written['html']}",
+                      f"png: {len(written['pngs'])} files in {output_dir}"])
