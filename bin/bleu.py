@@ -2,11 +2,9 @@
 
     t2t-lite-bleu --translation=out.de --reference=newstest2014.de [--tokenize=13a] [--lang=de]
 """
-import sys
+from absl import flags
 
-from absl import app, flags
-
-from t2t_lite.errors import UserError
+from t2t_lite import cli
 from t2t_lite.metrics import bleu, report
 
 FLAGS = flags.FLAGS
@@ -21,17 +19,13 @@ flags.mark_flags_as_required(["translation", "reference"])
 
 def run(argv):
     if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-    try:
-        print(report.score_files(FLAGS.translation, FLAGS.reference,
-                                 tokenize=FLAGS.tokenize, lang=FLAGS.lang))
-    except UserError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(1)
+        raise cli.UserError(f"unexpected arguments: {' '.join(argv[1:])}")
+    print(report.score_files(FLAGS.translation, FLAGS.reference, tokenize=FLAGS.tokenize,
+                             lang=FLAGS.lang))
 
 
 def main():
-    app.run(run)
+    cli.run(run)
 
 
 if __name__ == "__main__":
