@@ -1,0 +1,73 @@
+"""Versioned SavedModel exports: E/<n>/ with n one more than the newest version already there.
+
+TF Serving watches E and loads the highest numeric folder, so a half-written folder must never get
+a number: the SavedModel is written to a hidden temporary folder inside E (same filesystem) and
+renamed into place only when complete. Besides the SavedModel, assets.extra/t2t_lite.json records
+the fixed settings (beam size, max length, problem, hparams); TF Serving ignores that folder.
+"""
+import os
+import shutil
+import tempfile
+
+import tensorflow as tf
+
+from t2t_lite.errors import UserError
+from t2t_lite.export import serving_module
+
+METADATA_FILE = os.path.join("assets.extra", "t2t_lite.json")
+
+
+def versions(export_dir):
+    """The integer versions already in export_dir, ascending."""
+    if not os.path.isdir(export_dir):
+        return []
+    return sorted(int(name) for name in os.listdir(export_dir)
+                  if name.isdigit() and os.path.isdir(os.path.join(export_dir, name)))
+
+
+def next_version(export_dir):
+    existing = versions(export_dir)
+    return existing[-1] + 1 if existing else 1
+
+
+def latest_version_dir(export_dir):
+    """export_dir itself if it holds a SavedModel, else its newest version folder."""
+    if os.path.isfile(os.path.join(export_dir, "saved_model.pb")):
+        return export_dir
+    existing = versions(export_dir)
+    if not existing:
+        raise UserError(f"no SavedModel in {export_dir} (expected {export_dir}/<version>/"
+                        "saved_model.pb); export one with t2t-lite-exporter")
+    return os.path.join(export_dir, str(existing[-1]))
+
+
+def save(module, export_dir):
+    """Writes module as the next version under export_dir; returns the version folder."""
+    if os.path.exists(export_dir) and not os.path.isdir(export_dir):
+        raise UserError(f"--export_dir {export_dir} exists and is not a directory")
+    os.makedirs(export_dir, exist_ok=True)
+    tmp_dir = tempfile.mkdtemp(prefix=".incomplete-", dir=export_dir)
+    try:
+        tf.saved_model.save(module, tmp_dir, signatures=module.signatures())
+        os.makedirs(os.path.join(tmp_dir, "assets.extra"), exist_ok=True)
+        with open(os.path.join(tmp_dir, METADATA_FILE), "w", encoding="utf-8") as f:
+            f.write(module.metadata_json + "\n")
+        # Another exporter may have taken the number meanwhile: take the next free one.
+        while True:
+            version_dir = os.path.join(export_dir, str(next_version(export_dir)))
+            try:
+                os.rename(tmp_dir, version_dir)
+                return version_dir
+            except OSError:
+                if not os.path.exists(version_dir):
+                    raise
+    finally:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def export(model_dir, export_dir, checkpoint_path=None, beam_size=None, alpha=None,
+           extra_length=None):
+    """Exports a model_dir's checkpoint (default: averaged, else latest); returns the version dir."""
+    module = serving_module.from_model_dir(model_dir, checkpoint_path, beam_size=beam_size,
+                                           alpha=alpha, extra_length=extra_length)
+    return save(module, export_dir)

@@ -1,0 +1,155 @@
+"""The text-in/text-out translation module behind both the decoder and the exported SavedModel.
+
+Tokenization, truncation, beam search and detokenization all run inside tf.functions, so the
+checkpoint path (t2t-lite-decoder --model_dir) and the SavedModel path (--export_dir, TF Serving)
+execute the same graph. Signatures (all take batches; the batch is the leading dimension of every
+output, as TF Serving's row-format REST API requires):
+
+    serving_default          inputs string [B]            -> outputs string [B], scores float [B]
+    nbest                    inputs string [B]            -> outputs string [B, K], scores [B, K]
+    translate_with_settings  inputs [B], alpha float [], extra_length int32 []
+                                                          -> outputs string [B, K], scores [B, K]
+    score                    inputs [B], targets [B]      -> log_prob, score float [B],
+                                                             target_length int32 [B]
+    attention                inputs [B], targets [B]      -> encoder_self [B, N, H, S, S],
+                             decoder_self [B, N, H, T, T], encoder_decoder [B, N, H, T, S],
+                             source_tokens / target_tokens string [B, S] / [B, T]
+
+Scores are log probability / GNMT length penalty ((5 + length) / 6) ** alpha, length counting EOS.
+A source with no tokens (empty or blank) translates to "" with score 0.
+"""
+import dataclasses
+import json
+
+import tensorflow as tf
+
+from t2t_lite.decoding.beam_search import length_penalty
+from t2t_lite.decoding.translate import translate
+
+PAD_ID = 0
+EOS_ID = 1
+
+STRINGS = tf.TensorSpec([None], tf.string)
+
+
+class TranslationModule(tf.Module):
+    """A Transformer and its tokenizer with fixed beam size and default alpha / extra length."""
+
+    def __init__(self, model, tokenizer, beam_size=4, alpha=0.6, extra_length=50, metadata=None,
+                 name="t2t_lite_translation"):
+        super().__init__(name=name)
+        self.model = model
+        self.tokenizer = tokenizer
+        self.beam_size = int(beam_size)
+        self.max_length = int(model.config.max_length)
+        self.default_alpha = float(alpha)
+        self.default_extra_length = int(extra_length)
+        metadata = dict(metadata or {})
+        metadata.update(beam_size=self.beam_size, alpha=self.default_alpha,
+                        extra_length=self.default_extra_length, max_length=self.max_length,
+                        max_source_tokens=self.max_length - 1)
+        # A JSON string, not a dict: tf.Module would wrap a dict for tracking. Python attributes
+        # are lost in a SavedModel; the constant returned by describe() survives it.
+        self.metadata_json = json.dumps(metadata, sort_keys=True, indent=2)
+
+    # ---- preprocessing ------------------------------------------------------------------------
+    @tf.function(input_signature=[STRINGS])
+    def token_counts(self, inputs):
+        """Tokens per text before truncation (EOS not counted), int32 [B]."""
+        return tf.cast(self.tokenizer.encode(inputs).row_lengths(), tf.int32)
+
+    def _ids_with_eos(self, texts):
+        """strings [B] -> int32 [B, W]: at most max_length - 1 tokens, then EOS, 0-padded."""
+        ids = self.tokenizer.encode(texts)[:, :self.max_length - 1]
+        eos = tf.RaggedTensor.from_tensor(tf.fill([ids.nrows(), 1], tf.constant(EOS_ID, ids.dtype)))
+        return tf.concat([ids, eos], axis=1).to_tensor(default_value=PAD_ID)
+
+    def _token_strings(self, ids):
+        """int32 [B, W] -> string [B, W], each id decoded on its own ("" for pad and EOS)."""
+        shape = tf.shape(ids)
+        pieces = self.tokenizer.decode(tf.reshape(ids, [-1, 1]))
+        return tf.reshape(pieces, shape)
+
+    # ---- translation --------------------------------------------------------------------------
+    @tf.function(input_signature=[STRINGS, tf.TensorSpec([], tf.float32),
+                                  tf.TensorSpec([], tf.int32)])
+    def translate_with_settings(self, inputs, alpha, extra_length):
+        source = self._ids_with_eos(inputs)
+        sequences, scores = translate(self.model, source, beam_size=self.beam_size, alpha=alpha,
+                                      extra_length=extra_length)
+        shape = tf.shape(sequences)  # [B, K, L]
+        texts = self.tokenizer.decode(tf.reshape(sequences, [-1, shape[2]]))
+        texts = tf.reshape(texts, shape[:2])
+        empty = tf.equal(self.token_counts(inputs), 0)[:, None]
+        return {"outputs": tf.where(empty, tf.constant(""), texts),
+                "scores": tf.where(empty, 0.0, scores)}
+
+    def _defaults(self):
+        return (tf.constant(self.default_alpha, tf.float32),
+                tf.constant(self.default_extra_length, tf.int32))
+
+    @tf.function(input_signature=[STRINGS])
+    def nbest(self, inputs):
+        return self.translate_with_settings(inputs, *self._defaults())
+
+    @tf.function(input_signature=[STRINGS])
+    def serve(self, inputs):
+        result = self.translate_with_settings(inputs, *self._defaults())
+        return {"outputs": result["outputs"][:, 0], "scores": result["scores"][:, 0]}
+
+    # ---- forced decoding ----------------------------------------------------------------------
+    @tf.function(input_signature=[STRINGS, STRINGS])
+    def score(self, inputs, targets):
+        source, target = self._ids_with_eos(inputs), self._ids_with_eos(targets)
+        logits = self.model({"inputs": source, "targets": target}, training=False)
+        token_log_probs = tf.gather(tf.nn.log_softmax(logits), target, batch_dims=2)
+        real = tf.not_equal(target, PAD_ID)
+        log_prob = tf.reduce_sum(tf.where(real, token_log_probs, 0.0), axis=1)
+        length = tf.reduce_sum(tf.cast(real, tf.int32), axis=1)
+        return {"log_prob": log_prob,
+                "score": log_prob / length_penalty(length, self.default_alpha),
+                "target_length": length}
+
+    @tf.function(input_signature=[STRINGS, STRINGS])
+    def attention(self, inputs, targets):
+        source, target = self._ids_with_eos(inputs), self._ids_with_eos(targets)
+        weights = self.model.attention_weights(source, target)
+        result = {kind: tf.stack(layers, axis=1) for kind, layers in weights.items()}
+        result["source_tokens"] = self._token_strings(source)
+        result["target_tokens"] = self._token_strings(target)
+        return result
+
+    @tf.function(input_signature=[])
+    def describe(self):
+        """The export's fixed settings and provenance, as a JSON string."""
+        return tf.constant(self.metadata_json)
+
+    def signatures(self):
+        """Concrete functions to pass as tf.saved_model.save(..., signatures=...)."""
+        return {
+            "serving_default": self.serve.get_concrete_function(),
+            "nbest": self.nbest.get_concrete_function(),
+            "translate_with_settings": self.translate_with_settings.get_concrete_function(),
+            "score": self.score.get_concrete_function(),
+            "attention": self.attention.get_concrete_function(),
+        }
+
+
+def from_model_dir(model_dir, checkpoint_path=None, beam_size=None, alpha=None,
+                   extra_length=None):
+    """A TranslationModule for a trained model_dir; settings default to its DecodeConfig."""
+    from t2t_lite.training import checkpoints, model_dir as model_dir_lib
+
+    model, (model_config, _, decode_config), tokenizer, path = checkpoints.load_model(
+        model_dir, checkpoint_path)
+    info = model_dir_lib.read_run_info(model_dir)
+    metadata = {"problem": info.get("problem"), "hparams_set": info.get("hparams_set"),
+                "gin_params": info.get("gin_params", []), "vocab_file": info.get("vocab_file"),
+                "vocab_size": int(model.vocab_size), "checkpoint": path,
+                "model_config": dataclasses.asdict(model_config)}
+    return TranslationModule(
+        model, tokenizer,
+        beam_size=decode_config.beam_size if beam_size is None else beam_size,
+        alpha=decode_config.alpha if alpha is None else alpha,
+        extra_length=decode_config.extra_length if extra_length is None else extra_length,
+        metadata=metadata)

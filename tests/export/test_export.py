@@ -1,0 +1,188 @@
+"""SavedModel export: versioned folders, loads with only tensorflow + tensorflow_text, every
+signature works (empty batch and empty strings too), outputs equal the checkpoint's."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_lite.errors import UserError
+from t2t_lite.export import exporter, serving_module
+
+SOURCES = ["the house is small .", "a cat sat on the mat", "der Hund", "! ? ,", "we"]
+TARGETS = ["das Haus ist klein .", "", "the dog", "!", "wir lesen"]
+
+# Runs in a fresh interpreter where t2t_lite and gin cannot be imported (keras stays: tensorflow
+# itself imports it).
+FRESH_PROCESS_SCRIPT = r"""
+import importlib.abc, json, sys
+
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("t2t_lite", "gin"):
+            raise ImportError(f"{name} must not be needed to load the export")
+
+sys.meta_path.insert(0, Block())
+import tensorflow as tf
+import tensorflow_text  # noqa: F401
+
+version_dir, sources, targets = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+loaded = tf.saved_model.load(version_dir)
+sig = loaded.signatures
+def strings(values):
+    return tf.constant(values, tf.string)
+def out(result):
+    return {k: v.numpy().tolist() if v.dtype != tf.string else
+            [[s.decode() for s in row] if isinstance(row, list) else row.decode()
+             for row in v.numpy().tolist()] for k, v in result.items()}
+best = out(sig["serving_default"](inputs=strings(sources)))
+result = {
+    "signatures": sorted(sig.keys()),
+    "serving_default": best,
+    "empty_batch": {k: list(v.shape) for k, v in
+                    sig["serving_default"](inputs=tf.zeros([0], tf.string)).items()},
+    "empty_strings": out(sig["serving_default"](inputs=strings(["", "   "]))),
+    "nbest": out(sig["nbest"](inputs=strings(sources))),
+    "nbest_empty_batch": {k: list(v.shape) for k, v in sig["nbest"](inputs=tf.zeros([0], tf.string)).items()},
+    "settings": out(sig["translate_with_settings"](inputs=strings(sources), alpha=tf.constant(0.0),
+                                                   extra_length=tf.constant(2))),
+    "score": out(sig["score"](inputs=strings(sources), targets=strings(targets))),
+    "score_empty_batch": {k: list(v.shape) for k, v in sig["score"](
+        inputs=tf.zeros([0], tf.string), targets=tf.zeros([0], tf.string)).items()},
+    "attention": {k: list(v.shape) for k, v in sig["attention"](
+        inputs=strings(sources), targets=strings(targets)).items()},
+    "attention_row_sums": [float(tf.reduce_max(tf.abs(tf.reduce_sum(v, -1) - 1.0)))
+                           for k, v in sig["attention"](inputs=strings(sources[:1]),
+                                                        targets=strings(targets[:1])).items()
+                           if v.dtype == tf.float32],
+    "describe": json.loads(loaded.describe().numpy().decode()),
+    "blocked_modules_loaded": sorted(m for m in sys.modules
+                                     if m.split(".")[0] in ("t2t_lite", "gin")),
+}
+print("RESULT" + json.dumps(result))
+"""
+
+
+@pytest.fixture(scope="module")
+def fresh(export_version_dir, tmp_path_factory):
+    script = tmp_path_factory.mktemp("fresh") / "load_export.py"
+    script.write_text(FRESH_PROCESS_SCRIPT, encoding="utf-8")
+    # -I: isolated mode, no PYTHONPATH and no current directory on sys.path.
+    proc = subprocess.run([sys.executable, "-I", str(script), export_version_dir,
+                           json.dumps(SOURCES), json.dumps(TARGETS)],
+                          capture_output=True, text=True, timeout=300,
+                          cwd=str(script.parent),
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT")][-1]
+    return json.loads(line[len("RESULT"):])
+
+
+@pytest.fixture(scope="module")
+def checkpoint_module(model_dir):
+    return serving_module.from_model_dir(model_dir)
+
+
+def test_version_folders(tmp_path):
+    for name in ("1", "3", "notaversion", ".incomplete-x"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "7").write_text("a file, not a version")
+    assert exporter.versions(str(tmp_path)) == [1, 3]
+    assert exporter.next_version(str(tmp_path)) == 4
+    assert exporter.next_version(str(tmp_path / "missing")) == 1
+    assert exporter.latest_version_dir(str(tmp_path)) == str(tmp_path / "3")
+    with pytest.raises(UserError, match="no SavedModel"):
+        exporter.latest_version_dir(str(tmp_path / "notaversion"))
+
+
+def test_export_layout(export_version_dir):
+    export_dir = os.path.dirname(export_version_dir)
+    assert sorted(os.listdir(export_dir)) == ["1"]  # no temporary folder left behind
+    assert os.path.isfile(os.path.join(export_version_dir, "saved_model.pb"))
+    assert os.listdir(os.path.join(export_version_dir, "assets")) == ["vocab.spm.model"]
+    with open(os.path.join(export_version_dir, exporter.METADATA_FILE), encoding="utf-8") as f:
+        metadata = json.load(f)
+    assert metadata["problem"] == "translate_export_test"
+    assert metadata["hparams_set"] == "tiny"
+    assert (metadata["beam_size"], metadata["max_length"], metadata["extra_length"]) == (2, 16, 6)
+    assert metadata["checkpoint"].endswith("ckpt-10")
+
+
+def test_loads_without_t2t_lite(fresh):
+    assert fresh["blocked_modules_loaded"] == []
+    assert fresh["signatures"] == ["attention", "nbest", "score", "serving_default",
+                                   "translate_with_settings"]
+    assert fresh["describe"]["beam_size"] == 2
+
+
+def test_saved_model_equals_checkpoint(fresh, checkpoint_module):
+    expected = checkpoint_module.serve(tf.constant(SOURCES))
+    assert fresh["serving_default"]["outputs"] == [
+        s.decode() for s in expected["outputs"].numpy()]
+    np.testing.assert_allclose(fresh["serving_default"]["scores"], expected["scores"].numpy(),
+                               rtol=1e-5, atol=1e-5)
+    assert all(text for text in fresh["serving_default"]["outputs"])
+
+
+def test_nbest_is_sorted_and_starts_with_the_best(fresh):
+    nbest = fresh["nbest"]
+    assert np.shape(nbest["outputs"]) == (len(SOURCES), 2)
+    assert [row[0] for row in nbest["outputs"]] == fresh["serving_default"]["outputs"]
+    scores = np.array(nbest["scores"])
+    assert np.all(scores[:, 0] >= scores[:, 1])
+
+
+def test_request_settings_change_the_output(fresh):
+    # extra_length=2: at most input length + 2 tokens, so the random model's long outputs shrink.
+    assert np.shape(fresh["settings"]["outputs"]) == (len(SOURCES), 2)
+    for short, default in zip(fresh["settings"]["outputs"], fresh["nbest"]["outputs"]):
+        assert len(short[0]) <= len(default[0])
+    assert fresh["settings"]["outputs"] != fresh["nbest"]["outputs"]
+
+
+def test_empty_batch_and_empty_strings(fresh):
+    assert fresh["empty_batch"] == {"outputs": [0], "scores": [0]}
+    assert fresh["nbest_empty_batch"] == {"outputs": [0, 2], "scores": [0, 2]}
+    assert fresh["score_empty_batch"] == {"log_prob": [0], "score": [0], "target_length": [0]}
+    assert fresh["empty_strings"] == {"outputs": ["", ""], "scores": [0.0, 0.0]}
+
+
+def test_forced_decoding_scores(fresh, checkpoint_module):
+    """score equals the log probability the checkpoint's model gives the tokenized pair."""
+    model, tokenizer = checkpoint_module.model, checkpoint_module.tokenizer
+    for i, (source, target) in enumerate(zip(SOURCES, TARGETS)):
+        source_ids = tokenizer.encode_batch([source])[0][:15] + [1]  # truncated as exported
+        target_ids = tokenizer.encode_batch([target])[0][:15] + [1]
+        logits = model({"inputs": tf.constant([source_ids]), "targets": tf.constant([target_ids])})
+        log_probs = tf.nn.log_softmax(logits[0]).numpy()
+        expected = sum(log_probs[t, token] for t, token in enumerate(target_ids))
+        assert fresh["score"]["log_prob"][i] == pytest.approx(expected, abs=1e-4)
+        assert fresh["score"]["target_length"][i] == len(target_ids)
+        penalty = ((5 + len(target_ids)) / 6) ** 0.6
+        assert fresh["score"]["score"][i] == pytest.approx(expected / penalty, abs=1e-4)
+
+
+def test_attention_signature(fresh):
+    shapes = fresh["attention"]
+    batch, layers, heads = len(SOURCES), 2, 4
+    source_width, target_width = shapes["source_tokens"][1], shapes["target_tokens"][1]
+    assert shapes["encoder_self"] == [batch, layers, heads, source_width, source_width]
+    assert shapes["decoder_self"] == [batch, layers, heads, target_width, target_width]
+    assert shapes["encoder_decoder"] == [batch, layers, heads, target_width, source_width]
+    assert max(fresh["attention_row_sums"]) < 1e-4  # every row is a distribution
+
+
+def test_saved_model_cli_show(export_version_dir):
+    tool = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    proc = subprocess.run([tool, "show", "--dir", export_version_dir, "--all"],
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = proc.stdout
+    for name in ("serving_default", "nbest", "score", "attention", "translate_with_settings"):
+        assert f"signature_def['{name}']" in text
+    assert "inputs['inputs'] tensor_info:\n        dtype: DT_STRING\n        shape: (-1)" in text
+    assert "outputs['outputs'] tensor_info:\n        dtype: DT_STRING" in text
