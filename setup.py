@@ -15,17 +15,24 @@ ROOT = pathlib.Path(__file__).parent
 INSTALL_REQUIRES = [
     "tensorflow==2.21.0",
     "tensorflow-text==2.21.1",
+    "tensorboard==2.21.0",  # tf.summary needs it; tensorflow 2.21 no longer pulls it in
     "keras==3.15.1",
     "sacrebleu==2.6.0",
     "absl-py==2.5.1",
     "gin-config==0.5.0",
     "sentencepiece==0.2.3",
+    "sacremoses==0.2.0",  # Moses tokenizer for the paper's tokenized BLEU
     "numpy>=1.26,<3",
 ]
 
 # Console scripts appear here only once the command really works.
 CONSOLE_SCRIPTS = [
     "t2t-lite-print-params=t2t_lite.bin.print_params:run",
+    "t2t-lite-datagen=t2t_lite.bin.datagen:main",
+    "t2t-lite-trainer=t2t_lite.bin.trainer:run",
+    "t2t-lite-avg-checkpoints=t2t_lite.bin.avg_checkpoints:run",
+    "t2t-lite-bleu=t2t_lite.bin.bleu:main",
+    "t2t-lite-attention-plot=t2t_lite.bin.attention_plot:main",
 ]
 
 setup(
@@ -43,6 +50,7 @@ setup(
         "t2t_lite.decoding",
         "t2t_lite.training",
         "t2t_lite.metrics",
+        "t2t_lite.viz",
         "t2t_lite.problems",
         "t2t_lite.bin",
         "t2t_lite.hparams_sets",

@@ -44,7 +44,9 @@ def parse(name: str, gin_params: Iterable[str] = (), gin_files: Sequence[str] = 
     if not prefixes or prefixes[0] != search_path:
         prefixes.insert(0, search_path)
     try:
-        gin.parse_config_files_and_bindings([str(path), *gin_files], list(gin_params))
+        # finalize_config=False: problems may still register configurables after this.
+        gin.parse_config_files_and_bindings([str(path), *gin_files], list(gin_params),
+                                            finalize_config=False)
     except (ValueError, KeyError, SyntaxError, IOError) as error:
         raise UserError(f"bad gin configuration for set {name!r}: {_one_line(error)}") from None
 

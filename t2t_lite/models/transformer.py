@@ -36,6 +36,10 @@ class Transformer(keras.Model):
                                for i in range(config.num_layers)]
         self.decoder_layers = [DecoderLayer(config, name=f"decoder_layer_{i}")
                                for i in range(config.num_layers)]
+        # tf.train.Checkpoint and SavedModel track attributes, not Python lists: give each layer
+        # its own attribute so every variable is saved under a readable path.
+        for layer in self.encoder_layers + self.decoder_layers:
+            setattr(self, layer.name, layer)
         pre = config.norm_position == "pre"
         eps = config.layer_norm_epsilon
         self.encoder_final_norm = (keras.layers.LayerNormalization(epsilon=eps,

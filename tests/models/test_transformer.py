@@ -150,3 +150,19 @@ def test_tiny_model_overfits_a_few_pairs_and_every_weight_learns():
     assert float(loss) < 0.02
     for weight, old in zip(model.trainable_weights, before):
         assert not np.allclose(np.asarray(weight), old), weight.path
+
+
+def test_model_only_checkpoint_restores_every_weight(tmp_path):
+    keras.utils.set_random_seed(6)
+    config = tiny_config()
+    model = Transformer(config, VOCAB)
+    path = tf.train.Checkpoint(model=model).write(str(tmp_path / "model"))
+    saved = [n for n in tf.train.load_checkpoint(path).get_variable_to_shape_map()
+             if n.startswith("model/")]
+    assert len(saved) == len(model.weights)
+    keras.utils.set_random_seed(7)
+    other = Transformer(config, VOCAB)
+    tf.train.Checkpoint(model=other).restore(path).assert_existing_objects_matched()
+    inputs, targets = random_batch()
+    np.testing.assert_array_equal(full_pass_logits(other, inputs, targets),
+                                  full_pass_logits(model, inputs, targets))

@@ -1,0 +1,69 @@
+"""t2t-lite-trainer: train a Transformer on a problem with an hparams set.
+
+    t2t-lite-trainer --problem=translate_ende_wmt14 --hparams_set=base --data_dir=D --model_dir=M
+    t2t-lite-trainer ... --train_minutes=20          # wall-clock budget instead of / besides steps
+    t2t-lite-trainer --registry_help
+
+Re-running the same command resumes from the latest checkpoint in --model_dir.
+"""
+from absl import flags
+
+from t2t_lite import cli, registry
+from t2t_lite.errors import UserError
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("problem", None, "Registered problem name (see --registry_help).")
+flags.DEFINE_string("data_dir", None, "Where the problem's vocabulary and TFRecords are.")
+flags.DEFINE_string("model_dir", None, "Checkpoints, config and vocabulary of this run.")
+flags.DEFINE_string("hparams_set", "base", "gin hparams set (gin/<name>.gin).")
+flags.DEFINE_multi_string("gin_param", [], "gin binding overriding one value (repeatable).")
+flags.DEFINE_multi_string("problem_module", [], "Your module registering problems (repeatable).")
+flags.DEFINE_multi_string("problem_param", [], "key=value for the problem's constructor.")
+flags.DEFINE_integer("train_steps", None, "Steps to train to (default: the set's).")
+flags.DEFINE_float("train_minutes", None, "Wall-clock budget for training, in minutes.")
+flags.DEFINE_bool("generate_data", False, "Run datagen for the problem first (skips done work).")
+flags.DEFINE_string("tmp_dir", None, "Scratch space for datagen downloads.")
+flags.DEFINE_integer("num_gpus", None, "GPUs to mirror over (default: all visible).")
+flags.DEFINE_integer("accumulate_steps", None,
+                     "Gradient accumulation steps (default: reach the set's batch_tokens).")
+flags.DEFINE_integer("eval_every_steps", 0, "Evaluate every N steps (0: at each checkpoint).")
+flags.DEFINE_integer("eval_batches", 50, "Dev batches for the loss.")
+flags.DEFINE_integer("bleu_sentences", 200, "Dev sentences decoded for BLEU (0: none).")
+flags.DEFINE_integer("eval_beam_size", 1, "Beam for BLEU during training (1: greedy).")
+flags.DEFINE_integer("early_stopping_evals", 0, "Stop after N evaluations without improvement.")
+flags.DEFINE_integer("log_every", 50, "Steps between progress lines.")
+flags.DEFINE_bool("print_params", False, "Print the model's parameter count.")
+flags.DEFINE_bool("registry_help", False, "List problems and hparams sets, then exit.")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise UserError(f"unexpected arguments: {' '.join(argv[1:])}")
+    if FLAGS.registry_help:
+        for module in FLAGS.problem_module:
+            registry.import_problem_module(module)
+        print(registry.registry_help())
+        return
+    for name in ("problem", "data_dir", "model_dir"):
+        if not getattr(FLAGS, name):
+            raise UserError(f"--{name} is required (see --helpshort)")
+    from t2t_lite.training.trainer import TrainOptions, train
+
+    train(TrainOptions(
+        problem=FLAGS.problem, data_dir=FLAGS.data_dir, model_dir=FLAGS.model_dir,
+        hparams_set=FLAGS.hparams_set, gin_params=FLAGS.gin_param,
+        problem_modules=FLAGS.problem_module, problem_params=FLAGS.problem_param,
+        train_steps=FLAGS.train_steps, train_minutes=FLAGS.train_minutes,
+        generate_data=FLAGS.generate_data, tmp_dir=FLAGS.tmp_dir, num_gpus=FLAGS.num_gpus,
+        accumulate_steps=FLAGS.accumulate_steps, eval_every_steps=FLAGS.eval_every_steps,
+        eval_batches=FLAGS.eval_batches, bleu_sentences=FLAGS.bleu_sentences,
+        eval_beam_size=FLAGS.eval_beam_size, early_stopping_evals=FLAGS.early_stopping_evals,
+        log_every=FLAGS.log_every, print_params=FLAGS.print_params))
+
+
+def run():
+    cli.run(main)
+
+
+if __name__ == "__main__":
+    run()

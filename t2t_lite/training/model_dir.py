@@ -1,0 +1,133 @@
+"""A self-contained model_dir: checkpoints, the operative gin config, the vocabulary and the problem.
+
+Layout:
+    M/run.json          problem name, hparams set, gin params, vocabulary file name and size
+    M/config.gin        every gin binding in force (flat, no includes): reloads the exact configs
+    M/operative_config.gin  gin's operative config (the values the run actually used)
+    M/<vocabulary file> a copy of the problem's vocabulary
+    M/ckpt-N.*          checkpoints (tf.train.CheckpointManager)
+    M/.lock             held by the running trainer (fcntl), so a second trainer refuses
+"""
+import fcntl
+import json
+import os
+import shutil
+
+import gin
+
+from t2t_lite import hparams
+from t2t_lite.errors import UserError
+
+RUN_INFO = "run.json"
+CONFIG = "config.gin"
+OPERATIVE_CONFIG = "operative_config.gin"
+LOCK = ".lock"
+
+
+class TrainerLock:
+    """An exclusive lock on model_dir; released by the OS even after kill -9."""
+
+    def __init__(self, model_dir):
+        self.path = os.path.join(model_dir, LOCK)
+        self._file = None
+
+    def acquire(self):
+        self._file = open(self.path, "a+")
+        try:
+            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._file.seek(0)
+            holder = self._file.read().strip() or "another process"
+            self._file.close()
+            raise UserError(f"{os.path.dirname(self.path)} is in use by another trainer "
+                            f"({holder}); stop it or use another --model_dir") from None
+        self._file.seek(0)
+        self._file.truncate()
+        self._file.write(f"pid {os.getpid()}\n")
+        self._file.flush()
+        return self
+
+    def release(self):
+        if self._file:
+            fcntl.flock(self._file, fcntl.LOCK_UN)
+            self._file.close()
+            self._file = None
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def _write_atomic(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def read_run_info(model_dir):
+    path = os.path.join(model_dir, RUN_INFO)
+    if not os.path.isfile(path):
+        raise UserError(f"{model_dir} is not a t2t_lite model_dir (no {RUN_INFO}); train into it "
+                        "with t2t-lite-trainer first")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def write_run_info(model_dir, problem_name, hparams_set, gin_params, vocab_path, vocab_size,
+                   extra=None):
+    """Records what later tools need; refuses to mix two different runs in one model_dir."""
+    os.makedirs(model_dir, exist_ok=True)
+    info = {"problem": problem_name, "hparams_set": hparams_set, "gin_params": list(gin_params),
+            "vocab_file": os.path.basename(vocab_path), "vocab_size": int(vocab_size)}
+    info.update(extra or {})
+    config_text = gin.config_str()
+    existing_path = os.path.join(model_dir, RUN_INFO)
+    if os.path.isfile(existing_path):
+        old = read_run_info(model_dir)
+        for key in ("problem", "vocab_size"):
+            if old.get(key) != info[key]:
+                raise UserError(f"{model_dir} holds a run with {key}={old.get(key)!r}, not "
+                                f"{info[key]!r}; use another --model_dir")
+        old_config = open(os.path.join(model_dir, CONFIG), encoding="utf-8").read()
+        if _bindings(old_config) != _bindings(config_text):
+            raise UserError(f"{model_dir} was trained with other hparams (see "
+                            f"{os.path.join(model_dir, CONFIG)}); resume with the same "
+                            "--hparams_set/--gin_param or use another --model_dir")
+    vocab_copy = os.path.join(model_dir, info["vocab_file"])
+    if os.path.abspath(vocab_path) != os.path.abspath(vocab_copy):
+        shutil.copyfile(vocab_path, vocab_copy + ".tmp")
+        os.replace(vocab_copy + ".tmp", vocab_copy)
+    _write_atomic(os.path.join(model_dir, CONFIG), config_text)
+    _write_atomic(existing_path, json.dumps(info, indent=2) + "\n")
+    return info
+
+
+def _bindings(config_text):
+    """Only the model's shape matters for resuming; budgets and schedules may change."""
+    return sorted(line for line in config_text.splitlines() if line.startswith("ModelConfig."))
+
+
+def write_operative_config(model_dir):
+    _write_atomic(os.path.join(model_dir, OPERATIVE_CONFIG), gin.operative_config_str())
+
+
+def load_configs(model_dir, gin_params=()):
+    """(ModelConfig, TrainConfig, DecodeConfig) exactly as the run in model_dir used them."""
+    path = os.path.join(model_dir, CONFIG)
+    if not os.path.isfile(path):
+        raise UserError(f"{model_dir} has no {CONFIG}; train into it with t2t-lite-trainer first")
+    gin.clear_config()
+    try:
+        # The file may bind a problem's configurables (e.g. translate_text_files.*); decoding
+        # does not need them, so ones whose module is not imported here are skipped.
+        gin.parse_config_files_and_bindings([path], list(gin_params), finalize_config=False,
+                                            skip_unknown=True)
+    except (ValueError, KeyError, SyntaxError, IOError) as error:
+        raise UserError(f"bad gin configuration in {path}: {error}") from None
+    return hparams.configs()
+
+
+def vocab_path(model_dir):
+    return os.path.join(model_dir, read_run_info(model_dir)["vocab_file"])

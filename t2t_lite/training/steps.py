@@ -1,0 +1,104 @@
+"""Distributed training steps with exact token-weighted gradient accumulation.
+
+The loss of a global step is the smoothed cross-entropy summed over every non-pad target token
+of every micro-batch on every replica, divided by that global token count. Each replica sums its
+micro-batches' gradients of the *summed* loss in replica-local accumulators; at the last
+micro-batch the replicas all-reduce their token counts, divide, and the optimizer's own all-reduce
+(a sum) completes the global gradient. So 2 replicas x k micro-batches give exactly the update of
+one batch holding all of them.
+"""
+import tensorflow as tf
+
+from t2t_lite.training.loss import token_statistics
+
+STAT_NAMES = ("loss", "nll", "correct", "tokens", "source_tokens")
+
+
+class TrainSteps:
+    """Builds `micro_step(batch)` (accumulate only) and `final_step(batch)` (accumulate + apply).
+
+    Both take a distributed batch and return summed statistics of that micro-batch; final_step
+    also returns the learning rate and gradient norm of the applied update.
+    """
+
+    def __init__(self, strategy, model, optimizer, label_smoothing, accumulate_steps,
+                 element_spec=None, jit_compile=False):
+        self.strategy, self.model, self.optimizer = strategy, model, optimizer
+        self.label_smoothing = label_smoothing
+        self.accumulate_steps = accumulate_steps
+        self.loss_scaling = hasattr(optimizer, "scale_loss") and hasattr(optimizer,
+                                                                          "inner_optimizer")
+        variables = model.trainable_variables
+        self.accumulators = []
+        if accumulate_steps > 1:
+            with strategy.scope():
+                self.accumulators = [
+                    tf.Variable(tf.zeros(v.shape, v.dtype), trainable=False,
+                                synchronization=tf.VariableSynchronization.ON_READ,
+                                aggregation=tf.VariableAggregation.SUM,
+                                name=f"grad_accumulator_{i}") for i, v in enumerate(variables)]
+                self.accumulated_tokens = tf.Variable(
+                    0.0, trainable=False, synchronization=tf.VariableSynchronization.ON_READ,
+                    aggregation=tf.VariableAggregation.SUM, name="accumulated_tokens")
+        signature = None if element_spec is None else [element_spec]
+        self.micro_step = tf.function(self._distributed_micro, input_signature=signature,
+                                      jit_compile=None, reduce_retracing=signature is None)
+        self.final_step = tf.function(self._distributed_final, input_signature=signature,
+                                      reduce_retracing=signature is None)
+        self._jit = jit_compile
+        self._gradients_fn = tf.function(self._gradients, jit_compile=True) if jit_compile \
+            else self._gradients
+
+    # --- replica functions ---------------------------------------------------------------------
+    def _gradients(self, batch):
+        with tf.GradientTape() as tape:
+            logits = self.model(batch, training=True)
+            stats = token_statistics(logits, batch["targets"], self.label_smoothing)
+            loss = stats["loss"]
+            if self.loss_scaling:
+                loss = self.optimizer.scale_loss(loss)
+        grads = tape.gradient(loss, self.model.trainable_variables)
+        stats["source_tokens"] = tf.reduce_sum(tf.cast(batch["inputs"] != 0, tf.float32))
+        return grads, stats
+
+    def _replica_micro(self, batch):
+        grads, stats = self._gradients_fn(batch)
+        for accumulator, grad in zip(self.accumulators, grads):
+            accumulator.assign_add(tf.convert_to_tensor(grad))
+        self.accumulated_tokens.assign_add(stats["tokens"])
+        return stats
+
+    def _replica_final(self, batch):
+        grads, stats = self._gradients_fn(batch)
+        tokens = stats["tokens"]
+        if self.accumulators:
+            grads = [a + tf.convert_to_tensor(g) for a, g in zip(self.accumulators, grads)]
+            tokens = tokens + self.accumulated_tokens
+        context = tf.distribute.get_replica_context()
+        global_tokens = tf.maximum(context.all_reduce(tf.distribute.ReduceOp.SUM, tokens), 1.0)
+        grads = [tf.convert_to_tensor(g) / global_tokens for g in grads]
+        local_norm_squared = tf.add_n([tf.reduce_sum(tf.square(tf.cast(g, tf.float32)))
+                                       for g in grads])
+        # The optimizer sums gradients over replicas, completing the global average.
+        self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+        for accumulator in self.accumulators:
+            accumulator.assign(tf.zeros_like(accumulator))
+        if self.accumulators:
+            self.accumulated_tokens.assign(0.0)
+        stats["grad_norm_squared"] = local_norm_squared
+        return stats
+
+    # --- cross-replica wrappers ----------------------------------------------------------------
+    def _reduce(self, per_replica):
+        return {key: self.strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
+                for key, value in per_replica.items()}
+
+    def _distributed_micro(self, batch):
+        return self._reduce(self.strategy.run(self._replica_micro, args=(batch,)))
+
+    def _distributed_final(self, batch):
+        stats = self._reduce(self.strategy.run(self._replica_final, args=(batch,)))
+        # With one replica this is the exact global norm; with several, the root-sum-square of
+        # each replica's share (the exact norm would cost another all-reduce of every gradient).
+        stats["grad_norm"] = tf.sqrt(stats.pop("grad_norm_squared"))
+        return stats

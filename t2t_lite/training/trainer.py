@@ -1,0 +1,267 @@
+"""The training loop behind t2t-lite-trainer.
+
+One call, `train(options)`: load the hparams set, prepare the problem's data and the model_dir,
+pick a distribution strategy, build the model and the paper's optimizer, restore the latest
+checkpoint if any, then step until --train_steps or --train_minutes, saving on the set's timer,
+evaluating on the dev split, and stopping cleanly on NaN.
+"""
+import dataclasses
+import math
+import os
+import time
+from typing import Optional, Sequence
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from t2t_lite import hparams, registry
+from t2t_lite.data.datagen import parse_params
+from t2t_lite.errors import UserError
+from t2t_lite.models.params import analytic_parameter_count
+from t2t_lite.models.transformer import Transformer
+from t2t_lite.training import model_dir as model_dir_lib
+from t2t_lite.training import strategy as strategy_lib
+from t2t_lite.training.checkpoints import CheckpointKeeper
+from t2t_lite.training.evaluation import Evaluator, format_metrics, is_better
+from t2t_lite.training.flops import training_flops
+from t2t_lite.training.progress import Progress
+from t2t_lite.training.schedule import make_optimizer
+from t2t_lite.training.steps import TrainSteps
+
+
+@dataclasses.dataclass
+class TrainOptions:
+    problem: str
+    data_dir: str
+    model_dir: str
+    problem_modules: Sequence[str] = ()  # user modules registering problems
+    problem_params: Sequence[str] = ()  # key=value constructor arguments of the problem
+    hparams_set: str = "base"
+    gin_params: Sequence[str] = ()
+    train_steps: Optional[int] = None  # None: the set's TrainConfig.train_steps
+    train_minutes: Optional[float] = None  # wall-clock budget of the training loop
+    generate_data: bool = False
+    tmp_dir: Optional[str] = None
+    num_gpus: Optional[int] = None
+    accumulate_steps: Optional[int] = None  # None: derived from the set's global token budget
+    eval_every_steps: int = 0  # 0: evaluate whenever a checkpoint is saved
+    eval_batches: int = 50
+    bleu_sentences: int = 200  # 0: no BLEU during training
+    eval_beam_size: Optional[int] = 1  # greedy during training is cheap; None: the set's beam
+    early_stopping_evals: int = 0  # stop after this many evaluations without improvement
+    log_every: int = 50
+    print_params: bool = False
+
+
+@dataclasses.dataclass
+class TrainResult:
+    step: int
+    stopped_because: str
+    last_checkpoint: Optional[str]
+    best_metrics: Optional[dict]
+    total_flops: float
+    last_train_metrics: Optional[dict]
+
+
+def batch_plan(train_config, replicas, accumulate_steps=None):
+    """(per-replica token budget, accumulation steps) so that replicas x budget x steps reaches
+    the set's global batch_tokens, as the paper's ~25k tokens per step."""
+    per_replica = min(train_config.max_tokens_per_replica,
+                      max(1, math.ceil(train_config.batch_tokens / replicas)))
+    per_replica = max(per_replica, train_config.max_length)  # one longest example must fit
+    if accumulate_steps is None:
+        accumulate_steps = max(1, math.ceil(train_config.batch_tokens / (per_replica * replicas)))
+    if accumulate_steps < 1:
+        raise UserError(f"--accumulate_steps must be >= 1, got {accumulate_steps}")
+    return per_replica, accumulate_steps
+
+
+def _set_precision(train_config):
+    keras.mixed_precision.set_global_policy(
+        "float32" if train_config.mixed_precision == "float32" else train_config.mixed_precision)
+
+
+def train(options: TrainOptions) -> TrainResult:
+    for module in options.problem_modules:
+        registry.import_problem_module(module)
+    registry.list_problems()  # registers problem configurables before gin parses bindings
+    model_config, train_config, decode_config = hparams.load(options.hparams_set,
+                                                             options.gin_params)
+    train_steps = options.train_steps or train_config.train_steps
+    problem = registry.problem(options.problem, **parse_params(options.problem_params))
+    if options.generate_data:
+        problem.generate_data(options.data_dir, options.tmp_dir)
+    tokenizer = problem.tokenizer(options.data_dir)
+    vocab_size = tokenizer.vocab_size
+    if options.print_params:
+        count = analytic_parameter_count(model_config, vocab_size)
+        print(f"{options.hparams_set}: {count:,} parameters ({count / 1e6:.1f}M) at vocabulary "
+              f"{vocab_size:,}", flush=True)
+
+    strategy = strategy_lib.make_strategy(options.num_gpus)
+    chief = strategy_lib.is_chief(strategy)
+    os.makedirs(options.model_dir, exist_ok=True)
+    lock = model_dir_lib.TrainerLock(options.model_dir) if chief else None
+    if lock:
+        lock.acquire()
+    try:
+        if chief:
+            model_dir_lib.write_run_info(
+                options.model_dir, problem.name, options.hparams_set, options.gin_params,
+                problem.vocab_path(options.data_dir), vocab_size,
+                extra={"problem_params": list(options.problem_params),
+                       "problem_modules": list(options.problem_modules),
+                       "data_dir": os.path.abspath(options.data_dir)})
+        return _train_loop(options, problem, tokenizer, strategy, chief, model_config,
+                           train_config, decode_config, train_steps)
+    finally:
+        if lock:
+            lock.release()
+
+
+def _checkpoint_dir(options, strategy, chief):
+    # Every worker of MultiWorkerMirroredStrategy must save (it is collective); only the chief's
+    # copy is kept.
+    if chief:
+        return options.model_dir
+    return os.path.join(options.model_dir, f".worker_{strategy_lib.worker_id(strategy)}")
+
+
+def _train_loop(options, problem, tokenizer, strategy, chief, model_config, train_config,
+                decode_config, train_steps):
+    _set_precision(train_config)
+    keras.utils.set_random_seed(train_config.seed)
+    replicas = strategy.num_replicas_in_sync
+    per_replica_tokens, accumulate = batch_plan(train_config, replicas, options.accumulate_steps)
+    logging.info("batching: %d tokens per replica x %d replicas x %d accumulation steps = %d "
+                 "tokens per step (set: %d)", per_replica_tokens, replicas, accumulate,
+                 per_replica_tokens * replicas * accumulate, train_config.batch_tokens)
+
+    with strategy.scope():
+        model = Transformer(model_config, tokenizer.vocab_size)
+        optimizer = make_optimizer(model_config, train_config)
+        optimizer.build(model.trainable_variables)
+        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+    keeper = CheckpointKeeper(checkpoint, _checkpoint_dir(options, strategy, chief),
+                              keep=train_config.keep_checkpoints,
+                              minutes=train_config.checkpoint_minutes,
+                              steps=train_config.checkpoint_steps)
+    restored = keeper.restore_latest()
+    step = int(optimizer.iterations.numpy())
+    if restored:
+        print(f"resumed from {restored} at step {step}", flush=True)
+    if chief:
+        # Written after the model and optimizer exist, so it lists every value gin supplied.
+        model_dir_lib.write_operative_config(options.model_dir)
+
+    def dataset_fn(input_context):
+        return problem.dataset("train", options.data_dir, batch_tokens=per_replica_tokens,
+                               max_length=train_config.max_length, input_context=input_context,
+                               seed=train_config.seed + step)
+
+    dataset = strategy.distribute_datasets_from_function(dataset_fn)
+    iterator = iter(dataset)
+    steps = TrainSteps(strategy, model, optimizer, train_config.label_smoothing, accumulate,
+                       element_spec=iterator.element_spec, jit_compile=train_config.jit_compile)
+
+    start = time.monotonic()
+    deadline = start + options.train_minutes * 60 if options.train_minutes else None
+    progress = Progress(os.path.join(options.model_dir, "train"), train_steps, deadline,
+                        every=options.log_every, write_summaries=chief)
+    evaluator = Evaluator(model, problem, options.data_dir, tokenizer, model_config, train_config,
+                          decode_config, max_batches=options.eval_batches,
+                          bleu_sentences=options.bleu_sentences,
+                          beam_size=options.eval_beam_size) if chief else None
+    best_keeper = tf.train.CheckpointManager(tf.train.Checkpoint(model=model),
+                                             os.path.join(options.model_dir, "best"),
+                                             max_to_keep=1) if chief else None
+    best, evals_without_improvement = None, 0
+    stopped_because, last_path, train_flops = "train_steps", restored, 0.0
+    last_metrics = None
+
+    def evaluate_and_keep_best(at_step):
+        nonlocal best, evals_without_improvement
+        if evaluator is None:
+            return
+        metrics = evaluator.evaluate()
+        progress.scalars("dev", at_step, metrics)
+        print(f"dev at step {at_step}: {format_metrics(metrics)}", flush=True)
+        if is_better(metrics, best):
+            best, evals_without_improvement = dict(metrics, step=at_step), 0
+            best_keeper.save(checkpoint_number=at_step)
+        else:
+            evals_without_improvement += 1
+
+    while step < train_steps:
+        if deadline is not None and time.monotonic() >= deadline:
+            stopped_because = "train_minutes"
+            break
+        micro_totals = [steps.micro_step(next(iterator)) for _ in range(accumulate - 1)]
+        stats = _sum_statistics(micro_totals + [steps.final_step(next(iterator))])
+        step = int(optimizer.iterations.numpy())
+        loss_value = float(stats["loss"])
+        if not math.isfinite(loss_value) or not math.isfinite(float(stats["grad_norm"])):
+            # The in-memory weights are now suspect; the last good checkpoint stays the latest.
+            raise UserError(f"training diverged at step {step}: loss is {loss_value}; the last "
+                            f"good checkpoint ({keeper.manager.latest_checkpoint}) was kept. Try "
+                            "a lower learning rate or more warmup.")
+        progress.update(step, stats, _current_learning_rate(optimizer))
+        due_eval = options.eval_every_steps and step % options.eval_every_steps == 0
+        if keeper.due(step):
+            last_path = keeper.save(step)
+            if not options.eval_every_steps:
+                due_eval = True
+        if due_eval:
+            evaluate_and_keep_best(step)
+            if (options.early_stopping_evals
+                    and evals_without_improvement >= options.early_stopping_evals):
+                stopped_because = "early_stopping"
+                break
+
+    if step > 0:
+        last_path = keeper.save(step)
+        if best is None or best.get("step") != step:
+            evaluate_and_keep_best(step)
+    last_metrics = progress.report(step, _current_learning_rate(optimizer))
+    total_flops = _estimate_flops(model_config, tokenizer.vocab_size, progress)
+    elapsed = time.monotonic() - start
+    print(f"stopped at step {step} ({stopped_because}) after {elapsed / 60:.1f} min; "
+          f"{progress.total_target_tokens:,.0f} target tokens this run; estimated training cost "
+          f"{total_flops:.3g} FLOPs; last checkpoint {last_path}", flush=True)
+    return TrainResult(step=step, stopped_because=stopped_because, last_checkpoint=last_path,
+                       best_metrics=best, total_flops=total_flops,
+                       last_train_metrics=last_metrics)
+
+
+def _sum_statistics(per_micro_batch):
+    """Sums the micro-batches' token statistics; the gradient norm is the applied update's."""
+    total = {key: float(value) for key, value in per_micro_batch[-1].items()}
+    for stats in per_micro_batch[:-1]:
+        for key, value in stats.items():
+            total[key] += float(value)
+    return total
+
+
+def _current_learning_rate(optimizer):
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    schedule = inner._learning_rate if hasattr(inner, "_learning_rate") else inner.learning_rate
+    if callable(schedule):
+        return float(schedule(inner.iterations - 1))
+    return float(schedule)
+
+
+def _estimate_flops(model_config, vocab_size, progress):
+    """Table 2 style: 3x forward FLOPs per token pair, at the run's mean sentence length.
+
+    Without per-sentence lengths, tokens are split into sentences of 25 target tokens (typical
+    for WMT); FLOPs grow only slightly with length through the attention terms.
+    """
+    target_tokens = progress.total_target_tokens
+    if not target_tokens:
+        return 0.0
+    sentence = 25
+    ratio = progress.total_source_tokens / target_tokens
+    per_sentence = training_flops(model_config, vocab_size, max(1, round(sentence * ratio)),
+                                  sentence)
+    return per_sentence * target_tokens / sentence
