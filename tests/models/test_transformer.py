@@ -156,7 +156,7 @@ def test_model_only_checkpoint_restores_every_weight(tmp_path):
     keras.utils.set_random_seed(6)
     config = tiny_config()
     model = Transformer(config, VOCAB)
-    path = tf.train.Checkpoint(model=model).write(str(tmp_path / "model"))
+    path = tf.train.Checkpoint(model=model).save(str(tmp_path / "model"))
     saved = [n for n in tf.train.load_checkpoint(path).get_variable_to_shape_map()
              if n.startswith("model/")]
     assert len(saved) == len(model.weights)
