@@ -69,6 +69,39 @@ def export_version_dir(model_dir, tmp_path_factory):
     return str(export_dir / "1")
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def cli():
     return run_cli
+
+
+# Every case the decoder must survive; each still yields exactly one output line.
+HOSTILE_LINES = [
+    b"the house is small .",
+    b"",
+    b"   \t ",
+    b"a cat sat on the mat " * 500,  # 10,500 characters, far beyond max_length
+    b"!!! ... ,,, ???",
+    b"der Hund \xff\xfe lief \xc3",  # invalid UTF-8
+    b"und die\rKatze",  # carriage return inside the line
+    b"we read books\r",  # CRLF line ending
+    b"she said : no .",
+    b"\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e",  # characters the vocabulary has never seen
+    b"the dog ran away",  # last line, without a newline
+]
+
+
+@pytest.fixture(scope="session")
+def hostile_lines():
+    return list(HOSTILE_LINES)
+
+
+@pytest.fixture(scope="session")
+def checkpoint_decode(model_dir, tmp_path_factory):
+    """t2t-lite-decoder --model_dir on the hostile file, 2-best with scores: (output, stderr)."""
+    source = tmp_path_factory.mktemp("decode") / "hostile.txt"
+    source.write_bytes(b"\n".join(HOSTILE_LINES))
+    output = source.parent / "out.txt"
+    result = run_cli("decoder", f"--model_dir={model_dir}", f"--decode_from_file={source}",
+                     f"--decode_to_file={output}", "--nbest=2", "--print_scores")
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    return output.read_bytes(), result.stderr.decode()

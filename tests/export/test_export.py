@@ -10,7 +10,8 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.errors import UserError
-from t2t_lite.export import exporter, serving_module
+from t2t_lite.export import batch_decode, exporter
+from t2t_lite.training import checkpoints
 
 SOURCES = ["the house is small .", "a cat sat on the mat", "der Hund", "! ? ,", "we"]
 TARGETS = ["das Haus ist klein .", "", "the dog", "!", "wir lesen"]
@@ -29,7 +30,8 @@ sys.meta_path.insert(0, Block())
 import tensorflow as tf
 import tensorflow_text  # noqa: F401
 
-version_dir, sources, targets = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+version_dir = sys.argv[1]
+sources, targets, decoded = (json.loads(arg) for arg in sys.argv[2:5])
 loaded = tf.saved_model.load(version_dir)
 sig = loaded.signatures
 def strings(values):
@@ -42,6 +44,7 @@ best = out(sig["serving_default"](inputs=strings(sources)))
 result = {
     "signatures": sorted(sig.keys()),
     "serving_default": best,
+    "decoder_lines": out(sig["serving_default"](inputs=strings(decoded))),
     "empty_batch": {k: list(v.shape) for k, v in
                     sig["serving_default"](inputs=tf.zeros([0], tf.string)).items()},
     "empty_strings": out(sig["serving_default"](inputs=strings(["", "   "]))),
@@ -66,13 +69,20 @@ print("RESULT" + json.dumps(result))
 """
 
 
+def decodable(hostile_lines):
+    """The hostile lines that have text, as the decoder cleans them."""
+    texts = [batch_decode.clean_line(line)[0] for line in hostile_lines]
+    return [text for text in texts if text.strip()]
+
+
 @pytest.fixture(scope="module")
-def fresh(export_version_dir, tmp_path_factory):
+def fresh(export_version_dir, tmp_path_factory, hostile_lines):
     script = tmp_path_factory.mktemp("fresh") / "load_export.py"
     script.write_text(FRESH_PROCESS_SCRIPT, encoding="utf-8")
     # -I: isolated mode, no PYTHONPATH and no current directory on sys.path.
     proc = subprocess.run([sys.executable, "-I", str(script), export_version_dir,
-                           json.dumps(SOURCES), json.dumps(TARGETS)],
+                           json.dumps(SOURCES), json.dumps(TARGETS),
+                           json.dumps(decodable(hostile_lines))],
                           capture_output=True, text=True, timeout=300,
                           cwd=str(script.parent),
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
@@ -82,8 +92,9 @@ def fresh(export_version_dir, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def checkpoint_module(model_dir):
-    return serving_module.from_model_dir(model_dir)
+def checkpoint(model_dir):
+    model, _, tokenizer, _ = checkpoints.load_model(model_dir)
+    return model, tokenizer
 
 
 def test_version_folders(tmp_path):
@@ -118,13 +129,16 @@ def test_loads_without_t2t_lite(fresh):
     assert fresh["describe"]["beam_size"] == 2
 
 
-def test_saved_model_equals_checkpoint(fresh, checkpoint_module):
-    expected = checkpoint_module.serve(tf.constant(SOURCES))
-    assert fresh["serving_default"]["outputs"] == [
-        s.decode() for s in expected["outputs"].numpy()]
-    np.testing.assert_allclose(fresh["serving_default"]["scores"], expected["scores"].numpy(),
-                               rtol=1e-5, atol=1e-5)
-    assert all(text for text in fresh["serving_default"]["outputs"])
+def test_saved_model_equals_the_decoder(fresh, checkpoint_decode, hostile_lines):
+    """serving_default in a fresh process == t2t-lite-decoder --model_dir on the same checkpoint."""
+    decoder_lines = checkpoint_decode[0].decode("utf-8").split("\n")[:-1]
+    decoder_best = [(line.split("\t")[1], float(line.split("\t")[0]))
+                    for line in decoder_lines if line]
+    assert len(decoder_best) == len(decodable(hostile_lines))
+    assert fresh["decoder_lines"]["outputs"] == [text for text, _ in decoder_best]
+    np.testing.assert_allclose(fresh["decoder_lines"]["scores"],
+                               [score for _, score in decoder_best], rtol=1e-5, atol=1e-5)
+    assert all(fresh["serving_default"]["outputs"])
 
 
 def test_nbest_is_sorted_and_starts_with_the_best(fresh):
@@ -150,9 +164,9 @@ def test_empty_batch_and_empty_strings(fresh):
     assert fresh["empty_strings"] == {"outputs": ["", ""], "scores": [0.0, 0.0]}
 
 
-def test_forced_decoding_scores(fresh, checkpoint_module):
+def test_forced_decoding_scores(fresh, checkpoint):
     """score equals the log probability the checkpoint's model gives the tokenized pair."""
-    model, tokenizer = checkpoint_module.model, checkpoint_module.tokenizer
+    model, tokenizer = checkpoint
     for i, (source, target) in enumerate(zip(SOURCES, TARGETS)):
         source_ids = tokenizer.encode_batch([source])[0][:15] + [1]  # truncated as exported
         target_ids = tokenizer.encode_batch([target])[0][:15] + [1]

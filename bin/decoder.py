@@ -1,0 +1,106 @@
+"""t2t-lite-decoder: translate a file (or stdin) with a model_dir's checkpoint or an export.
+
+    t2t-lite-decoder --model_dir=M --decode_from_file=in.en --decode_to_file=out.de
+    t2t-lite-decoder --export_dir=E < in.en > out.de
+    t2t-lite-decoder --model_dir=M --nbest=4 --print_scores ...   # score\\thyp\\tscore\\thyp ...
+
+Writes exactly one line per input line, in input order. Progress and a final summary (empty,
+truncated and invalid-UTF-8 line counts) go to stderr.
+"""
+import os
+import sys
+
+from absl import flags
+
+from t2t_lite import cli
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("model_dir", None, "Trained model_dir (checkpoint path).")
+flags.DEFINE_string("export_dir", None,
+                    "Exported SavedModel: a version folder or the folder of versions (newest).")
+flags.DEFINE_string("checkpoint_path", None, "With --model_dir: checkpoint to load "
+                    "(default: the averaged one if newest, else the latest).")
+flags.DEFINE_string("decode_from_file", None, "Source sentences, one per line (default: stdin).")
+flags.DEFINE_string("decode_to_file", None, "Output file (default: stdout).")
+flags.DEFINE_integer("beam_size", None, "Beam size (default: the model_dir's DecodeConfig; "
+                     "an export's beam size is fixed).")
+flags.DEFINE_float("alpha", None, "Length penalty exponent (default: the model's setting).")
+flags.DEFINE_integer("extra_length", None,
+                     "Max output length = input length + this (default: the model's setting).")
+flags.DEFINE_integer("nbest", 1, "Hypotheses per line, tab-separated (at most the beam size).")
+flags.DEFINE_bool("print_scores", False, "Precede each hypothesis with its score and a tab.")
+flags.DEFINE_integer("batch_tokens", 4096, "Source tokens (with padding) per batch.")
+
+
+def _translator():
+    if bool(FLAGS.model_dir) == bool(FLAGS.export_dir):
+        raise cli.UserError("give exactly one of --model_dir and --export_dir")
+    if FLAGS.beam_size is not None and FLAGS.beam_size < 1:
+        raise cli.UserError(f"--beam_size must be >= 1, got {FLAGS.beam_size}")
+    if FLAGS.model_dir:
+        from t2t_lite.export import serving_module
+        return serving_module.from_model_dir(FLAGS.model_dir, FLAGS.checkpoint_path,
+                                             beam_size=FLAGS.beam_size)
+    if FLAGS.checkpoint_path:
+        raise cli.UserError("--checkpoint_path needs --model_dir (an export holds one checkpoint)")
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  registers the tokenizer ops the SavedModel uses
+
+    from t2t_lite.export import batch_decode, exporter
+    version_dir = exporter.latest_version_dir(FLAGS.export_dir)
+    translator = tf.saved_model.load(version_dir)
+    beam_size = batch_decode.settings(translator)["beam_size"]
+    if FLAGS.beam_size is not None and FLAGS.beam_size != beam_size:
+        raise cli.UserError(f"{version_dir} was exported with beam size {beam_size}; re-export "
+                            f"with --beam_size={FLAGS.beam_size} or decode with --model_dir")
+    return translator
+
+
+def _read_input():
+    path = FLAGS.decode_from_file
+    if not path:
+        return sys.stdin.buffer.read()
+    if not os.path.isfile(path):
+        raise cli.UserError(f"--decode_from_file {path} does not exist")
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _write_output(lines):
+    text = "".join(line + "\n" for line in lines)
+    path = FLAGS.decode_to_file
+    if not path:
+        sys.stdout.buffer.write(text.encode("utf-8"))
+        sys.stdout.flush()
+        return
+    tmp = path + ".incomplete"
+    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise cli.UserError(f"unexpected arguments: {' '.join(argv[1:])}")
+    from t2t_lite.export import batch_decode
+
+    raw_lines = batch_decode.split_lines(_read_input())
+    translator = _translator()
+    defaults = batch_decode.settings(translator)
+    outputs, stats = batch_decode.decode_lines(
+        translator, raw_lines,
+        alpha=defaults["alpha"] if FLAGS.alpha is None else FLAGS.alpha,
+        extra_length=defaults["extra_length"] if FLAGS.extra_length is None
+        else FLAGS.extra_length,
+        nbest=FLAGS.nbest, print_scores=FLAGS.print_scores, batch_tokens=FLAGS.batch_tokens,
+        progress=batch_decode.Progress())
+    _write_output(outputs)
+    print(stats.summary(), file=sys.stderr)
+
+
+def run():
+    cli.run(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,167 @@
+"""File-level batch decoding: lines in, exactly one output line per input line, in input order.
+
+Works with anything that has the TranslationModule interface (`token_counts`,
+`translate_with_settings`, `describe`): a module built from a checkpoint or a loaded SavedModel.
+Lines are sorted by token count (longest first, so memory trouble shows up at once), grouped into
+batches of about `batch_tokens` source tokens, translated, and written back in input order.
+
+Whatever a line holds, it yields one output line: bytes that are not UTF-8 are replaced (U+FFFD)
+and counted, a carriage return inside a line is a space, an empty or blank line gives an empty
+line, and sources longer than the model's limit are truncated (and counted) inside the graph.
+
+Output format: the best translation per line; with nbest=N, N hypotheses separated by tabs, and
+with print_scores each hypothesis preceded by its score and a tab ("score\\thyp\\tscore\\thyp...").
+Tabs, carriage returns and newlines inside hypotheses are written as spaces.
+"""
+import dataclasses
+import json
+import sys
+import time
+
+import tensorflow as tf
+
+from t2t_lite.errors import UserError
+
+
+@dataclasses.dataclass
+class DecodeStats:
+    lines: int = 0
+    empty: int = 0
+    truncated: int = 0
+    invalid_utf8: int = 0
+    seconds: float = 0.0
+    max_source_tokens: int = 0
+
+    def summary(self):
+        rate = self.lines / self.seconds if self.seconds > 0 else 0.0
+        return (f"decoded {self.lines} lines in {self.seconds:.1f}s ({rate:.1f} lines/s); "
+                f"{self.empty} empty, {self.truncated} truncated to {self.max_source_tokens} "
+                f"tokens, {self.invalid_utf8} with invalid UTF-8 replaced")
+
+
+def split_lines(data):
+    """bytes -> list of byte lines; splits on \\n only, so a stray \\r never makes a line."""
+    if not data:
+        return []
+    lines = data.split(b"\n")
+    if data.endswith(b"\n"):
+        lines.pop()
+    return lines
+
+
+def clean_line(raw):
+    """bytes -> (text, had_invalid_utf8). A CRLF line ending is dropped, other \\r become spaces."""
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    try:
+        text, invalid = raw.decode("utf-8"), False
+    except UnicodeDecodeError:
+        text, invalid = raw.decode("utf-8", errors="replace"), True
+    return text.replace("\r", " "), invalid
+
+
+def plan_batches(lengths, batch_tokens, max_batch_size=1024):
+    """Index lists, longest sources first, each with about batch_tokens padded source tokens."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    batches, current, width = [], [], 0
+    for index in order:
+        row_width = lengths[index] + 1  # EOS
+        new_width = max(width, row_width)
+        if current and (new_width * (len(current) + 1) > batch_tokens
+                        or len(current) >= max_batch_size):
+            batches.append(current)
+            current, new_width = [], row_width
+        current.append(index)
+        width = new_width
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _one_line(text):
+    return text.replace("\t", " ").replace("\r", " ").replace("\n", " ")
+
+
+def format_hypotheses(hypotheses, print_scores=False):
+    """[(text, score), ...] -> one output line (without the newline)."""
+    if print_scores:
+        return "\t".join(f"{score:.6g}\t{_one_line(text)}" for text, score in hypotheses)
+    return "\t".join(_one_line(text) for text, _ in hypotheses)
+
+
+def settings(translator):
+    """The export's fixed settings (beam_size, alpha, extra_length, max_length, ...)."""
+    return json.loads(translator.describe().numpy().decode("utf-8"))
+
+
+def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_tokens=4096,
+                    progress=None, stats=None):
+    """list of str -> list (same order) of n-best lists [(text, score)] of length nbest.
+
+    A text without tokens (empty or blank) is not translated; its list is empty.
+    """
+    stats = stats if stats is not None else DecodeStats()
+    fixed = settings(translator)
+    stats.max_source_tokens = fixed["max_source_tokens"]
+    if not 1 <= nbest <= fixed["beam_size"]:
+        raise UserError(f"--nbest must be between 1 and the beam size {fixed['beam_size']}, "
+                        f"got {nbest}")
+    counts = []
+    for start in range(0, len(texts), 4096):
+        chunk = tf.constant(texts[start:start + 4096], tf.string)
+        counts.extend(translator.token_counts(chunk).numpy().tolist())
+    stats.empty += sum(1 for c in counts if c == 0)
+    stats.truncated += sum(1 for c in counts if c > fixed["max_source_tokens"])
+    lengths = [min(c, fixed["max_source_tokens"]) for c in counts]
+
+    results = [[] for _ in texts]
+    to_translate = [i for i, c in enumerate(counts) if c > 0]
+    alpha = tf.constant(alpha, tf.float32)
+    extra_length = tf.constant(extra_length, tf.int32)
+    done = len(texts) - len(to_translate)
+    for positions in plan_batches([lengths[i] for i in to_translate], batch_tokens):
+        batch = [to_translate[p] for p in positions]
+        result = translator.translate_with_settings(
+            tf.constant([texts[i] for i in batch], tf.string), alpha, extra_length)
+        outputs, scores = result["outputs"].numpy(), result["scores"].numpy()
+        for row, index in enumerate(batch):
+            results[index] = [(outputs[row, k].decode("utf-8", errors="replace"),
+                               float(scores[row, k])) for k in range(nbest)]
+        done += len(batch)
+        if progress:
+            progress(done, len(texts))
+    return results
+
+
+class Progress:
+    """Prints 'decoded i/n lines' to a stream at most every `interval` seconds, and at the end."""
+
+    def __init__(self, stream=sys.stderr, interval=5.0):
+        self.stream, self.interval = stream, interval
+        self.start = self.last = time.monotonic()
+
+    def __call__(self, done, total):
+        now = time.monotonic()
+        if done < total and now - self.last < self.interval:
+            return
+        self.last = now
+        rate = done / max(now - self.start, 1e-9)
+        print(f"decoded {done}/{total} lines ({rate:.1f} lines/s)", file=self.stream, flush=True)
+
+
+def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scores=False,
+                 batch_tokens=4096, progress=None):
+    """Byte lines -> (output lines as str without newlines, DecodeStats); len(out) == len(in)."""
+    stats = DecodeStats(lines=len(raw_lines))
+    start = time.monotonic()
+    texts = []
+    for raw in raw_lines:
+        text, invalid = clean_line(raw)
+        stats.invalid_utf8 += invalid
+        texts.append(text)
+    results = translate_texts(translator, texts, alpha, extra_length, nbest=nbest,
+                              batch_tokens=batch_tokens, progress=progress, stats=stats)
+    outputs = [format_hypotheses(hyps, print_scores) for hyps in results]
+    stats.seconds = time.monotonic() - start
+    assert len(outputs) == len(raw_lines)
+    return outputs, stats

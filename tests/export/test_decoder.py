@@ -1,0 +1,89 @@
+"""t2t-lite-decoder: one output line per input line whatever it holds, input order kept, the same
+translations from the checkpoint (--model_dir) and from the SavedModel (--export_dir)."""
+import os
+import re
+
+import pytest
+
+from t2t_lite.data.tokenizers import load_tokenizer
+from t2t_lite.export import batch_decode
+from t2t_lite.training import model_dir as model_dir_lib
+
+EMPTY = {1, 2}
+
+
+def test_split_and_clean_lines():
+    assert batch_decode.split_lines(b"") == []
+    assert batch_decode.split_lines(b"\n") == [b""]
+    assert batch_decode.split_lines(b"a\r\nb\rc\n\nd") == [b"a\r", b"b\rc", b"", b"d"]
+    assert batch_decode.clean_line(b"a\r") == ("a", False)
+    assert batch_decode.clean_line(b"b\rc") == ("b c", False)
+    assert batch_decode.clean_line(b"x\xffy") == ("x\ufffdy", True)
+    assert batch_decode.clean_line("ok \ufffd".encode()) == ("ok \ufffd", False)
+
+
+def test_batches_cover_every_line_longest_first_within_budget():
+    lengths = [3, 0, 15, 7, 7, 1, 12, 2, 9, 4]
+    batches = batch_decode.plan_batches(lengths, batch_tokens=20)
+    flat = [i for batch in batches for i in batch]
+    assert sorted(flat) == list(range(len(lengths)))
+    assert [lengths[i] for i in flat] == sorted(lengths, reverse=True)
+    for batch in batches:
+        width = max(lengths[i] for i in batch) + 1
+        assert len(batch) == 1 or width * len(batch) <= 20
+
+
+def test_nbest_format():
+    hyps = [("das\tHaus", -1.25), ("ein Haus\r\n", -2.5)]
+    assert batch_decode.format_hypotheses(hyps) == "das Haus\tein Haus  "
+    assert batch_decode.format_hypotheses(hyps, print_scores=True) == (
+        "-1.25\tdas Haus\t-2.5\tein Haus  ")
+    assert batch_decode.format_hypotheses([], print_scores=True) == ""
+
+
+def test_one_line_per_input_line(checkpoint_decode, hostile_lines):
+    output, _ = checkpoint_decode
+    assert output.endswith(b"\n")
+    lines = output.decode("utf-8").split("\n")[:-1]
+    assert len(lines) == len(hostile_lines)
+    for i, line in enumerate(lines):
+        if i in EMPTY:
+            assert line == ""
+            continue
+        fields = line.split("\t")
+        assert len(fields) == 4, line  # score, hypothesis, score, hypothesis
+        assert float(fields[0]) >= float(fields[2])
+        assert fields[1] and fields[3]
+
+
+def test_counts_are_reported(checkpoint_decode, model_dir, hostile_lines):
+    _, stderr = checkpoint_decode
+    tokenizer = load_tokenizer(model_dir_lib.vocab_path(model_dir))
+    texts = [batch_decode.clean_line(line)[0] for line in hostile_lines]
+    limit = 16 - 1  # max_length minus EOS
+    truncated = sum(len(ids) > limit for ids in tokenizer.encode_batch(texts))
+    assert truncated >= 1
+    summary = [line for line in stderr.splitlines() if line.startswith("decoded 11 lines")]
+    assert summary, stderr[-2000:]
+    assert re.search(rf"2 empty, {truncated} truncated to {limit} tokens, 1 with invalid UTF-8",
+                     summary[-1])
+    assert "decoded 11/11 lines" in stderr  # progress
+
+
+def test_export_gives_the_checkpoints_translations(cli, checkpoint_decode, export_version_dir,
+                                                  hostile_lines):
+    """stdin -> stdout through the SavedModel, with other batches (one line each): same lines."""
+    result = cli("decoder", f"--export_dir={os.path.dirname(export_version_dir)}",
+                 "--batch_tokens=1", stdin=b"\n".join(hostile_lines))
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    from_export = result.stdout.decode("utf-8").split("\n")[:-1]
+    from_checkpoint = checkpoint_decode[0].decode("utf-8").split("\n")[:-1]
+    best = [line.split("\t")[1] if line else "" for line in from_checkpoint]
+    assert from_export == best
+
+
+def test_user_errors_are_one_line(cli, tmp_path):
+    result = cli("decoder", f"--model_dir={tmp_path}", stdin=b"hello\n")
+    assert result.returncode == 1
+    assert result.stderr.decode().strip().splitlines()[-1].startswith("error: ")
+    assert "Traceback" not in result.stderr.decode()
