@@ -32,13 +32,26 @@ EOS_ID = 1
 STRINGS = tf.TensorSpec([None], tf.string)
 
 
+class _Untracked:
+    """Holds an object out of SavedModel tracking (tf.Module tracks attributes, not these)."""
+
+    def __init__(self, value):
+        self.value = value
+
+
 class TranslationModule(tf.Module):
     """A Transformer and its tokenizer with fixed beam size and default alpha / extra length."""
 
     def __init__(self, model, tokenizer, beam_size=4, alpha=0.6, extra_length=50, metadata=None,
                  name="t2t_lite_translation"):
         super().__init__(name=name)
-        self.model = model
+        # Keras 3 variables wrap tf.Variables. Saving the Keras model itself records the wrappers,
+        # whose restore never reaches the tf.Variables the traced graph reads: session-based
+        # loaders (TF Serving, saved_model_cli run) then fail with "Could not find variable"
+        # (keras-team/keras#20095). So the model stays untracked and its tf.Variables are tracked
+        # directly, as keras.export.ExportArchive does.
+        self._model = _Untracked(model)
+        self.model_variables = [getattr(v, "value", v) for v in model.variables]
         self.tokenizer = tokenizer
         self.beam_size = int(beam_size)
         self.max_length = int(model.config.max_length)
@@ -51,6 +64,10 @@ class TranslationModule(tf.Module):
         # A JSON string, not a dict: tf.Module would wrap a dict for tracking. Python attributes
         # are lost in a SavedModel; the constant returned by describe() survives it.
         self.metadata_json = json.dumps(metadata, sort_keys=True, indent=2)
+
+    @property
+    def model(self):
+        return self._model.value
 
     # ---- preprocessing ------------------------------------------------------------------------
     @tf.function(input_signature=[STRINGS])

@@ -30,6 +30,17 @@ sys.meta_path.insert(0, Block())
 import tensorflow as tf
 import tensorflow_text  # noqa: F401
 
+def session_serving_default(version_dir, sources):
+    # serving_default the way TF Serving runs it: a graph session that restores the variables.
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], version_dir)
+        signature = meta_graph.signature_def["serving_default"]
+        result = session.run({k: v.name for k, v in signature.outputs.items()},
+                             {signature.inputs["inputs"].name: sources})
+    return {"outputs": [s.decode() for s in result["outputs"]],
+            "scores": result["scores"].tolist()}
+
+
 version_dir = sys.argv[1]
 sources, targets, decoded = (json.loads(arg) for arg in sys.argv[2:5])
 loaded = tf.saved_model.load(version_dir)
@@ -62,6 +73,7 @@ result = {
                                                         targets=strings(targets[:1])).items()
                            if v.dtype == tf.float32],
     "describe": json.loads(loaded.describe().numpy().decode()),
+    "session": session_serving_default(version_dir, sources),
     "blocked_modules_loaded": sorted(m for m in sys.modules
                                      if m.split(".")[0] in ("t2t_lite", "gin")),
 }
@@ -139,6 +151,13 @@ def test_saved_model_equals_the_decoder(fresh, checkpoint_decode, hostile_lines)
     np.testing.assert_allclose(fresh["decoder_lines"]["scores"],
                                [score for _, score in decoder_best], rtol=1e-5, atol=1e-5)
     assert all(fresh["serving_default"]["outputs"])
+
+
+def test_session_loader_as_tf_serving(fresh):
+    """Keras 3 variables must be restored for session-based loaders (TF Serving's C++ loader)."""
+    assert fresh["session"]["outputs"] == fresh["serving_default"]["outputs"]
+    np.testing.assert_allclose(fresh["session"]["scores"], fresh["serving_default"]["scores"],
+                               rtol=1e-5, atol=1e-5)
 
 
 def test_nbest_is_sorted_and_starts_with_the_best(fresh):
