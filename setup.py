@@ -21,7 +21,8 @@ INSTALL_REQUIRES = [
     "absl-py==2.5.1",
     "gin-config==0.5.0",
     "sentencepiece==0.2.3",
-    "sacremoses==0.2.0",  # Moses tokenizer for the paper's tokenized BLEU
+    "sacremoses==0.2.0",
+    "polib==1.2.0",  # gettext .mo catalogs for the gettext problems  # Moses tokenizer for the paper's tokenized BLEU
     "numpy>=1.26,<3",
 ]
 

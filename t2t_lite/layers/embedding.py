@@ -3,6 +3,7 @@ import math
 
 import keras
 import numpy as np
+import tensorflow as tf
 from keras import ops
 
 
@@ -50,7 +51,11 @@ class SharedEmbedding(keras.layers.Layer):
 
     def logits(self, x):
         """[..., d_model] -> [..., vocab] with the same (unscaled) matrix, no bias."""
-        return ops.einsum("...d,vd->...v", x, ops.cast(self.embeddings, x.dtype))
+        # A plain 2-D matmul: an einsum with "..." broadcasts the embedding matrix over the
+        # batch and its gradient materialises [batch, length, vocab, d_model].
+        flat = tf.reshape(x, [-1, self.d_model])
+        logits = tf.matmul(flat, tf.cast(self.embeddings, x.dtype), transpose_b=True)
+        return tf.reshape(logits, tf.concat([tf.shape(x)[:-1], [self.vocab_size]], 0))
 
     def get_config(self):
         return {**super().get_config(), "vocab_size": self.vocab_size, "d_model": self.d_model}

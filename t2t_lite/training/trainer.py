@@ -25,6 +25,7 @@ from t2t_lite.training import strategy as strategy_lib
 from t2t_lite.training.checkpoints import CheckpointKeeper
 from t2t_lite.training.evaluation import Evaluator, format_metrics, is_better
 from t2t_lite.training.flops import training_flops
+from t2t_lite.training.loss import token_statistics
 from t2t_lite.training.progress import Progress
 from t2t_lite.training.schedule import make_optimizer
 from t2t_lite.training.steps import TrainSteps
@@ -83,6 +84,8 @@ def _set_precision(train_config):
 
 
 def train(options: TrainOptions) -> TrainResult:
+    # First of all: MultiWorkerMirroredStrategy must configure collectives before any TF op runs.
+    strategy = strategy_lib.make_strategy(options.num_gpus)
     for module in options.problem_modules:
         registry.import_problem_module(module)
     registry.list_problems()  # registers problem configurables before gin parses bindings
@@ -99,7 +102,6 @@ def train(options: TrainOptions) -> TrainResult:
         print(f"{options.hparams_set}: {count:,} parameters ({count / 1e6:.1f}M) at vocabulary "
               f"{vocab_size:,}", flush=True)
 
-    strategy = strategy_lib.make_strategy(options.num_gpus)
     chief = strategy_lib.is_chief(strategy)
     os.makedirs(options.model_dir, exist_ok=True)
     lock = model_dir_lib.TrainerLock(options.model_dir) if chief else None
@@ -165,6 +167,9 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
     steps = TrainSteps(strategy, model, optimizer, train_config.label_smoothing, accumulate,
                        element_spec=iterator.element_spec, jit_compile=train_config.jit_compile)
 
+    probe = next(iter(problem.dataset("dev", options.data_dir, batch_tokens=per_replica_tokens,
+                                      max_length=train_config.max_length, drop_long=True)))
+    divergence = DivergenceCheck(model, probe, train_config.label_smoothing)
     start = time.monotonic()
     deadline = start + options.train_minutes * 60 if options.train_minutes else None
     progress = Progress(os.path.join(options.model_dir, "train"), train_steps, deadline,
@@ -209,6 +214,7 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
         progress.update(step, stats, _current_learning_rate(optimizer))
         due_eval = options.eval_every_steps and step % options.eval_every_steps == 0
         if keeper.due(step):
+            divergence.verify(step, keeper)
             last_path = keeper.save(step)
             if not options.eval_every_steps:
                 due_eval = True
@@ -220,6 +226,7 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
                 break
 
     if step > 0:
+        divergence.verify(step, keeper)
         last_path = keeper.save(step)
         if best is None or best.get("step") != step:
             evaluate_and_keep_best(step)
@@ -232,6 +239,33 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
     return TrainResult(step=step, stopped_because=stopped_because, last_checkpoint=last_path,
                        best_metrics=best, total_flops=total_flops,
                        last_train_metrics=last_metrics)
+
+
+class DivergenceCheck:
+    """Before each save: are the weights, and the loss they give on a fixed probe batch, finite?
+
+    A step's loss is computed before its update, so a finite loss can still be followed by an
+    update that ruins the weights; this extra forward pass (once per checkpoint) catches that.
+    """
+
+    def __init__(self, model, probe_batch, label_smoothing):
+        self.model, self.probe = model, probe_batch
+        self.label_smoothing = label_smoothing
+        self._check = tf.function(self._finite)
+
+    def _finite(self):
+        weights_ok = tf.reduce_all([tf.reduce_all(tf.math.is_finite(v))
+                                    for v in self.model.trainable_variables])
+        logits = self.model(self.probe, training=False)
+        loss = token_statistics(logits, self.probe["targets"], self.label_smoothing)["loss"]
+        return tf.logical_and(weights_ok, tf.math.is_finite(loss))
+
+    def verify(self, step, keeper):
+        if not bool(self._check()):
+            raise UserError(
+                f"training diverged at step {step}: the weights no longer give a finite loss; "
+                f"the last good checkpoint ({keeper.manager.latest_checkpoint}) was kept. Try a "
+                "lower learning rate or more warmup.")
 
 
 def _sum_statistics(per_micro_batch):
