@@ -25,8 +25,12 @@ def main(argv):
         raise cli.UserError(f"unexpected arguments: {' '.join(argv[1:])}")
     if FLAGS.beam_size is not None and FLAGS.beam_size < 1:
         raise cli.UserError(f"--beam_size must be >= 1, got {FLAGS.beam_size}")
+    from absl import logging
+
     from t2t_lite.export import exporter
 
+    # TensorFlow's INFO lines about renamed function inputs and temporary paths are noise here.
+    logging.set_verbosity(logging.WARNING)
     version_dir = exporter.export(FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path,
                                   beam_size=FLAGS.beam_size, alpha=FLAGS.alpha,
                                   extra_length=FLAGS.extra_length)
