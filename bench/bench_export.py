@@ -1,0 +1,122 @@
+"""Text-in/text-out decoding throughput: checkpoint module vs exported SavedModel, and what sorting
+by length buys the file decoder.
+
+    TF_ENABLE_ONEDNN_OPTS=1 TF_CPP_MIN_LOG_LEVEL=2 .venv/bin/python bench/bench_export.py \
+        [--hparams_set=tiny --sentences=256 --batch_tokens=2048 --extra_length=10]
+
+A model_dir with random weights and a symbol vocabulary is built in a temporary folder. Random
+weights rarely emit EOS, so every sentence decodes to its limit (input length + extra_length).
+Reported: sentences/s and target tokens/s for
+  checkpoint   - TranslationModule built from the checkpoint (what t2t-lite-decoder --model_dir runs)
+  savedmodel   - the same module exported and loaded with tf.saved_model.load (--export_dir)
+  unsorted     - the SavedModel on batches in input order (same batch count), for comparison with
+                 the decoder's length-sorted token batches.
+"""
+import argparse
+import os
+import random
+import tempfile
+import time
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import tensorflow_text  # noqa: E402,F401
+
+from t2t_lite import hparams  # noqa: E402
+from t2t_lite.data import vocab  # noqa: E402
+from t2t_lite.export import batch_decode, exporter, serving_module  # noqa: E402
+from t2t_lite.models.transformer import Transformer  # noqa: E402
+from t2t_lite.training import model_dir as model_dir_lib  # noqa: E402
+
+
+def build_model_dir(root, hparams_set, vocab_size, seed=0):
+    vocab_path = vocab.write_symbol_vocab(os.path.join(root, "bench.symbols.txt"),
+                                          [f"w{i}" for i in range(vocab_size - 3)])
+    config = hparams.load(hparams_set)[0]
+    directory = os.path.join(root, "model")
+    model_dir_lib.write_run_info(directory, "bench", hparams_set, [], vocab_path, vocab_size)
+    keras.utils.set_random_seed(seed)
+    model = Transformer(config, vocab_size)
+    tf.train.CheckpointManager(tf.train.Checkpoint(model=model), directory, 1).save(1)
+    return directory
+
+
+def random_sentences(count, vocab_size, max_words, seed=0):
+    rng = random.Random(seed)
+    return [" ".join(f"w{rng.randrange(vocab_size - 3)}" for _ in range(rng.randint(1, max_words)))
+            for _ in range(count)]
+
+
+def timed(translate_batches, texts, repeats=2):
+    """(sentences/s, target tokens/s) of the fastest of `repeats` runs."""
+    seconds = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        outputs = translate_batches(texts)
+        seconds = min(seconds, time.perf_counter() - start)
+    tokens = sum(len(text.split()) + 1 for text in outputs)  # symbols + EOS
+    return len(texts) / seconds, tokens / seconds
+
+
+def run(args):
+    root = tempfile.mkdtemp(prefix="bench_export_")
+    model_dir = build_model_dir(root, args.hparams_set, args.vocab_size)
+    texts = random_sentences(args.sentences, args.vocab_size, args.max_words)
+    alpha, extra = 0.6, args.extra_length
+
+    def sorted_batches(translator):
+        def translate(items):
+            hyps = batch_decode.translate_texts(translator, items, alpha, extra,
+                                                batch_tokens=args.batch_tokens)
+            return [h[0][0] for h in hyps]
+        return translate
+
+    def input_order_batches(translator, num_batches):
+        def translate(items):
+            size = -(-len(items) // num_batches)
+            outputs = []
+            for start in range(0, len(items), size):
+                result = translator.translate_with_settings(
+                    tf.constant(items[start:start + size]), tf.constant(alpha),
+                    tf.constant(extra))
+                outputs += [t.decode() for t in result["outputs"][:, 0].numpy()]
+            return outputs
+        return translate
+
+    module = serving_module.from_model_dir(model_dir, beam_size=args.beam_size)
+    sorted_batches(module)(texts[:8])  # trace once
+    results = {"checkpoint": timed(sorted_batches(module), texts)}
+
+    loaded = tf.saved_model.load(exporter.save(module, os.path.join(root, "export")))
+    sorted_batches(loaded)(texts[:8])
+    results["savedmodel"] = timed(sorted_batches(loaded), texts)
+    lengths = [len(t.split()) for t in texts]
+    num_batches = len(batch_decode.plan_batches(lengths, args.batch_tokens))
+    results["unsorted"] = timed(input_order_batches(loaded, num_batches), texts)
+
+    print(f"{args.hparams_set}, beam {args.beam_size}, {args.sentences} sentences of 1-"
+          f"{args.max_words} words, extra_length {extra}, {num_batches} batches")
+    base = results["savedmodel"][0]
+    for name, (sentences, tokens) in results.items():
+        print(f"  {name:<11} {sentences:8.1f} sentences/s {tokens:9.1f} target tokens/s  "
+              f"({sentences / base:.2f}x savedmodel)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--hparams_set", default="tiny")
+    parser.add_argument("--vocab_size", type=int, default=1000)
+    parser.add_argument("--sentences", type=int, default=256)
+    parser.add_argument("--max_words", type=int, default=40)
+    parser.add_argument("--beam_size", type=int, default=4)
+    parser.add_argument("--extra_length", type=int, default=10)
+    parser.add_argument("--batch_tokens", type=int, default=2048)
+    run(parser.parse_args())
+
+
+if __name__ == "__main__":
+    main()
