@@ -84,6 +84,9 @@ def main(argv):
         raise cli.UserError(f"unexpected arguments: {' '.join(argv[1:])}")
     from t2t_lite.export import batch_decode
 
+    out_dir = os.path.dirname(os.path.abspath(FLAGS.decode_to_file or "."))
+    if FLAGS.decode_to_file and not os.path.isdir(out_dir):
+        raise cli.UserError(f"--decode_to_file: folder {out_dir} does not exist")
     raw_lines = batch_decode.split_lines(_read_input())
     translator = _translator()
     defaults = batch_decode.settings(translator)
