@@ -48,8 +48,8 @@ class TranslationModule(tf.Module):
         # Keras 3 variables wrap tf.Variables. Saving the Keras model itself records the wrappers,
         # whose restore never reaches the tf.Variables the traced graph reads: session-based
         # loaders (TF Serving, saved_model_cli run) then fail with "Could not find variable"
-        # (keras-team/keras#20095). So the model stays untracked and its tf.Variables are tracked
-        # directly, as keras.export.ExportArchive does.
+        # (keras-team/keras#20095). So the model stays untracked and the tf.Variables themselves
+        # are tracked (tests/export runs serving_default through a TF1 session to keep it so).
         self._model = _Untracked(model)
         self.model_variables = [getattr(v, "value", v) for v in model.variables]
         self.tokenizer = tokenizer
