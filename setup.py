@@ -32,6 +32,8 @@ CONSOLE_SCRIPTS = [
     "t2t-lite-datagen=t2t_lite.bin.datagen:main",
     "t2t-lite-trainer=t2t_lite.bin.trainer:run",
     "t2t-lite-avg-checkpoints=t2t_lite.bin.avg_checkpoints:run",
+    "t2t-lite-exporter=t2t_lite.bin.exporter:run",
+    "t2t-lite-decoder=t2t_lite.bin.decoder:run",
     "t2t-lite-bleu=t2t_lite.bin.bleu:main",
     "t2t-lite-attention-plot=t2t_lite.bin.attention_plot:main",
 ]
@@ -52,6 +54,7 @@ setup(
         "t2t_lite.training",
         "t2t_lite.metrics",
         "t2t_lite.viz",
+        "t2t_lite.export",
         "t2t_lite.problems",
         "t2t_lite.bin",
         "t2t_lite.hparams_sets",

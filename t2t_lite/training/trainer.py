@@ -92,6 +92,9 @@ def train(options: TrainOptions) -> TrainResult:
     model_config, train_config, decode_config = hparams.load(options.hparams_set,
                                                              options.gin_params)
     train_steps = options.train_steps or train_config.train_steps
+    # Seeding resets TF's kernel caches, which destroys resources such as the SentencePiece
+    # op's model: it must come before any tokenizer is built.
+    keras.utils.set_random_seed(train_config.seed)
     problem = registry.problem(options.problem, **parse_params(options.problem_params))
     if options.generate_data:
         problem.generate_data(options.data_dir, options.tmp_dir)
@@ -133,7 +136,6 @@ def _checkpoint_dir(options, strategy, chief):
 def _train_loop(options, problem, tokenizer, strategy, chief, model_config, train_config,
                 decode_config, train_steps):
     _set_precision(train_config)
-    keras.utils.set_random_seed(train_config.seed)
     replicas = strategy.num_replicas_in_sync
     per_replica_tokens, accumulate = batch_plan(train_config, replicas, options.accumulate_steps)
     logging.info("batching: %d tokens per replica x %d replicas x %d accumulation steps = %d "

@@ -1,0 +1,128 @@
+"""Training throughput: target tokens/s and model-FLOPs utilisation on this machine.
+
+For each hparams set and setting, times real training steps (the trainer's own TrainSteps:
+forward, label-smoothed loss, backward, Adam) on synthetic batches shaped like bucketed WMT-style
+batches, and reports
+    MFU = model FLOP/s (analytic, t2t_lite.training.flops) / large-matmul FLOP/s,
+with the matmul ceiling measured in the same process and precision, right before each setting.
+
+    python bench/bench_train.py                       # tiny, small, base; fp32/bf16; XLA off/on
+    python bench/bench_train.py --sets=small --steps=20
+oneDNN is read at process start: the script re-runs itself with TF_ENABLE_ONEDNN_OPTS=0 and =1
+(--onednn=both, the default) and prints one table.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def matmul_flops_per_second(dtype, size=2048, repeats=10):
+    import tensorflow as tf
+
+    a = tf.cast(tf.random.normal([size, size]), dtype)
+    b = tf.cast(tf.random.normal([size, size]), dtype)
+    f = tf.function(lambda x, y: tf.matmul(x, y))
+    f(a, b).numpy()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        c = f(a, b)
+    c.numpy()
+    return 2 * size ** 3 * repeats / (time.perf_counter() - start)
+
+
+def measure(set_name, precision, jit, steps, batch_tokens, length, vocab):
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from t2t_lite import hparams
+    from t2t_lite.models.transformer import Transformer
+    from t2t_lite.training.flops import training_flops
+    from t2t_lite.training.schedule import make_optimizer
+    from t2t_lite.training.steps import TrainSteps
+
+    model_config, train_config, _ = hparams.load(set_name, [
+        f"TrainConfig.mixed_precision = '{precision}'", f"TrainConfig.jit_compile = {jit}"])
+    keras.mixed_precision.set_global_policy(precision)
+    keras.utils.set_random_seed(0)
+    model = Transformer(model_config, vocab)
+    optimizer = make_optimizer(model_config, train_config)
+    optimizer.build(model.trainable_variables)
+    strategy = tf.distribute.get_strategy()
+    train_steps = TrainSteps(strategy, model, optimizer, train_config.label_smoothing, 1,
+                             jit_compile=jit)
+    rows = max(1, batch_tokens // length)
+    rng = np.random.default_rng(0)
+    batch = {key: tf.constant(rng.integers(3, vocab, size=(rows, length)).astype("int32"))
+             for key in ("inputs", "targets")}
+    for _ in range(2):  # trace / compile
+        train_steps.final_step(batch)["loss"].numpy()
+    ceiling = matmul_flops_per_second("bfloat16" if precision == "mixed_bfloat16" else "float32")
+    start = time.perf_counter()
+    for _ in range(steps):
+        stats = train_steps.final_step(batch)
+    float(stats["loss"])
+    seconds = (time.perf_counter() - start) / steps
+    flops = rows * training_flops(model_config, vocab, length, length)
+    keras.mixed_precision.set_global_policy("float32")
+    return {"set": set_name, "precision": precision, "xla": jit,
+            "target_tokens_per_s": rows * length / seconds, "step_s": seconds,
+            "model_tflops_per_s": flops / seconds / 1e12,
+            "matmul_tflops_per_s": ceiling / 1e12, "mfu": flops / seconds / ceiling}
+
+
+def run_here(args):
+    results = []
+    for set_name in args.sets.split(","):
+        for precision in args.precisions.split(","):
+            for jit in (False, True) if args.xla == "both" else (args.xla == "on",):
+                try:
+                    results.append(measure(set_name, precision, jit, args.steps,
+                                           args.batch_tokens, args.length, args.vocab))
+                except Exception as error:  # report and go on: one failing setting is data too
+                    results.append({"set": set_name, "precision": precision, "xla": jit,
+                                    "error": " ".join(str(error).split())[:200]})
+                print(json.dumps(dict(results[-1], onednn=os.environ.get(
+                    "TF_ENABLE_ONEDNN_OPTS", "default"))), flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", default="tiny,small,base")
+    parser.add_argument("--precisions", default="float32,mixed_bfloat16")
+    parser.add_argument("--xla", choices=["off", "on", "both"], default="both")
+    parser.add_argument("--onednn", choices=["0", "1", "both", "inherit"], default="both")
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--batch_tokens", type=int, default=4096)
+    parser.add_argument("--length", type=int, default=24, help="tokens per sentence (both sides)")
+    parser.add_argument("--vocab", type=int, default=8000)
+    args = parser.parse_args()
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if args.onednn == "inherit":
+        return run_here(args)
+    lines = []
+    for value in ("0", "1") if args.onednn == "both" else (args.onednn,):
+        env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS=value)
+        command = [sys.executable, __file__, "--onednn=inherit"] + [
+            f"--{k}={v}" for k, v in vars(args).items() if k != "onednn"]
+        out = subprocess.run(command, env=env, capture_output=True, text=True)
+        lines += [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+        if out.returncode:
+            print(out.stderr[-2000:], file=sys.stderr)
+    print(f"\n{'set':8} {'oneDNN':6} {'precision':15} {'XLA':4} {'tok/s':>9} {'model TF/s':>10} "
+          f"{'matmul TF/s':>11} {'MFU':>6}")
+    for r in lines:
+        if "error" in r:
+            print(f"{r['set']:8} {r['onednn']:6} {r['precision']:15} {str(r['xla']):4} "
+                  f"error: {r['error']}")
+            continue
+        print(f"{r['set']:8} {r['onednn']:6} {r['precision']:15} {str(r['xla']):4} "
+              f"{r['target_tokens_per_s']:9.0f} {r['model_tflops_per_s']:10.3f} "
+              f"{r['matmul_tflops_per_s']:11.3f} {r['mfu']:6.1%}")
+
+
+if __name__ == "__main__":
+    main()
