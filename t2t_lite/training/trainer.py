@@ -146,7 +146,12 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
         model = Transformer(model_config, tokenizer.vocab_size)
         optimizer = make_optimizer(model_config, train_config)
         optimizer.build(model.trainable_variables)
-        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+        # Training seconds so far, across restarts: --train_minutes is a budget for the whole
+        # run (as fairseq's --stop-time-hours), so a resumed run only trains what is left.
+        trained_seconds = tf.Variable(0.0, dtype=tf.float64, trainable=False,
+                                      name="trained_seconds")
+        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
+                                         trained_seconds=trained_seconds)
     keeper = CheckpointKeeper(checkpoint, _checkpoint_dir(options, strategy, chief),
                               keep=train_config.keep_checkpoints,
                               minutes=train_config.checkpoint_minutes,
@@ -173,7 +178,9 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
                                       max_length=train_config.max_length, drop_long=True)))
     divergence = DivergenceCheck(model, probe, train_config.label_smoothing)
     start = time.monotonic()
-    deadline = start + options.train_minutes * 60 if options.train_minutes else None
+    already_trained = float(trained_seconds.numpy())
+    deadline = (start + options.train_minutes * 60 - already_trained
+                if options.train_minutes else None)
     progress = Progress(os.path.join(options.model_dir, "train"), train_steps, deadline,
                         every=options.log_every, write_summaries=chief)
     evaluator = Evaluator(model, problem, options.data_dir, tokenizer, model_config, train_config,
@@ -215,6 +222,7 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
                             "a lower learning rate or more warmup.")
         progress.update(step, stats, _current_learning_rate(optimizer))
         due_eval = options.eval_every_steps and step % options.eval_every_steps == 0
+        trained_seconds.assign(already_trained + time.monotonic() - start)
         if keeper.due(step):
             divergence.verify(step, keeper)
             last_path = keeper.save(step)
@@ -235,7 +243,8 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
     last_metrics = progress.report(step, _current_learning_rate(optimizer))
     total_flops = _estimate_flops(model_config, tokenizer.vocab_size, progress)
     elapsed = time.monotonic() - start
-    print(f"stopped at step {step} ({stopped_because}) after {elapsed / 60:.1f} min; "
+    print(f"stopped at step {step} ({stopped_because}) after {elapsed / 60:.1f} min "
+          f"({(already_trained + elapsed) / 60:.1f} min of training in total); "
           f"{progress.total_target_tokens:,.0f} target tokens this run; estimated training cost "
           f"{total_flops:.3g} FLOPs; last checkpoint {last_path}", flush=True)
     return TrainResult(step=step, stopped_because=stopped_because, last_checkpoint=last_path,
@@ -253,7 +262,7 @@ class DivergenceCheck:
     def __init__(self, model, probe_batch, label_smoothing):
         self.model, self.probe = model, probe_batch
         self.label_smoothing = label_smoothing
-        self._check = tf.function(self._finite)
+        self._check = tf.function(self._finite, autograph=False)
 
     def _finite(self):
         weights_ok = tf.reduce_all([tf.reduce_all(tf.math.is_finite(v))

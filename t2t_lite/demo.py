@@ -1,0 +1,196 @@
+"""The main job end to end: datagen -> train -> average -> export -> decode test -> BLEU.
+
+Each stage runs the real command-line tool (printed before it runs, so every step can be
+repeated by hand) and leaves its output under one run folder:
+
+    RUN/data/            vocabulary, TFRecord shards, dev/test text
+    RUN/model/           checkpoints, config, vocabulary (t2t-lite-trainer)
+    RUN/model/averaged/  the average of the last checkpoints (t2t-lite-avg-checkpoints)
+    RUN/export/<n>/      the SavedModel (t2t-lite-exporter)
+    RUN/test.src, RUN/test.ref, RUN/test.translation   the held-out test split and its translation
+    RUN/results.json     BLEU, chrF, timings and paths
+
+Re-running resumes: datagen skips finished shards, the trainer continues from its latest
+checkpoint within the same total --train_minutes, and finished later stages are reused unless
+the checkpoint they came from changed.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+from t2t_lite.errors import UserError
+
+STATE = "state.json"
+
+
+class Run:
+    def __init__(self, run_dir, echo=print):
+        self.dir = os.path.abspath(run_dir)
+        self.echo = echo
+        os.makedirs(self.dir, exist_ok=True)
+        path = os.path.join(self.dir, STATE)
+        self.state = json.load(open(path)) if os.path.isfile(path) else {}
+
+    def path(self, *parts):
+        return os.path.join(self.dir, *parts)
+
+    def save_state(self):
+        tmp = self.path(STATE + ".tmp")
+        with open(tmp, "w") as f:
+            json.dump(self.state, f, indent=2)
+        os.replace(tmp, self.path(STATE))
+
+    def tool(self, name, *args):
+        """Runs `python -m t2t_lite.bin.<name> args`; a failure ends the demo with its message."""
+        command = [sys.executable, "-m", f"t2t_lite.bin.{name}", *args]
+        self.echo("$ t2t-lite-" + name.replace("_", "-") + " " + " ".join(args), flush=True)
+        start = time.monotonic()
+        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=None, text=True)
+        if result.stdout:
+            self.echo(result.stdout.rstrip(), flush=True)
+        if result.returncode:
+            raise UserError(f"t2t-lite-{name.replace('_', '-')} failed (exit {result.returncode});"
+                            " see its messages above. Re-running resumes from here.")
+        return result.stdout, time.monotonic() - start
+
+
+def _latest_checkpoint(model_dir):
+    import tensorflow as tf
+
+    averaged = tf.train.latest_checkpoint(os.path.join(model_dir, "averaged"))
+    return averaged or tf.train.latest_checkpoint(model_dir)
+
+
+def run_demo(run_dir, problem="translate_ende_gettext", hparams_set="small_cpu",
+             train_minutes=20.0, train_steps=None, average_last=None, test_sentences=0,
+             gin_params=(), problem_params=(), samples=5, echo=print):
+    """Runs every stage; returns the results dict also written to RUN/results.json."""
+    run = Run(run_dir, echo)
+    data_dir, model_dir, export_dir = run.path("data"), run.path("model"), run.path("export")
+    common = [f"--problem={problem}", *[f"--problem_param={p}" for p in problem_params]]
+    echo(f"run folder: {run.dir}", flush=True)
+    timings = run.state.setdefault("seconds", {})
+
+    _, timings["datagen"] = run.tool("datagen", *common, f"--data_dir={data_dir}")
+
+    train_args = [*common, f"--data_dir={data_dir}", f"--model_dir={model_dir}",
+                  f"--hparams_set={hparams_set}", *[f"--gin_param={g}" for g in gin_params],
+                  "--bleu_sentences=0", "--print_params"]
+    if train_minutes:
+        train_args.append(f"--train_minutes={train_minutes}")
+    if train_steps:
+        train_args.append(f"--train_steps={train_steps}")
+    out, seconds = run.tool("trainer", *train_args)
+    timings["train"] = timings.get("train", 0.0) + seconds
+    run.state["train_summary"] = [l for l in out.splitlines() if l.startswith("stopped at")][-1:]
+
+    num_last = average_last or _set_average_last(model_dir)
+    run.tool("avg_checkpoints", f"--model_dir={model_dir}", f"--num_last={num_last}")
+    checkpoint = _latest_checkpoint(model_dir)
+
+    if run.state.get("exported_from") != checkpoint or not _export_exists(run.state):
+        out, timings["export"] = run.tool("exporter", f"--model_dir={model_dir}",
+                                          f"--export_dir={export_dir}",
+                                          f"--checkpoint_path={checkpoint}")
+        run.state["export_path"] = _newest_version(export_dir)
+        run.state["exported_from"] = checkpoint
+        run.state.pop("translated_with", None)
+        run.save_state()
+
+    source, reference = _write_test_split(run, data_dir, problem, test_sentences)
+    translation = run.path("test.translation")
+    if run.state.get("translated_with") != run.state["export_path"] or not os.path.isfile(
+            translation):
+        _, seconds = run.tool("decoder", f"--export_dir={run.state['export_path']}",
+                              f"--decode_from_file={source}", f"--decode_to_file={translation}")
+        timings["decode"] = seconds
+        run.state["translated_with"] = run.state["export_path"]
+        run.save_state()
+    report, _ = run.tool("bleu", f"--translation={translation}", f"--reference={reference}")
+
+    results = _results(run, report, source, reference, translation, samples)
+    with open(run.path("results.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    run.save_state()
+    _print_summary(run, results, echo)
+    return results
+
+
+def _set_average_last(model_dir):
+    from t2t_lite.training import model_dir as model_dir_lib
+
+    return model_dir_lib.load_configs(model_dir)[1].average_last
+
+
+def _newest_version(export_dir):
+    versions = [int(n) for n in os.listdir(export_dir) if n.isdigit()]
+    if not versions:
+        raise UserError(f"no export in {export_dir}")
+    return os.path.join(export_dir, str(max(versions)))
+
+
+def _export_exists(state):
+    path = state.get("export_path")
+    return bool(path) and os.path.isfile(os.path.join(path, "saved_model.pb"))
+
+
+def _write_test_split(run, data_dir, problem, test_sentences):
+    from t2t_lite import registry
+
+    pairs_path = None
+    for name in os.listdir(data_dir):
+        if name.endswith("-test.tsv"):
+            pairs_path = os.path.join(data_dir, name)
+    if pairs_path is None:
+        raise UserError(f"no test split text in {data_dir}")
+    del registry, problem
+    with open(pairs_path, encoding="utf-8") as f:
+        pairs = [line.rstrip("\n").split("\t") for line in f]
+    if test_sentences:
+        pairs = pairs[:test_sentences]
+    source, reference = run.path("test.src"), run.path("test.ref")
+    for path, column in ((source, 0), (reference, 1)):
+        text = "".join(pair[column] + "\n" for pair in pairs)
+        if not os.path.isfile(path) or open(path, encoding="utf-8").read() != text:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            run.state.pop("translated_with", None)
+    return source, reference
+
+
+def _results(run, report, source, reference, translation, samples):
+    from t2t_lite.metrics import bleu
+    from t2t_lite.metrics.report import read_lines
+
+    hypotheses = read_lines(translation, "translation")
+    references = read_lines(reference, "reference")
+    sources = read_lines(source, "source")
+    scores = bleu.corpus_scores(hypotheses, references)
+    return {
+        "bleu": round(scores["bleu"], 2), "chrf": round(scores["chrf"], 2),
+        "bleu_signature": scores["signature"], "test_sentences": len(references),
+        "report": report,
+        "seconds": {k: round(v, 1) for k, v in run.state.get("seconds", {}).items()},
+        "train_summary": run.state.get("train_summary"),
+        "decode_sentences_per_second": round(
+            len(references) / max(run.state["seconds"].get("decode", 0.0), 1e-9), 1)
+        if run.state["seconds"].get("decode") else None,
+        "model_dir": run.path("model"), "export": run.state.get("export_path"),
+        "translation": translation,
+        "samples": [{"source": s, "translation": h, "reference": r}
+                    for s, h, r in list(zip(sources, hypotheses, references))[:samples]],
+    }
+
+
+def _print_summary(run, results, echo):
+    echo("", flush=True)
+    echo(f"test BLEU {results['bleu']:.2f}  chrF {results['chrf']:.2f}  "
+         f"({results['test_sentences']} sentences; {results['bleu_signature']})", flush=True)
+    for sample in results["samples"]:
+        echo(f"  EN  {sample['source']}\n  MT  {sample['translation']}\n  REF {sample['reference']}",
+             flush=True)
+    echo(f"model:       {results['model_dir']}\nexport:      {results['export']}\n"
+         f"translation: {results['translation']}\nresults:     {run.path('results.json')}",
+         flush=True)
