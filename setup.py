@@ -36,6 +36,7 @@ CONSOLE_SCRIPTS = [
     "t2t-lite-decoder=t2t_lite.bin.decoder:run",
     "t2t-lite-bleu=t2t_lite.bin.bleu:main",
     "t2t-lite-attention-plot=t2t_lite.bin.attention_plot:main",
+    "t2t-lite-demo=t2t_lite.bin.demo:run",
 ]
 
 setup(
