@@ -47,13 +47,17 @@ class Run:
         command = [sys.executable, "-m", f"t2t_lite.bin.{name}", *args]
         self.echo("$ t2t-lite-" + name.replace("_", "-") + " " + " ".join(args), flush=True)
         start = time.monotonic()
-        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=None, text=True)
-        if result.stdout:
-            self.echo(result.stdout.rstrip(), flush=True)
-        if result.returncode:
-            raise UserError(f"t2t-lite-{name.replace('_', '-')} failed (exit {result.returncode});"
+        lines = []
+        # Stream the tool's output as it comes (training takes minutes) and keep it for parsing.
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=None, text=True,
+                              bufsize=1) as process:
+            for line in process.stdout:
+                lines.append(line)
+                self.echo(line.rstrip("\n"), flush=True)
+        if process.returncode:
+            raise UserError(f"t2t-lite-{name.replace('_', '-')} failed (exit {process.returncode});"
                             " see its messages above. Re-running resumes from here.")
-        return result.stdout, time.monotonic() - start
+        return "".join(lines), time.monotonic() - start
 
 
 def _latest_checkpoint(model_dir):

@@ -77,7 +77,10 @@ class TrainSteps:
         context = tf.distribute.get_replica_context()
         global_tokens = tf.maximum(context.all_reduce(tf.distribute.ReduceOp.SUM, tokens), 1.0)
         grads = [tf.convert_to_tensor(g) / global_tokens for g in grads]
-        local_norm_squared = tf.add_n([tf.reduce_sum(tf.square(tf.cast(g, tf.float32)))
+        # Under float16 loss scaling the gradients are scaled; report the true norm.
+        scale = (tf.cast(self.optimizer.dynamic_scale, tf.float32) if self.loss_scaling
+                 else tf.constant(1.0))
+        local_norm_squared = tf.add_n([tf.reduce_sum(tf.square(tf.cast(g, tf.float32) / scale))
                                        for g in grads])
         # The optimizer sums gradients over replicas, completing the global average.
         self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))

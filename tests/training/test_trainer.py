@@ -236,3 +236,22 @@ def test_averaging_refuses_mismatched_shapes(data_dir, tmp_path):
                                max_to_keep=5).save(checkpoint_number=9)
     with pytest.raises(UserError, match="cannot average"):
         checkpoints.average_checkpoints(model_dir, 2)
+
+
+@pytest.mark.parametrize("precision", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision_trains_and_restores_in_float32(data_dir, tmp_path, precision):
+    import keras
+
+    model_dir = str(tmp_path / "model")
+    try:
+        result = train(TrainOptions(
+            problem="algorithmic_reverse", problem_params=PARAMS, data_dir=data_dir,
+            model_dir=model_dir, hparams_set="tiny", train_steps=30, bleu_sentences=0,
+            eval_batches=1, gin_params=[f"TrainConfig.mixed_precision = '{precision}'"]))
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert result.step == 30
+    assert np.isfinite(result.last_train_metrics["loss"])
+    assert np.isfinite(result.best_metrics["loss"])
+    model, _, _, _ = checkpoints.load_model(model_dir)
+    assert all(w.dtype == "float32" for w in model.weights)
