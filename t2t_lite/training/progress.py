@@ -21,6 +21,7 @@ class Progress:
         self.writer = tf.summary.create_file_writer(summary_dir) if write_summaries else None
         self._reset(time.monotonic())
         self.start = time.monotonic()
+        self.last_values = None  # the most recent report's values
         self.total_target_tokens = 0.0
         self.total_source_tokens = 0.0
 
@@ -65,6 +66,7 @@ class Progress:
               file=self.stream, flush=True)
         self.scalars("train", step, values)
         self._reset(now)
+        self.last_values = values
         return values
 
     def scalars(self, prefix, step, values):

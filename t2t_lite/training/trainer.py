@@ -191,8 +191,7 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
                                              os.path.join(options.model_dir, "best"),
                                              max_to_keep=1) if chief else None
     best, evals_without_improvement = None, 0
-    stopped_because, last_path, train_flops = "train_steps", restored, 0.0
-    last_metrics = None
+    stopped_because, last_path = "train_steps", restored
 
     def evaluate_and_keep_best(at_step):
         nonlocal best, evals_without_improvement
@@ -215,7 +214,10 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
         stats = _sum_statistics(micro_totals + [steps.final_step(next(iterator))])
         step = int(optimizer.iterations.numpy())
         loss_value = float(stats["loss"])
-        if not math.isfinite(loss_value) or not math.isfinite(float(stats["grad_norm"])):
+        grad_ok = math.isfinite(float(stats["grad_norm"]))
+        # Under float16 loss scaling an overflowing step is expected: the optimizer skips it
+        # and lowers the scale.
+        if not math.isfinite(loss_value) or not (grad_ok or steps.loss_scaling):
             # The in-memory weights are now suspect; the last good checkpoint stays the latest.
             raise UserError(f"training diverged at step {step}: loss is {loss_value}; the last "
                             f"good checkpoint ({keeper.manager.latest_checkpoint}) was kept. Try "
@@ -240,7 +242,8 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
         last_path = keeper.save(step)
         if best is None or best.get("step") != step:
             evaluate_and_keep_best(step)
-    last_metrics = progress.report(step, _current_learning_rate(optimizer))
+    last_metrics = (progress.report(step, _current_learning_rate(optimizer))
+                    or progress.last_values)
     total_flops = _estimate_flops(model_config, tokenizer.vocab_size, progress)
     elapsed = time.monotonic() - start
     print(f"stopped at step {step} ({stopped_because}) after {elapsed / 60:.1f} min "
