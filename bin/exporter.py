@@ -2,7 +2,7 @@
 
     t2t-lite-exporter --model_dir=M --export_dir=E [--checkpoint_path=M/ckpt-N]
 
-Writes E/<n>/ (n = newest existing version + 1). Signatures are described in docs/SERVING.md.
+Writes E/<n>/ (n = newest existing version + 1). Signatures are described in the README ("Decoding, exporting and serving").
 """
 from absl import flags
 
