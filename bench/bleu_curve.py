@@ -29,6 +29,9 @@ def main():
     parser.add_argument("--split", default="dev")
     parser.add_argument("--sentences", type=int, default=0, help="0: the whole split")
     parser.add_argument("--output", default="bleu_curve.png")
+    parser.add_argument("--reuse", default=None,
+                        help="JSON lines printed by an earlier run: checkpoints found there are "
+                             "not translated again (for extending a curve after more training)")
     args = parser.parse_args()
 
     import matplotlib
@@ -46,8 +49,18 @@ def main():
         pairs = pairs[:args.sentences]
     sources = [s for s, _ in pairs]
     references = [t for _, t in pairs]
+    known = {}
+    if args.reuse:
+        for line in open(args.reuse, encoding="utf-8"):
+            if line.startswith("{"):
+                point = json.loads(line)
+                known[point["checkpoint"]] = point
     points = []
     for path in checkpoint_paths(args.model_dir):
+        if os.path.basename(path) in known:
+            points.append(known[os.path.basename(path)])
+            print(json.dumps(points[-1]), flush=True)
+            continue
         minutes = checkpoint_minutes(path)
         module = from_model_dir(args.model_dir, checkpoint_path=path)
         hypotheses = []
