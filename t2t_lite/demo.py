@@ -60,13 +60,6 @@ class Run:
         return "".join(lines), time.monotonic() - start
 
 
-def _latest_checkpoint(model_dir):
-    import tensorflow as tf
-
-    averaged = tf.train.latest_checkpoint(os.path.join(model_dir, "averaged"))
-    return averaged or tf.train.latest_checkpoint(model_dir)
-
-
 def run_demo(run_dir, problem="translate_ende_gettext", hparams_set="small_cpu",
              train_minutes=20.0, train_steps=None, average_last=None, test_sentences=0,
              gin_params=(), problem_params=(), samples=5, echo=print):
@@ -92,7 +85,9 @@ def run_demo(run_dir, problem="translate_ende_gettext", hparams_set="small_cpu",
 
     num_last = average_last or _set_average_last(model_dir)
     run.tool("avg_checkpoints", f"--model_dir={model_dir}", f"--num_last={num_last}")
-    checkpoint = _latest_checkpoint(model_dir)
+    from t2t_lite.training.checkpoints import resolve_checkpoint
+
+    checkpoint = resolve_checkpoint(model_dir)  # the average just written
 
     if run.state.get("exported_from") != checkpoint or not _export_exists(run.state):
         out, timings["export"] = run.tool("exporter", f"--model_dir={model_dir}",
@@ -103,7 +98,7 @@ def run_demo(run_dir, problem="translate_ende_gettext", hparams_set="small_cpu",
         run.state.pop("translated_with", None)
         run.save_state()
 
-    source, reference = _write_test_split(run, data_dir, problem, test_sentences)
+    source, reference = _write_test_split(run, data_dir, test_sentences)
     translation = run.path("test.translation")
     if run.state.get("translated_with") != run.state["export_path"] or not os.path.isfile(
             translation):
@@ -140,16 +135,13 @@ def _export_exists(state):
     return bool(path) and os.path.isfile(os.path.join(path, "saved_model.pb"))
 
 
-def _write_test_split(run, data_dir, problem, test_sentences):
-    from t2t_lite import registry
-
+def _write_test_split(run, data_dir, test_sentences):
     pairs_path = None
     for name in os.listdir(data_dir):
         if name.endswith("-test.tsv"):
             pairs_path = os.path.join(data_dir, name)
     if pairs_path is None:
         raise UserError(f"no test split text in {data_dir}")
-    del registry, problem
     with open(pairs_path, encoding="utf-8") as f:
         pairs = [line.rstrip("\n").split("\t") for line in f]
     if test_sentences:
