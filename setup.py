@@ -1,9 +1,10 @@
 """Packaging for t2t_lite.
 
-The repository keeps the design card's top-level layout (problems/, bin/, gin/), and this file maps
-them into the package so nothing generic lands in site-packages: problems/ -> t2t_lite.problems,
-bin/ -> t2t_lite.bin, gin/*.gin -> t2t_lite/hparams_sets (data, never a Python package: an
-__init__.py in gin/ would shadow the gin-config library).
+The source tree is the import tree: everything installed lives under t2t_lite/ (no package_dir
+remap, which made a checkout's t2t_lite/ shadow the installed package's bin/ and problems/). The
+top-level bin/, problems/ and gin/ are symlinks into t2t_lite/ (bin, problems, hparams_sets), kept
+for the design card's layout. The gin sets are data, never a Python package: an __init__.py among
+them would shadow the gin-config library.
 """
 import pathlib
 
@@ -21,8 +22,8 @@ INSTALL_REQUIRES = [
     "absl-py==2.5.1",
     "gin-config==0.5.0",
     "sentencepiece==0.2.3",
-    "sacremoses==0.2.0",
-    "polib==1.2.0",  # gettext .mo catalogs for the gettext problems  # Moses tokenizer for the paper's tokenized BLEU
+    "sacremoses==0.2.0",  # Moses tokenizer for the paper's tokenized BLEU
+    "polib==1.2.0",  # gettext .mo catalogs for the gettext problems
     "numpy>=1.26,<3",
 ]
 
@@ -60,12 +61,6 @@ setup(
         "t2t_lite.bin",
         "t2t_lite.hparams_sets",
     ],
-    package_dir={
-        "t2t_lite": "t2t_lite",
-        "t2t_lite.problems": "problems",
-        "t2t_lite.bin": "bin",
-        "t2t_lite.hparams_sets": "gin",
-    },
     package_data={"t2t_lite.hparams_sets": ["*.gin", "*/*.gin"]},
     include_package_data=False,
     install_requires=INSTALL_REQUIRES,

@@ -1,4 +1,4 @@
-"""Hparam sets: gin files under gin/ (installed as t2t_lite/hparams_sets), one name per file.
+"""Hparam sets: gin files in t2t_lite/hparams_sets (gin/ in a checkout), one name per file.
 
 `--hparams_set=base` reads base.gin, `table3/B_dk16` reads table3/B_dk16.gin. Sets derive from
 each other with gin's `include`, resolved against the same folder.
@@ -13,13 +13,11 @@ from t2t_lite.errors import UserError
 
 
 def hparams_dir() -> pathlib.Path:
-    """The folder holding the .gin sets, for an installed wheel or a source checkout."""
-    package = pathlib.Path(__file__).resolve().parent
-    # A wheel carries them as t2t_lite/hparams_sets; a source tree (or editable install) as gin/.
-    for candidate in (package / "hparams_sets", package.parent / "gin"):
-        if (candidate / "base.gin").is_file():
-            return candidate
-    raise RuntimeError("t2t_lite's gin hparam sets are missing from this installation")
+    """The folder holding the .gin sets (t2t_lite/hparams_sets; gin/ in a checkout links to it)."""
+    folder = pathlib.Path(__file__).resolve().parent / "hparams_sets"
+    if not (folder / "base.gin").is_file():
+        raise RuntimeError("t2t_lite's gin hparam sets are missing from this installation")
+    return folder
 
 
 def list_hparams_sets() -> list:

@@ -21,7 +21,7 @@ def test_ci_runs_exactly_the_readme_test_command():
 
 
 def test_no_init_in_gin_folder():
-    assert not (ROOT / "gin" / "__init__.py").exists()
+    assert not (ROOT / "t2t_lite" / "hparams_sets" / "__init__.py").exists()
 
 
 def test_wheel_ships_gin_sets_problems_and_clis(tmp_path):
