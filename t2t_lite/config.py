@@ -77,7 +77,15 @@ class TrainConfig:
     checkpoint_steps: int = 0  # 0: time-based only
     keep_checkpoints: int = 20
     average_last: int = 5  # checkpoints averaged at the end (paper: 5 base, 20 big)
-    mixed_precision: str = "float32"  # or "mixed_bfloat16", "mixed_float16"
+    # "auto": bfloat16 where the CPU/GPU runs it measurably faster, else float32 (precision.py).
+    mixed_precision: str = "float32"  # or "auto", "mixed_bfloat16", "mixed_float16"
+    # Budgeted runs (training/budget.py): fit warmup, decay, evaluation and the averaging window
+    # to the steps that --train_minutes / --train_steps allow, measured on this machine. The peak
+    # learning rate is the set's schedule at its warmup_steps.
+    budget_schedule: bool = False
+    budget_warmup_fraction: float = 0.2
+    budget_average_fraction: float = 0.05  # the window the last `average_last` checkpoints span
+    budget_eval_fraction: float = 0.05  # at most this share of the budget goes to dev evaluation
     jit_compile: bool = False
     seed: int = 1
 
@@ -89,9 +97,12 @@ class TrainConfig:
             raise ValueError(f"warmup_steps must be >= 1, got {self.warmup_steps}")
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ValueError(f"label_smoothing must be in [0, 1), got {self.label_smoothing}")
-        if self.mixed_precision not in ("float32", "mixed_bfloat16", "mixed_float16"):
-            raise ValueError(f"mixed_precision must be float32, mixed_bfloat16 or mixed_float16, "
-                             f"got {self.mixed_precision!r}")
+        if self.mixed_precision not in ("auto", "float32", "mixed_bfloat16", "mixed_float16"):
+            raise ValueError(f"mixed_precision must be auto, float32, mixed_bfloat16 or "
+                             f"mixed_float16, got {self.mixed_precision!r}")
+        for name in ("budget_warmup_fraction", "budget_average_fraction", "budget_eval_fraction"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
 
 
 @gin.configurable

@@ -1,4 +1,5 @@
 """README/CI agreement and the wheel's contents (gin sets and problems found after a plain install)."""
+import os
 import pathlib
 import re
 import subprocess
@@ -49,3 +50,42 @@ def test_wheel_ships_gin_sets_problems_and_clis(tmp_path):
     out = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True,
                          text=True, cwd=tmp_path).stdout.split()
     assert out[0].startswith(str(target)) and int(out[1]) >= 25
+
+
+def test_a_plain_install_works_from_the_repository_root(tmp_path):
+    """The fresh-clone failure: after `pip install .`, running a tool from the checkout's root
+    imported the checkout's t2t_lite/, which lacked bin/ and problems/ (they were remapped from
+    the top level). Install without the editable finder, then run from the root."""
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
+                    "-q", "--target", str(target), str(ROOT)], check=True, capture_output=True)
+    without_editable = (
+        "import sys; sys.meta_path = [f for f in sys.meta_path "
+        "if 'editable' not in type(f).__module__.lower() and 'editable' not in repr(f).lower()]; "
+        "sys.path_hooks = [h for h in sys.path_hooks if 'editable' not in repr(h).lower()]; "
+        "sys.path = [p for p in sys.path if '__editable__' not in p]; "
+        f"sys.path.insert(1, {str(target)!r}); ")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    registry_help = subprocess.run(
+        [sys.executable, "-c", without_editable + "import runpy; "
+         "sys.argv = ['t2t-lite-datagen', '--registry_help']; "
+         "runpy.run_module('t2t_lite.bin.datagen', run_name='__main__')"],
+        cwd=ROOT, env=env, capture_output=True, text=True)
+    assert registry_help.returncode == 0, registry_help.stderr[-2000:]
+    assert "translate_ende_gettext" in registry_help.stdout and "small_cpu" in registry_help.stdout
+    imported = subprocess.run(
+        [sys.executable, "-c", without_editable +
+         "import t2t_lite.problems.gettext as g, t2t_lite.hparams as h; print(g.__file__); "
+         "print(h.hparams_dir())"],
+        cwd=ROOT, env=env, capture_output=True, text=True)
+    assert imported.returncode == 0, imported.stderr[-2000:]
+    # From the root the checkout's files are what Python imports: the tree does not lie.
+    module_file, sets_dir = imported.stdout.split()
+    assert module_file == str(ROOT / "t2t_lite" / "problems" / "gettext.py")
+    assert sets_dir == str(ROOT / "t2t_lite" / "hparams_sets")
+
+
+def test_top_level_card_folders_are_links_into_the_package():
+    for name, inside in (("bin", "bin"), ("problems", "problems"), ("gin", "hparams_sets")):
+        link = ROOT / name
+        assert link.is_symlink() and link.resolve() == (ROOT / "t2t_lite" / inside).resolve()

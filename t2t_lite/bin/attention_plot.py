@@ -23,7 +23,7 @@ flags.DEFINE_integer("extra_length", None, "Max output length = input length + t
 flags.mark_flags_as_required(["model_dir", "source", "output_dir"])
 
 
-def run(argv):
+def main(argv):
     if len(argv) > 1:
         raise cli.UserError(f"unexpected arguments: {' '.join(argv[1:])}")
     from t2t_lite.viz import sentence  # after flag parsing: TensorFlow is slow to import
@@ -34,9 +34,9 @@ def run(argv):
                                  extra_length=FLAGS.extra_length))
 
 
-def main():
-    cli.run(run)
+def run():
+    cli.run(main)
 
 
 if __name__ == "__main__":
-    main()
+    run()

@@ -17,16 +17,16 @@ flags.DEFINE_string("lang", "de", "Target language for the paper's Moses-tokeniz
 flags.mark_flags_as_required(["translation", "reference"])
 
 
-def run(argv):
+def main(argv):
     if len(argv) > 1:
         raise cli.UserError(f"unexpected arguments: {' '.join(argv[1:])}")
     print(report.score_files(FLAGS.translation, FLAGS.reference, tokenize=FLAGS.tokenize,
                              lang=FLAGS.lang))
 
 
-def main():
-    cli.run(run)
+def run():
+    cli.run(main)
 
 
 if __name__ == "__main__":
-    main()
+    run()

@@ -8,11 +8,10 @@
 
 A re-run skips finished splits and shards, so an interrupted run resumes.
 """
-import sys
 
 from absl import app, flags
 
-from t2t_lite import registry
+from t2t_lite import cli, registry
 from t2t_lite.data import datagen
 from t2t_lite.errors import UserError
 
@@ -30,29 +29,24 @@ flags.DEFINE_multi_string("gin_param", [], "Gin bindings, e.g. "
                           "'translate_text_files.train=\"a.tsv\"' (repeatable).")
 
 
-def run(argv):
+def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {' '.join(argv[1:])}")
-    try:
-        if FLAGS.registry_help:
-            for module in FLAGS.problem_module:
-                registry.import_problem_module(module)
-            print(registry.registry_help())
-            return
-        if not FLAGS.problem or not FLAGS.data_dir:
-            raise UserError("--problem and --data_dir are required (see --registry_help)")
-        print(datagen.run(FLAGS.problem, FLAGS.data_dir, FLAGS.tmp_dir,
-                          problem_modules=FLAGS.problem_module,
-                          problem_params=FLAGS.problem_param,
-                          gin_files=FLAGS.gin_file, gin_params=FLAGS.gin_param))
-    except UserError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(1)
+    if FLAGS.registry_help:
+        for module in FLAGS.problem_module:
+            registry.import_problem_module(module)
+        print(registry.registry_help())
+        return
+    if not FLAGS.problem or not FLAGS.data_dir:
+        raise UserError("--problem and --data_dir are required (see --registry_help)")
+    print(datagen.run(FLAGS.problem, FLAGS.data_dir, FLAGS.tmp_dir,
+                      problem_modules=FLAGS.problem_module, problem_params=FLAGS.problem_param,
+                      gin_files=FLAGS.gin_file, gin_params=FLAGS.gin_param))
 
 
-def main():
-    app.run(run)
+def run():
+    cli.run(main)
 
 
 if __name__ == "__main__":
-    main()
+    run()

@@ -5,6 +5,8 @@ Projection weights use the same layout as keras.layers.MultiHeadAttention (query
 weight. Masks are additive biases (0 where allowed, a large negative number where not), so padding
 and causal masks combine by addition.
 """
+import math
+
 import keras
 from keras import ops
 
@@ -24,6 +26,29 @@ def causal_bias(length):
     return ops.where(col <= row, 0.0, MASK_NEGATIVE)[None, None, :, :]
 
 
+@keras.saving.register_keras_serializable(package="t2t_lite")
+class FoldedGlorotUniform(keras.initializers.Initializer):
+    """Glorot-uniform for a projection stored with its heads split out, as the 2-D matrix it is.
+
+    A query kernel [d_model, heads, d_k] is the [d_model, heads * d_k] projection of the paper and
+    tensor2tensor; Keras' GlorotUniform would take fan_in = d_model * heads for it, shrinking the
+    initial weights with the head count (and confounding Table 3 row A). `input_axes` leading axes
+    are the fan-in, the rest the fan-out.
+    """
+
+    def __init__(self, input_axes=1, seed=None):
+        self.input_axes, self.seed = input_axes, seed
+
+    def __call__(self, shape, dtype=None):
+        fan_in = math.prod(shape[:self.input_axes])
+        fan_out = math.prod(shape[self.input_axes:])
+        limit = math.sqrt(6.0 / (fan_in + fan_out))
+        return keras.random.uniform(shape, -limit, limit, dtype=dtype, seed=self.seed)
+
+    def get_config(self):
+        return {"input_axes": self.input_axes, "seed": self.seed}
+
+
 class MultiHeadAttention(keras.layers.Layer):
     """softmax(Q K^T / sqrt(d_k) + bias) V over `num_heads` heads, then the output projection."""
 
@@ -39,11 +64,9 @@ class MultiHeadAttention(keras.layers.Layer):
     def build(self, query_shape, source_shape=None):
         d_model = query_shape[-1]
         d_source = (source_shape or query_shape)[-1]
-        init = keras.initializers.GlorotUniform()
-
         def projection(name, d_in, head_dim):
             kernel = self.add_weight(name=f"{name}_kernel", shape=(d_in, self.num_heads, head_dim),
-                                     initializer=init)
+                                     initializer=FoldedGlorotUniform(input_axes=1))
             bias = (self.add_weight(name=f"{name}_bias", shape=(self.num_heads, head_dim),
                                     initializer="zeros") if self.use_bias else None)
             return kernel, bias
@@ -52,7 +75,8 @@ class MultiHeadAttention(keras.layers.Layer):
         self.key_kernel, self.key_bias = projection("key", d_source, self.key_dim)
         self.value_kernel, self.value_bias = projection("value", d_source, self.value_dim)
         self.output_kernel = self.add_weight(
-            name="output_kernel", shape=(self.num_heads, self.value_dim, d_model), initializer=init)
+            name="output_kernel", shape=(self.num_heads, self.value_dim, d_model),
+            initializer=FoldedGlorotUniform(input_axes=2))
         self.output_bias = (self.add_weight(name="output_bias", shape=(d_model,),
                                             initializer="zeros") if self.use_bias else None)
         super().build(query_shape)

@@ -12,8 +12,10 @@ any other pair joins two languages' catalogs on the msgid. Catalogs are parsed w
 Messages are filtered to sentence-like translations: code lists (ISO names, keyboard layouts),
 untranslated or identical strings, formatted blocks, mismatched printf placeholders and odd
 length ratios are skipped with a reason; keyboard accelerators (GTK "_", Qt/KDE "&") are removed
-on both sides; duplicates are dropped. dev/test are ~1.5% each, chosen by a hash of the source,
-so a sentence and its duplicates always land in the same split.
+on both sides; duplicates are dropped. dev/test are ~1.5% each, chosen by a hash of the *normalised* source
+(case, punctuation, whitespace and placeholders removed: t2t_lite.data.overlap.normalize), so a
+message and all its case/punctuation variants land in the same split; datagen reports the
+held-out sources that still have a normalised twin in train (0 by construction; tested).
 """
 import glob
 import os
@@ -23,7 +25,7 @@ import zlib
 import polib
 
 from t2t_lite import registry
-from t2t_lite.data import text_io, translation
+from t2t_lite.data import overlap, text_io, translation
 from t2t_lite.errors import UserError
 
 # Catalogs of names and codes, not sentences.
@@ -170,10 +172,24 @@ class TranslateGettext(translation.TranslationProblem):
                     yield text_io.Skipped(cleaned)
                 continue
             seen.add(cleaned)
-            bucket = zlib.crc32(cleaned[0].encode("utf-8")) % 1000
-            owner = next((s for s, r in HELDOUT_PER_MILLE.items() if bucket in r), "train")
-            if owner == split:
+            if split_of(cleaned[0]) == split:
                 yield cleaned
+
+    def heldout_report(self, data_dir, tmp_dir=None):
+        """Lines for the datagen report: held-out sources with a normalised twin in train."""
+        heldout = {split: [pair[0] for pair in self.eval_text_pairs(data_dir, split)]
+                   for split in HELDOUT_PER_MILLE}
+        train = (pair[0] for pair in self.generate_samples("train", tmp_dir)
+                 if not isinstance(pair, text_io.Skipped))
+        return [f"{split}: {leaked} of {total} sources ({100.0 * leaked / max(total, 1):.2f}%) "
+                "have a case/punctuation/placeholder variant in train"
+                for split, (leaked, total) in overlap.heldout_overlap(train, heldout).items()]
+
+
+def split_of(source):
+    """"train", "dev" or "test" for a cleaned source, by a hash of its normalised form."""
+    bucket = zlib.crc32(overlap.normalize(source).encode("utf-8")) % 1000
+    return next((s for s, r in HELDOUT_PER_MILLE.items() if bucket in r), "train")
 
 
 @registry.register_problem

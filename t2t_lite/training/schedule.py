@@ -42,15 +42,27 @@ class T2TSchedule(keras.optimizers.schedules.LearningRateSchedule):
         return {"d_model": self.d_model, "warmup_steps": self.warmup_steps, "scale": self.scale}
 
 
-def make_schedule(model_config, train_config):
+def make_schedule(model_config, train_config, budget_variables=None):
+    """The set's schedule; with `budget_variables` (warmup, total) the budgeted one, whose peak
+    is the set's schedule at its own warmup_steps."""
     cls = {"paper": PaperSchedule, "t2t": T2TSchedule}[train_config.learning_rate_schedule]
-    return cls(model_config.d_model, train_config.warmup_steps, train_config.learning_rate_scale)
+    schedule = cls(model_config.d_model, train_config.warmup_steps,
+                   train_config.learning_rate_scale)
+    if budget_variables is None:
+        return schedule
+    from t2t_lite.training.budget import BudgetSchedule
+
+    return BudgetSchedule(peak_learning_rate(schedule, train_config), *budget_variables)
 
 
-def make_optimizer(model_config, train_config):
+def peak_learning_rate(schedule, train_config):
+    return float(schedule(train_config.warmup_steps - 1))
+
+
+def make_optimizer(model_config, train_config, budget_variables=None):
     """Adam with the paper's beta1=0.9, beta2=0.98, eps=1e-9 (from the set) and the schedule."""
     optimizer = keras.optimizers.Adam(
-        learning_rate=make_schedule(model_config, train_config),
+        learning_rate=make_schedule(model_config, train_config, budget_variables),
         beta_1=train_config.adam_beta1, beta_2=train_config.adam_beta2,
         epsilon=train_config.adam_epsilon)
     if train_config.mixed_precision == "mixed_float16":

@@ -20,14 +20,16 @@ from t2t_lite.data.datagen import parse_params
 from t2t_lite.errors import UserError
 from t2t_lite.models.params import analytic_parameter_count
 from t2t_lite.models.transformer import Transformer
+from t2t_lite.training import budget as budget_lib
 from t2t_lite.training import model_dir as model_dir_lib
+from t2t_lite.training import precision as precision_lib
 from t2t_lite.training import strategy as strategy_lib
 from t2t_lite.training.checkpoints import CheckpointKeeper
 from t2t_lite.training.evaluation import Evaluator, format_metrics, is_better
 from t2t_lite.training.flops import training_flops
 from t2t_lite.training.loss import token_statistics
 from t2t_lite.training.progress import Progress
-from t2t_lite.training.schedule import make_optimizer
+from t2t_lite.training.schedule import make_optimizer, make_schedule, peak_learning_rate
 from t2t_lite.training.steps import TrainSteps
 
 
@@ -78,9 +80,19 @@ def batch_plan(train_config, replicas, accumulate_steps=None):
     return per_replica, accumulate_steps
 
 
+# Steps before the step rate is measured (tracing, first batches), and how many to time.
+RATE_SKIP_STEPS = 2
+RATE_STEPS = 10
+
+
 def _set_precision(train_config):
-    keras.mixed_precision.set_global_policy(
-        "float32" if train_config.mixed_precision == "float32" else train_config.mixed_precision)
+    """Sets Keras' global policy; "auto" is resolved for this machine and the choice printed."""
+    has_gpu = bool(tf.config.list_logical_devices("GPU"))
+    policy, why = precision_lib.choose(train_config.mixed_precision, has_gpu=has_gpu)
+    keras.mixed_precision.set_global_policy(policy)
+    if train_config.mixed_precision == "auto":
+        print(f"precision: {policy} ({why})", flush=True)
+    return dataclasses.replace(train_config, mixed_precision=policy)
 
 
 def train(options: TrainOptions) -> TrainResult:
@@ -135,23 +147,33 @@ def _checkpoint_dir(options, strategy, chief):
 
 def _train_loop(options, problem, tokenizer, strategy, chief, model_config, train_config,
                 decode_config, train_steps):
-    _set_precision(train_config)
+    train_config = _set_precision(train_config)
     replicas = strategy.num_replicas_in_sync
     per_replica_tokens, accumulate = batch_plan(train_config, replicas, options.accumulate_steps)
     logging.info("batching: %d tokens per replica x %d replicas x %d accumulation steps = %d "
                  "tokens per step (set: %d)", per_replica_tokens, replicas, accumulate,
                  per_replica_tokens * replicas * accumulate, train_config.batch_tokens)
 
+    budgeted = train_config.budget_schedule
     with strategy.scope():
         model = Transformer(model_config, tokenizer.vocab_size)
-        optimizer = make_optimizer(model_config, train_config)
+        # A budgeted run's schedule hangs on two variables the plan sets once the step rate is
+        # measured; until then, a provisional plan over the step cap.
+        plan_warmup = tf.Variable(
+            max(1, round(train_config.budget_warmup_fraction * train_steps)), dtype=tf.int64,
+            trainable=False, name="plan_warmup")
+        plan_total = tf.Variable(train_steps, dtype=tf.int64, trainable=False, name="plan_total")
+        optimizer = make_optimizer(model_config, train_config,
+                                   (plan_warmup, plan_total) if budgeted else None)
         optimizer.build(model.trainable_variables)
         # Training seconds so far, across restarts: --train_minutes is a budget for the whole
         # run (as fairseq's --stop-time-hours), so a resumed run only trains what is left.
         trained_seconds = tf.Variable(0.0, dtype=tf.float64, trainable=False,
                                       name="trained_seconds")
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
-                                         trained_seconds=trained_seconds)
+                                         trained_seconds=trained_seconds,
+                                         **({"plan_warmup": plan_warmup, "plan_total": plan_total}
+                                            if budgeted else {}))
     keeper = CheckpointKeeper(checkpoint, _checkpoint_dir(options, strategy, chief),
                               keep=train_config.keep_checkpoints,
                               minutes=train_config.checkpoint_minutes,
@@ -192,12 +214,20 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
                                              max_to_keep=1) if chief else None
     best, evals_without_improvement = None, 0
     stopped_because, last_path = "train_steps", restored
+    planner = (BudgetPlanner(train_config, options, step, train_steps, deadline, plan_warmup,
+                             plan_total, peak_learning_rate(make_schedule(model_config,
+                                                                          train_config),
+                                                            train_config), progress)
+               if budgeted else None)
 
     def evaluate_and_keep_best(at_step):
         nonlocal best, evals_without_improvement
         if evaluator is None:
             return
+        eval_start = time.monotonic()
         metrics = evaluator.evaluate()
+        if planner:
+            planner.evaluated(time.monotonic() - eval_start)
         progress.scalars("dev", at_step, metrics)
         print(f"dev at step {at_step}: {format_metrics(metrics)}", flush=True)
         if is_better(metrics, best):
@@ -206,29 +236,34 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
         else:
             evals_without_improvement += 1
 
-    while step < train_steps:
+    while step < (planner.total_steps if planner else train_steps):
         if deadline is not None and time.monotonic() >= deadline:
             stopped_because = "train_minutes"
             break
+        step_start = time.monotonic()
         micro_totals = [steps.micro_step(next(iterator)) for _ in range(accumulate - 1)]
         stats = _sum_statistics(micro_totals + [steps.final_step(next(iterator))])
         step = int(optimizer.iterations.numpy())
+        if planner:
+            planner.stepped(step, time.monotonic() - step_start)
         loss_value = float(stats["loss"])
         grad_ok = math.isfinite(float(stats["grad_norm"]))
         # Under float16 loss scaling an overflowing step is expected: the optimizer skips it
         # and lowers the scale.
         if not math.isfinite(loss_value) or not (grad_ok or steps.loss_scaling):
             # The in-memory weights are now suspect; the last good checkpoint stays the latest.
-            raise UserError(f"training diverged at step {step}: loss is {loss_value}; the last "
-                            f"good checkpoint ({keeper.manager.latest_checkpoint}) was kept. Try "
-                            "a lower learning rate or more warmup.")
+            raise UserError(f"training diverged at step {step}: loss is {loss_value}; "
+                            f"{_kept_checkpoint(keeper)}. Try a lower learning rate or more "
+                            "warmup.")
         progress.update(step, stats, _current_learning_rate(optimizer))
         due_eval = options.eval_every_steps and step % options.eval_every_steps == 0
+        if planner:
+            due_eval = planner.eval_due(step)
         trained_seconds.assign(already_trained + time.monotonic() - start)
-        if keeper.due(step):
+        if keeper.due(step) or (planner and planner.checkpoint_due(step)):
             divergence.verify(step, keeper)
             last_path = keeper.save(step)
-            if not options.eval_every_steps:
+            if not options.eval_every_steps and not planner:
                 due_eval = True
         if due_eval:
             evaluate_and_keep_best(step)
@@ -278,8 +313,100 @@ class DivergenceCheck:
         if not bool(self._check()):
             raise UserError(
                 f"training diverged at step {step}: the weights no longer give a finite loss; "
-                f"the last good checkpoint ({keeper.manager.latest_checkpoint}) was kept. Try a "
-                "lower learning rate or more warmup.")
+                f"{_kept_checkpoint(keeper)}. Try a lower learning rate or more warmup.")
+
+
+def _kept_checkpoint(keeper):
+    latest = keeper.manager.latest_checkpoint
+    if latest:
+        return f"the last good checkpoint ({latest}) was kept"
+    return "no checkpoint was written (the run diverged before its first save)"
+
+
+class BudgetPlanner:
+    """Drives a budgeted run (budget.py): measures the step rate, plans, re-plans as it goes.
+
+    Re-plans at every progress report until the averaging window starts, so a machine that
+    slows down (or a resumed run with a larger budget) still ends with a full decay and window.
+    """
+
+    def __init__(self, train_config, options, step, max_steps, deadline, warmup_var, total_var,
+                 peak, progress):
+        self.config, self.options = train_config, options
+        self.start_step, self.max_steps, self.deadline = step, max_steps, deadline
+        self.warmup_var, self.total_var, self.peak = warmup_var, total_var, peak
+        self.progress = progress
+        self.timed_seconds, self.timed_steps = 0.0, 0
+        self.eval_seconds = []
+        self.plan = None
+        self.next_eval = None
+        restored_warmup = int(warmup_var.numpy())
+        # A resumed run past its warmup keeps it: only the length is re-planned.
+        self.kept_warmup = restored_warmup if step and step >= restored_warmup else None
+        if deadline is None:
+            self._make_plan(step, seconds_per_step=0.0)  # --train_steps alone: nothing to measure
+        else:
+            print(f"plan: measuring this machine's step rate over steps {step + RATE_SKIP_STEPS + 1}"
+                  f"-{step + RATE_SKIP_STEPS + RATE_STEPS}, then fitting the run to "
+                  f"{(deadline - time.monotonic()) / 60:.1f} min left", flush=True)
+
+    @property
+    def total_steps(self):
+        return self.plan.total_steps if self.plan else self.max_steps
+
+    def stepped(self, step, seconds):
+        if step - self.start_step > RATE_SKIP_STEPS:
+            self.timed_seconds += seconds
+            self.timed_steps += 1
+        measured = self.timed_steps >= RATE_STEPS
+        if self.deadline is None or not measured:
+            return
+        in_window = self.plan and self.plan.average_steps and step >= self.plan.average_steps[0]
+        if self.plan is None or (step % self.options.log_every == 0 and not in_window):
+            self._make_plan(step, self.timed_seconds / self.timed_steps)
+
+    def evaluated(self, seconds):
+        self.eval_seconds.append(seconds)
+
+    def _estimated_eval_seconds(self, seconds_per_step):
+        if self.eval_seconds:
+            return sum(self.eval_seconds) / len(self.eval_seconds)
+        # A dev batch's forward pass costs about a third of a training step; greedy BLEU
+        # decoding roughly a tenth of a second per sentence on a CPU.
+        return (self.options.eval_batches * seconds_per_step / 3
+                + 0.1 * self.options.bleu_sentences)
+
+    def _make_plan(self, step, seconds_per_step):
+        seconds_left = None if self.deadline is None else self.deadline - time.monotonic()
+        new = budget_lib.plan(
+            step, seconds_left, seconds_per_step, self.max_steps, self.config.average_last,
+            warmup_fraction=self.config.budget_warmup_fraction,
+            average_fraction=self.config.budget_average_fraction,
+            eval_seconds=self._estimated_eval_seconds(seconds_per_step),
+            eval_fraction=self.config.budget_eval_fraction, warmup_steps=self.kept_warmup)
+        if self.plan is None or self.next_eval is None:
+            self.next_eval = step + new.eval_every
+        elif new.eval_every != self.plan.eval_every:
+            self.next_eval = min(self.next_eval, step + new.eval_every)
+        changed = (self.plan is None
+                   or abs(new.total_steps - self.plan.total_steps) > 0.02 * self.plan.total_steps)
+        self.plan = new
+        if step >= new.warmup_steps:
+            self.kept_warmup = new.warmup_steps
+        self.warmup_var.assign(new.warmup_steps)
+        self.total_var.assign(new.total_steps)
+        self.progress.total_steps = new.total_steps
+        if changed:
+            print(new.describe(self.peak), flush=True)
+
+    def eval_due(self, step):
+        if self.next_eval is not None and step >= self.next_eval and step < self.total_steps:
+            self.next_eval = step + self.plan.eval_every
+            return True
+        return False
+
+    def checkpoint_due(self, step):
+        return bool(self.plan) and step in self.plan.average_steps
 
 
 def _sum_statistics(per_micro_batch):

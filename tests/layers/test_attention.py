@@ -75,3 +75,15 @@ def test_masked_keys_get_zero_weight():
     weights = np.asarray(weights)  # [B, H, T, S]
     assert np.all(weights[~np.broadcast_to(real[:, None, None, :], weights.shape)] < 1e-12)
     np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-6)
+
+
+@pytest.mark.parametrize("heads,key_dim", [(1, 512), (8, 64), (32, 16)])
+def test_projection_init_is_the_2d_glorot_of_the_paper_whatever_the_head_count(heads, key_dim):
+    # tensor2tensor's [512, 512] projection: std sqrt(2 / (512 + 512)) = 0.0442 for every row A
+    # variant. Keras' GlorotUniform on [512, heads, 64] would give 0.0074 at 8 heads.
+    layer = MultiHeadAttention(heads, key_dim)
+    layer(np.zeros((1, 2, 512), "float32"))
+    expected = (2.0 / (512 + heads * key_dim)) ** 0.5
+    for kernel in (layer.query_kernel, layer.key_kernel, layer.value_kernel, layer.output_kernel):
+        std = float(np.std(kernel.numpy()))
+        assert abs(std - expected) / expected < 0.03, (kernel.name, std, expected)

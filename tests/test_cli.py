@@ -1,0 +1,44 @@
+"""The tools' shared plumbing: TensorFlow's start-up noise hidden, real errors kept."""
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from t2t_lite import cli
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("line, noise", [
+    (b"I0000 00:00:1796056312.341546    6118 port.cc:153] oneDNN custom operations are on.", True),
+    (b"E0000 00:00:1796056313.665487    6118 cuda_platform.cc:52] failed call to cuInit: "
+     b"INTERNAL: CUDA error", True),
+    (b"W0000 00:00:1796056313.665487    6118 cpu_allocator_impl.cc:83] Allocation exceeds", True),
+    (b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
+     True),
+    (b"E0000 00:00:1796056313.665487    6118 op_kernel.cc:1830] OP_REQUIRES failed: Not found",
+     False),
+    (b"I1130 16:32:28.500767 140673080900480 pipeline.py:74] dropping 23 of 35195 examples",
+     False),
+    (b"error: no checkpoint in runs/x", False),
+    (b"Traceback (most recent call last):", False),
+])
+def test_noise_filter(line, noise):
+    assert cli.is_noise(line) is noise
+
+
+def test_a_tool_prints_no_tensorflow_start_up_noise_unless_asked():
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS")}
+    # A tool that loads TensorFlow and then meets a user mistake: one line, nothing else.
+    command = [sys.executable, "-m", "t2t_lite.bin.avg_checkpoints",
+               "--model_dir=/nonexistent/model"]
+    quiet = subprocess.run(command, env=env, capture_output=True, text=True, cwd=ROOT)
+    assert quiet.returncode == 1
+    lines = quiet.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), quiet.stderr
+    loud = subprocess.run(command + ["--verbosity=0"], env=env, capture_output=True, text=True,
+                          cwd=ROOT)
+    assert loud.returncode == 1 and "oneDNN" in loud.stderr  # TF_ENABLE_ONEDNN_OPTS=1 was set

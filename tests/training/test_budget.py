@@ -1,0 +1,61 @@
+"""Budgeted runs: the plan fitted to a measured step rate, its schedule, and a real tiny run."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_lite.training import budget, precision
+
+
+def test_plan_fits_the_steps_the_measured_rate_allows():
+    # 20 minutes left at step 12, 2.7 s/step (an AVX2-only CPU in float32): 95% of the budget
+    # for training -> 422 + 12 steps fit; uncapped, the plan takes them all.
+    plan = budget.plan(12, 1200, 2.7, max_steps=5000, average_last=5, eval_seconds=15)
+    assert plan.steps_that_fit == 12 + int(1200 * 0.95 / 2.7) == 434
+    assert plan.total_steps == 434
+    assert plan.warmup_steps == round(0.2 * 434)
+    # Five checkpoints over the last 5% (22 steps -> every 4), the last at the final step.
+    assert plan.average_steps == (418, 422, 426, 430, 434)
+    # 5% of 1200 s pays for 4 evaluations of 15 s.
+    assert plan.eval_every == -(-(434 - 12) // 4)
+
+
+def test_plan_is_capped_by_train_steps_and_keeps_a_resumed_warmup():
+    fast = budget.plan(12, 1200, 1.0, max_steps=400, average_last=5)
+    assert (fast.total_steps, fast.warmup_steps, fast.steps_that_fit) == (400, 80, 1152)
+    # Resumed at step 400 with 8 more minutes: the warmup already done stays, the run grows.
+    resumed = budget.plan(400, 480, 1.0, max_steps=5000, average_last=5, warmup_steps=80)
+    assert resumed.warmup_steps == 80 and resumed.total_steps == 400 + int(480 * 0.95)
+    assert all(s > 400 for s in resumed.average_steps)
+
+
+def test_plan_without_a_time_budget_uses_the_step_cap():
+    plan = budget.plan(0, None, 0.0, max_steps=300, average_last=5)
+    assert (plan.total_steps, plan.warmup_steps, plan.steps_that_fit) == (300, 60, None)
+    assert plan.average_steps == (288, 291, 294, 297, 300)  # 15-step window, every 3
+
+
+def test_budget_schedule_warms_up_then_decays_linearly_to_zero():
+    warmup, total = tf.Variable(10, dtype=tf.int64), tf.Variable(100, dtype=tf.int64)
+    schedule = budget.BudgetSchedule(2e-3, warmup, total)
+    lr = [float(schedule(step)) for step in range(100)]  # optimizer iterations 0..99
+    assert lr[0] == pytest.approx(2e-4)
+    assert lr[9] == pytest.approx(2e-3)  # step 10: the peak
+    assert max(lr) == pytest.approx(2e-3)
+    assert lr[54] == pytest.approx(2e-3 * (101 - 55) / 91)
+    assert 0 < lr[99] < 1e-4  # the last step still moves, barely
+    assert np.all(np.diff(lr[10:]) < 0)
+    # A new plan changes the schedule of an optimizer already built.
+    total.assign(200)
+    assert float(schedule(99)) > 2e-3 * 0.4
+
+
+def test_auto_precision_follows_the_probe():
+    def never():
+        raise AssertionError("no probe without bf16 units")
+
+    assert precision.choose("auto", flags={"avx2", "fma"}, probe=never)[0] == "float32"
+    assert precision.choose("auto", flags={"avx512_bf16"}, probe=lambda: 0.4)[0] == "float32"
+    policy, why = precision.choose("auto", flags={"amx_bf16", "avx512_bf16"}, probe=lambda: 2.6)
+    assert policy == "mixed_bfloat16" and "2.6x" in why
+    assert precision.choose("float32", probe=never)[0] == "float32"
+    assert precision.choose("mixed_bfloat16", flags=set(), probe=never)[0] == "mixed_bfloat16"
