@@ -24,8 +24,12 @@ def main(argv):
     from t2t_lite.training.checkpoints import average_checkpoints
 
     path, averaged = average_checkpoints(FLAGS.model_dir, FLAGS.num_last, FLAGS.output_dir)
-    print(f"averaged {len(averaged)} checkpoints ({', '.join(p.rsplit('/', 1)[-1] for p in averaged)})"
-          f" into {path}")
+    names = ", ".join(p.rsplit("/", 1)[-1] for p in averaged)
+    if len(averaged) < FLAGS.num_last:  # not silently: the paper's recipe needs num_last
+        print(f"averaged {len(averaged)} of the {FLAGS.num_last} checkpoints asked for: only "
+              f"{len(averaged)} in {FLAGS.model_dir} ({names}) into {path}")
+    else:
+        print(f"averaged {len(averaged)} checkpoints ({names}) into {path}")
 
 
 def run():

@@ -26,7 +26,8 @@ flags.DEFINE_integer("beam_size", None, "Beam size (default: the model_dir's Dec
                      "an export's beam size is fixed).")
 flags.DEFINE_float("alpha", None, "Length penalty exponent (default: the model's setting).")
 flags.DEFINE_integer("extra_length", None,
-                     "Max output length = input length + this (default: the model's setting).")
+                     "Max output length = input length + this, capped at the model's max_length "
+                     "(default: the model's setting).")
 flags.DEFINE_integer("nbest", 1, "Hypotheses per line, tab-separated (at most the beam size).")
 flags.DEFINE_bool("print_scores", False, "Precede each hypothesis with its score and a tab.")
 flags.DEFINE_integer("batch_tokens", 4096, "Source tokens (with padding) per batch.")
@@ -74,27 +75,39 @@ def _write_output(lines):
         sys.stdout.flush()
         return
     tmp = path + ".incomplete"
-    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as error:  # e.g. a full disk, or a folder that appeared since the check
+        if os.path.isfile(tmp):
+            os.remove(tmp)
+        raise cli.UserError(f"--decode_to_file {path}: cannot write ({error.strerror})") from None
 
 
 def main(argv):
     if len(argv) > 1:
         raise cli.UserError(f"unexpected arguments: {' '.join(argv[1:])}")
-    from t2t_lite.export import batch_decode
-
     out_dir = os.path.dirname(os.path.abspath(FLAGS.decode_to_file or "."))
     if FLAGS.decode_to_file and not os.path.isdir(out_dir):
         raise cli.UserError(f"--decode_to_file: folder {out_dir} does not exist")
+    # Checked before decoding, which may take hours.
+    if FLAGS.decode_to_file and os.path.isdir(FLAGS.decode_to_file):
+        raise cli.UserError(f"--decode_to_file {FLAGS.decode_to_file} is a directory; name a file")
+    from t2t_lite.export import batch_decode  # after the flag checks: TensorFlow takes seconds
+
     raw_lines = batch_decode.split_lines(_read_input())
     translator = _translator()
     defaults = batch_decode.settings(translator)
+    extra_length = defaults["extra_length"]
+    if FLAGS.extra_length is not None:
+        # Nothing decodes past max_length; clamping keeps huge values inside int32.
+        limit = int(defaults["max_length"])
+        extra_length = max(-limit, min(FLAGS.extra_length, limit))
     outputs, stats = batch_decode.decode_lines(
         translator, raw_lines,
         alpha=defaults["alpha"] if FLAGS.alpha is None else FLAGS.alpha,
-        extra_length=defaults["extra_length"] if FLAGS.extra_length is None
-        else FLAGS.extra_length,
+        extra_length=extra_length,
         nbest=FLAGS.nbest, print_scores=FLAGS.print_scores, batch_tokens=FLAGS.batch_tokens,
         progress=batch_decode.Progress())
     _write_output(outputs)

@@ -4,8 +4,10 @@ A `RemoteFile` names a URL and what it must hash to. `download` streams it into
 `<name>.partial`, resumes an interrupted transfer with an HTTP Range request, verifies size and
 checksum, and only then renames it to `<name>`, so a file under its final name is always complete.
 `extract` unpacks tar (plain, .gz, .tgz, .bz2, .xz) and zip archives, refusing members that would
-land outside the destination (absolute paths, `..`, links pointing out); a marker file written
-after success makes a second call a no-op. Reading the extracted text is `text_io`'s job.
+land outside the destination (absolute paths, `..`), links of any kind, and decompression bombs
+(a cap on total bytes and on each member's expansion ratio); nothing reaches the destination
+unless the whole extraction succeeds, and a marker file written after success makes a second call
+a no-op. Reading the extracted text is `text_io`'s job.
 
 Only the standard library is used (urllib), so downloads work wherever Python does.
 """
@@ -14,6 +16,7 @@ import gzip
 import hashlib
 import http.client
 import json
+import lzma
 import os
 import pathlib
 import posixpath
@@ -26,6 +29,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
+import zlib
 from typing import Callable, Optional, Sequence
 
 from absl import logging
@@ -203,7 +207,17 @@ def _transfer(remote: RemoteFile, partial: pathlib.Path, hashers: dict, progress
             raise _WrongSize(f"size {total} bytes announced by the server, expected {remote.size}")
         done = offset
         with open(partial, "ab") as out:
-            while chunk := response.read(_CHUNK_BYTES):
+            while True:
+                # Without a Content-Length the server decides when to stop: read one byte past
+                # the recorded size at most, and refuse before writing it.
+                want = _CHUNK_BYTES if remote.size is None else min(_CHUNK_BYTES,
+                                                                    remote.size - done + 1)
+                chunk = response.read(max(want, 1))
+                if not chunk:
+                    break
+                if remote.size is not None and done + len(chunk) > remote.size:
+                    raise _WrongSize(f"the server sent more than the recorded {remote.size} "
+                                     "bytes")
                 out.write(chunk)
                 for h in hashers.values():
                     h.update(chunk)
@@ -280,6 +294,53 @@ def download(remote: RemoteFile, directory, progress: Optional[ProgressFn] = Non
 
 # ----------------------------------------------------------------------------- extraction
 
+# Limits against decompression bombs. Corpora are text, which gzip/bzip2/xz shrink about 3-10x;
+# the largest WMT14 archive (UN, 2.4 GB) unpacks to well under these. A bomb of zeros reaches
+# 1000:1 and more. Both are per extract() call and overridable (wmt14: problem params
+# max_extract_bytes / max_extract_ratio).
+DEFAULT_MAX_EXTRACT_BYTES = 64 * 2**30
+DEFAULT_MAX_EXTRACT_RATIO = 200
+# A small member may legitimately compress far better (a file of blank lines): judge the ratio
+# only once a member has produced this much.
+_RATIO_GRACE_BYTES = 1 << 20
+_ARCHIVE_ERRORS = (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, lzma.LZMAError,
+                   gzip.BadGzipFile)
+
+
+class _Budget:
+    """Counts what one extract() call writes and stops it at the byte or ratio limit."""
+
+    def __init__(self, archive: pathlib.Path, max_bytes: int, max_ratio: float):
+        self.archive, self.max_bytes, self.max_ratio = archive, max_bytes, max_ratio
+        self.total = 0
+
+    def stop(self, member: str, why: str, option: str) -> UserError:
+        return UserError(f"stopped extracting {self.archive}: member {member!r} {why}; deleted "
+                         f"what was written. A decompression bomb? If the archive is genuine, "
+                         f"raise the limit {option} (t2t-lite-datagen "
+                         f"--problem_param={option}=N)")
+
+    def check_declared(self, member: str, size: int) -> None:
+        if self.total + size > self.max_bytes:
+            raise self.stop(member, f"would take the total past {self.max_bytes} bytes",
+                             "max_extract_bytes")
+
+    def copy(self, member: str, src, out, compressed_done: Callable[[], int]) -> None:
+        """Copies member `src` to `out`; compressed_done() counts the archive bytes consumed."""
+        start = compressed_done()
+        written = 0
+        while chunk := src.read(_CHUNK_BYTES):
+            written += len(chunk)
+            self.total += len(chunk)
+            if self.total > self.max_bytes:
+                raise self.stop(member, f"takes the total past {self.max_bytes} bytes",
+                                 "max_extract_bytes")
+            compressed = max(compressed_done() - start, 1)
+            if written > _RATIO_GRACE_BYTES and written > self.max_ratio * compressed:
+                raise self.stop(member, f"expands more than {self.max_ratio:g}:1 "
+                                 f"({written} bytes from {compressed})", "max_extract_ratio")
+            out.write(chunk)
+
 
 def _unsafe_name_reason(name: str) -> Optional[str]:
     if not name:
@@ -297,45 +358,52 @@ def _inside(dest: pathlib.Path, relative: str) -> bool:
     return target == dest or dest in target.parents
 
 
+def _refuse(member: str, reason: str) -> UserError:
+    return UserError(f"refusing to extract unsafe archive member {member!r}: {reason}")
+
+
 def _check_tar_member(member: tarfile.TarInfo, dest: pathlib.Path) -> None:
+    # Links are refused outright: checking each against the disk as it is at that moment lets a
+    # chain (m -> n/.., then n -> .) escape, and datasets need none.
+    if member.issym():
+        raise _refuse(member.name, f"symbolic link to {member.linkname!r} (archives with links "
+                      "are not accepted)")
+    if member.islnk():
+        raise _refuse(member.name, f"hard link to {member.linkname!r} (archives with links are "
+                      "not accepted)")
     reason = _unsafe_name_reason(member.name)
     if reason is None and not _inside(dest, member.name):
         reason = "resolves outside the destination"
-    if reason is None and member.issym():
-        link_target = posixpath.join(posixpath.dirname(member.name), member.linkname)
-        if member.linkname.startswith("/") or not _inside(dest, link_target):
-            reason = f"symbolic link to {member.linkname!r} points outside the destination"
-    if reason is None and member.islnk():
-        if _unsafe_name_reason(member.linkname) or not _inside(dest, member.linkname):
-            reason = f"hard link to {member.linkname!r} points outside the destination"
-    if reason is None and not (member.isfile() or member.isdir() or member.issym()
-                               or member.islnk()):
+    if reason is None and not (member.isfile() or member.isdir()):
         reason = "special file (device, fifo)"
     if reason:
-        raise UserError(f"refusing to extract unsafe archive member {member.name!r}: {reason}")
+        raise _refuse(member.name, reason)
 
 
-def _extract_tar(archive: pathlib.Path, dest: pathlib.Path, wanted: Optional[set]) -> list:
+def _extract_tar(archive: pathlib.Path, dest: pathlib.Path, staging: pathlib.Path,
+                 wanted: Optional[set], budget: _Budget) -> list:
     extracted = []
-    # Streaming iteration reads a .tgz once; every member is checked before it is written.
-    with tarfile.open(archive, "r:*") as tar:
+    # Stream mode reads a .tgz once, front to back; every member is checked before it is
+    # written, and raw.tell() tells how much of the compressed file each member consumed.
+    with open(archive, "rb") as raw, tarfile.open(fileobj=raw, mode="r|*") as tar:
         for member in tar:
             _check_tar_member(member, dest)
             if wanted is not None and member.name not in wanted:
                 continue
-            if hasattr(tarfile, "data_filter"):
-                try:
-                    tar.extract(member, dest, filter="data")
-                except tarfile.FilterError as e:
-                    raise UserError(f"refusing to extract unsafe archive member "
-                                    f"{member.name!r}: {e}") from e
+            target = staging / member.name
+            if member.isdir():
+                target.mkdir(parents=True, exist_ok=True)
             else:
-                tar.extract(member, dest)
+                budget.check_declared(member.name, member.size)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with tar.extractfile(member) as src, open(target, "wb") as out:
+                    budget.copy(member.name, src, out, raw.tell)
             extracted.append(member.name)
     return extracted
 
 
-def _extract_zip(archive: pathlib.Path, dest: pathlib.Path, wanted: Optional[set]) -> list:
+def _extract_zip(archive: pathlib.Path, dest: pathlib.Path, staging: pathlib.Path,
+                 wanted: Optional[set], budget: _Budget) -> list:
     extracted = []
     with zipfile.ZipFile(archive) as zf:
         infos = zf.infolist()
@@ -344,31 +412,49 @@ def _extract_zip(archive: pathlib.Path, dest: pathlib.Path, wanted: Optional[set
             if reason is None and not _inside(dest, info.filename):
                 reason = "resolves outside the destination"
             if reason is None and stat.S_ISLNK(info.external_attr >> 16):
-                reason = "symbolic link"
+                reason = "symbolic link (archives with links are not accepted)"
             if reason:
-                raise UserError(f"refusing to extract unsafe archive member "
-                                f"{info.filename!r}: {reason}")
-        for info in infos:
-            if wanted is not None and info.filename not in wanted:
-                continue
-            target = dest / info.filename
+                raise _refuse(info.filename, reason)
+        chosen = [i for i in infos if wanted is None or i.filename in wanted]
+        for info in chosen:  # declared sizes bound what zipfile will produce: check them first
+            if (info.file_size > _RATIO_GRACE_BYTES
+                    and info.file_size > budget.max_ratio * max(info.compress_size, 1)):
+                raise budget.stop(info.filename, f"expands more than {budget.max_ratio:g}:1 "
+                                   f"({info.file_size} bytes from {info.compress_size})",
+                                   "max_extract_ratio")
+        declared = sum(i.file_size for i in chosen)
+        if declared > budget.max_bytes:
+            raise budget.stop(chosen[-1].filename, f"would take the total past "
+                               f"{budget.max_bytes} bytes ({declared} declared)",
+                               "max_extract_bytes")
+        for info in chosen:
+            target = staging / info.filename
             if info.is_dir():
                 target.mkdir(parents=True, exist_ok=True)
             else:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with zf.open(info) as src, open(target, "wb") as out:
-                    shutil.copyfileobj(src, out, _CHUNK_BYTES)
+                    budget.copy(info.filename, src, out, lambda size=info.compress_size: size)
             extracted.append(info.filename)
     return extracted
 
 
-def _extract_gzip(archive: pathlib.Path, dest: pathlib.Path) -> list:
+def _extract_gzip(archive: pathlib.Path, staging: pathlib.Path, budget: _Budget) -> list:
     name = archive.name[: -len(".gz")]
-    partial = dest / (name + PARTIAL_SUFFIX)
-    with gzip.open(archive, "rb") as src, open(partial, "wb") as out:
-        shutil.copyfileobj(src, out, _CHUNK_BYTES)
-    os.replace(partial, dest / name)
+    with open(archive, "rb") as raw, gzip.GzipFile(fileobj=raw) as src, \
+            open(staging / name, "wb") as out:
+        budget.copy(name, src, out, raw.tell)
     return [name]
+
+
+def _move_into_place(staging: pathlib.Path, dest: pathlib.Path, names: list) -> None:
+    for name in names:
+        source, target = staging / name, dest / name
+        if source.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(source, target)
 
 
 def _marker_path(archive_name: str, dest: pathlib.Path) -> pathlib.Path:
@@ -390,12 +476,18 @@ def is_extracted(archive_name: str, dest, members: Optional[Sequence[str]] = Non
     return covered and all((dest / m).exists() for m in (wanted or done["members"]))
 
 
-def extract(archive, dest, members: Optional[Sequence[str]] = None) -> pathlib.Path:
+def extract(archive, dest, members: Optional[Sequence[str]] = None,
+            max_extract_bytes: Optional[int] = None,
+            max_extract_ratio: Optional[float] = None) -> pathlib.Path:
     """Safely unpacks `archive` (tar, tar.gz/tgz, tar.bz2/xz, zip or a single .gz) into `dest`.
 
     `members`: only these archive paths are written (all members are still checked). Raises
-    UserError on an unsafe member, or if a requested member is missing. Returns `dest`. A marker
-    recording the extracted members makes repeating the same call free.
+    UserError on an unsafe member (absolute, `..`, link, device), if a requested member is
+    missing, or when the written bytes pass `max_extract_bytes` in total or a member expands
+    more than `max_extract_ratio`:1 (defaults DEFAULT_MAX_EXTRACT_*). Members are unpacked into
+    a staging folder and moved into `dest` only when all succeeded, so a refused archive leaves
+    nothing behind. Returns `dest`. A marker recording the extracted members makes repeating the
+    same call free.
     """
     archive, dest = pathlib.Path(archive), pathlib.Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
@@ -404,21 +496,35 @@ def extract(archive, dest, members: Optional[Sequence[str]] = None) -> pathlib.P
     done = _extracted_record(archive.name, dest)
     if is_extracted(archive.name, dest, members):
         return dest
+    budget = _Budget(archive,
+                     DEFAULT_MAX_EXTRACT_BYTES if max_extract_bytes is None else max_extract_bytes,
+                     DEFAULT_MAX_EXTRACT_RATIO if max_extract_ratio is None else max_extract_ratio)
 
-    name = archive.name.lower()
-    if zipfile.is_zipfile(archive):
-        extracted = _extract_zip(archive, dest, wanted)
-    elif name.endswith(".gz") and not name.endswith(".tar.gz") and not tarfile.is_tarfile(archive):
-        extracted = _extract_gzip(archive, dest)
-    elif tarfile.is_tarfile(archive):
-        extracted = _extract_tar(archive, dest, wanted)
-    else:
-        raise UserError(f"{archive} is not a tar, zip or gzip archive")
+    # Ours alone (named after the archive): left over from a killed run, it is stale.
+    staging = dest / f".{archive.name}{PARTIAL_SUFFIX}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    try:
+        name = archive.name.lower()
+        if zipfile.is_zipfile(archive):
+            extracted = _extract_zip(archive, dest, staging, wanted, budget)
+        elif (name.endswith(".gz") and not name.endswith(".tar.gz")
+              and not tarfile.is_tarfile(archive)):
+            extracted = _extract_gzip(archive, staging, budget)
+        elif tarfile.is_tarfile(archive):
+            extracted = _extract_tar(archive, dest, staging, wanted, budget)
+        else:
+            raise UserError(f"{archive} is not a tar, zip or gzip archive")
+        if wanted is not None:
+            missing = sorted(wanted - set(extracted))
+            if missing:
+                raise UserError(f"{archive} lacks the expected member(s) {', '.join(missing)}")
+        _move_into_place(staging, dest, extracted)
+    except _ARCHIVE_ERRORS as e:
+        raise UserError(f"cannot extract {archive}: damaged or not an archive ({e})") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
-    if wanted is not None:
-        missing = sorted(wanted - set(extracted))
-        if missing:
-            raise UserError(f"{archive} lacks the expected member(s) {', '.join(missing)}")
     # Several problems may each extract their own members of one shared archive: remember all.
     members_done = sorted(set(extracted) | set(done["members"]))
     record = {"all": done["all"] or wanted is None, "members": members_done}

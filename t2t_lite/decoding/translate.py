@@ -17,6 +17,19 @@ def input_lengths(inputs):
     return tf.reduce_sum(tf.cast(tf.not_equal(inputs, PAD_ID), tf.int32), axis=1)
 
 
+def clamp_extra_length(model, extra_length):
+    """extra_length limited to [-max_length, max_length].
+
+    Outputs are the same (widths are capped at max_length, and an input is at most max_length
+    long), but adding it to a length can no longer overflow int32: 2147483647 + 5 wraps negative
+    and gave empty translations. A python int stays one.
+    """
+    limit = int(model.config.max_length)
+    if isinstance(extra_length, int):
+        return max(-limit, min(extra_length, limit))
+    return tf.clip_by_value(tf.cast(extra_length, tf.int32), -limit, limit)
+
+
 def decode_width(model, inputs, extra_length):
     """The output width: source width + extra_length, at most the model's max_length.
 
@@ -26,6 +39,7 @@ def decode_width(model, inputs, extra_length):
     XLA needs the static max_length instead).
     """
     limit = int(model.config.max_length)
+    extra_length = clamp_extra_length(model, extra_length)
     if inputs.shape[1] is not None and isinstance(extra_length, int):
         return max(1, min(inputs.shape[1] + extra_length, limit))
     width = tf.shape(inputs)[1] + tf.cast(extra_length, tf.int32)
@@ -50,6 +64,7 @@ def translate(model, inputs, beam_size=4, alpha=0.6, extra_length=50, max_decode
       scores: float32 [B, K] log probability / GNMT length penalty (-inf for empty slots).
     """
     inputs = tf.cast(inputs, tf.int32)
+    extra_length = clamp_extra_length(model, extra_length)
     if max_decode_length is None:
         max_decode_length = decode_width(model, inputs, extra_length)
     decode_lengths = tf.minimum(input_lengths(inputs) + tf.cast(extra_length, tf.int32),

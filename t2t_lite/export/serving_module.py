@@ -56,7 +56,8 @@ class TranslationModule(tf.Module):
         self.beam_size = int(beam_size)
         self.max_length = int(model.config.max_length)
         self.default_alpha = float(alpha)
-        self.default_extra_length = int(extra_length)
+        # Clamped as translate() clamps it, so any configured value fits the int32 signature.
+        self.default_extra_length = max(-self.max_length, min(int(extra_length), self.max_length))
         metadata = dict(metadata or {})
         metadata.update(beam_size=self.beam_size, alpha=self.default_alpha,
                         extra_length=self.default_extra_length, max_length=self.max_length,

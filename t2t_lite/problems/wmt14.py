@@ -144,12 +144,17 @@ class CorpusFiles:
     raw_dir: a folder with the archives under their original names and/or their extracted files
     (at their archive paths or just their base names); nothing is downloaded. Otherwise archives are
     downloaded to `<tmp_dir>/downloads` and extracted under `<tmp_dir>/extracted/<archive>`.
+    max_extract_bytes / max_extract_ratio: download.extract's limits against decompression bombs
+    (None: its defaults, which the real archives pass).
     """
 
-    def __init__(self, tmp_dir, raw_dir=None, archives=None):
+    def __init__(self, tmp_dir, raw_dir=None, archives=None, max_extract_bytes=None,
+                 max_extract_ratio=None):
         self.tmp_dir = pathlib.Path(tmp_dir)
         self.raw_dir = pathlib.Path(raw_dir).expanduser() if raw_dir else None
         self.archives = ARCHIVES if archives is None else archives
+        self.limits = {"max_extract_bytes": max_extract_bytes,
+                       "max_extract_ratio": max_extract_ratio}
         if self.raw_dir is not None and not self.raw_dir.is_dir():
             raise UserError(f"--raw_dir {self.raw_dir} is not a directory")
 
@@ -161,7 +166,8 @@ class CorpusFiles:
         remote = self.archives[corpus.archive]
         dest = self.tmp_dir / "extracted" / corpus.archive
         if not download.is_extracted(remote.name, dest, members):  # else the archive is not needed
-            download.extract(self._archive(remote, members), dest, members=members)
+            download.extract(self._archive(remote, members), dest, members=members,
+                             **self.limits)
         return dest / corpus.source, dest / corpus.target
 
     def check_available(self, corpora) -> None:
@@ -201,19 +207,39 @@ class CorpusFiles:
 # ----------------------------------------------------------------------------- problems
 
 
+def _positive(name, value, kind):
+    """A problem param (a string from --problem_param, or a number) as a positive `kind`."""
+    if value is None:
+        return None
+    try:
+        number = kind(float(value)) if kind is int else kind(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None or number <= 0 or number != number:
+        raise UserError(f"problem param {name} must be a positive number, got {value!r}")
+    return number
+
+
 class _Wmt14Problem(TranslationProblem):
     """Shared streaming of a WMT14 language pair; subclasses give `corpora` and the vocabulary."""
 
     corpora = None  # {"train" | "dev" | "test": tuple of Corpus}
 
-    def __init__(self, raw_dir=None, archives=None):
+    def __init__(self, raw_dir=None, archives=None, max_extract_bytes=None,
+                 max_extract_ratio=None):
         """raw_dir: already-downloaded archives or extracted files (nothing is downloaded).
-        archives: replaces entries of ARCHIVES (e.g. a mirror's URLs), keyed by archive name."""
+        archives: replaces entries of ARCHIVES (e.g. a mirror's URLs), keyed by archive name.
+        max_extract_bytes / max_extract_ratio: raise download.extract's limits against
+        decompression bombs (bytes written per archive; expansion of one member, N:1)."""
         self.raw_dir = raw_dir
         self.archives = dict(ARCHIVES, **(archives or {}))
+        self.max_extract_bytes = _positive("max_extract_bytes", max_extract_bytes, int)
+        self.max_extract_ratio = _positive("max_extract_ratio", max_extract_ratio, float)
 
     def generate_samples(self, split, tmp_dir):
-        files = CorpusFiles(tmp_dir, raw_dir=self.raw_dir, archives=self.archives)
+        files = CorpusFiles(tmp_dir, raw_dir=self.raw_dir, archives=self.archives,
+                            max_extract_bytes=self.max_extract_bytes,
+                            max_extract_ratio=self.max_extract_ratio)
         files.check_available(self.corpora[split])
         for corpus in self.corpora[split]:
             source_path, target_path = files.paths(corpus)

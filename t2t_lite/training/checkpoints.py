@@ -2,13 +2,19 @@
 
 Checkpoints hold `model` (and `optimizer` while training). TensorFlow writes the data files first
 and updates the `checkpoint` state file last with an atomic rename, so a kill at any moment leaves
-the previous checkpoint as the latest one that loads.
+the previous checkpoint as the latest one that loads. Deleting old checkpoints is the other way
+round: TensorFlow lists the new checkpoint, deletes the oldest files (`.index` first), then lists
+again; a kill in between leaves the list naming a checkpoint whose files are gone. Such an entry
+(no `.index`) is skipped with a warning wherever listed checkpoints are loaded. A checkpoint with
+files missing or damaged otherwise is the user's to look at: loading it is a UserError naming the
+file, never a traceback.
 """
 import os
 import time
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from t2t_lite.errors import UserError
 
@@ -23,9 +29,19 @@ class CheckpointKeeper:
         self._last_step = None
 
     def restore_latest(self):
-        path = self.manager.latest_checkpoint
-        if path:
-            self.manager.checkpoint.restore(path).assert_existing_objects_matched()
+        """Restores the newest listed checkpoint that still has its files; returns its path (None
+        when nothing is listed). A damaged newest checkpoint is a UserError, not a fallback: the
+        user decides whether to lose it."""
+        listed = _listed(self.manager.directory)
+        if not listed:
+            return None
+        present = _present(listed)
+        if not present:
+            raise UserError(f"{self.manager.directory} lists checkpoints, but none has its files "
+                            f"(no {listed[-1]}.index); move its `checkpoint` file away to start "
+                            "from scratch")
+        path = present[-1]
+        _restore(self.manager.checkpoint, path)
         return path
 
     def due(self, step):
@@ -41,25 +57,110 @@ class CheckpointKeeper:
         return path
 
 
+def _listed(directory):
+    """Checkpoint paths the state file lists, oldest first, the latest included."""
+    state = tf.train.get_checkpoint_state(directory)
+    if not state:
+        return []
+    paths = list(state.all_model_checkpoint_paths)
+    if state.model_checkpoint_path and state.model_checkpoint_path not in paths:
+        paths.append(state.model_checkpoint_path)
+    return paths
+
+
+def _present(paths):
+    """The paths whose `.index` exists; the others (deleted, see the module doc) with a warning."""
+    kept = []
+    for path in paths:
+        if tf.io.gfile.exists(path + ".index"):
+            kept.append(path)
+        else:
+            logging.warning("skipping checkpoint %s: it is listed but its files are gone (an "
+                            "interrupted save or clean-up)", path)
+    return kept
+
+
+def missing_files(path):
+    """The files checkpoint `path` needs that do not exist (`.index`, then data shards)."""
+    if not tf.io.gfile.exists(path + ".index"):
+        return [path + ".index"]
+    directory, base = os.path.split(path)
+    prefix = base + ".data-"
+    shards = [name for name in tf.io.gfile.listdir(directory or ".") if name.startswith(prefix)]
+    if not shards:
+        return [path + ".data-00000-of-00001"]
+    count = shards[0].rsplit("-of-", 1)[-1]
+    if not count.isdigit():
+        return []  # not a name TensorFlow writes: let the restore judge it
+    expected = [f"{prefix}{i:05d}-of-{int(count):05d}" for i in range(int(count))]
+    return [os.path.join(directory, name) for name in expected if name not in shards]
+
+
+def _damaged_file(path):
+    """Which file of an unreadable checkpoint is at fault, or None if every tensor reads."""
+    try:
+        reader = tf.train.load_checkpoint(path)
+    except (tf.errors.OpError, IndexError, ValueError):
+        return path + ".index"
+    try:
+        for name in reader.get_variable_to_shape_map():
+            reader.get_tensor(name)
+    except (tf.errors.OpError, IndexError, ValueError):
+        directory, base = os.path.split(path)
+        shards = sorted(n for n in tf.io.gfile.listdir(directory or ".")
+                        if n.startswith(base + ".data-"))
+        return " / ".join(os.path.join(directory, n) for n in shards) or path + ".data-*"
+    return None
+
+
+def _restore(checkpoint, path, partial=False):
+    """checkpoint.restore(path), checked; missing or damaged files become a UserError naming the
+    file, and a checkpoint of some other model one saying so."""
+    missing = missing_files(path)
+    if missing:
+        raise UserError(f"checkpoint {path} is incomplete: {missing[0]} is missing")
+    try:
+        status = checkpoint.restore(path)
+        if partial:
+            status = status.expect_partial()
+        status.assert_existing_objects_matched()
+    except (tf.errors.OpError, IndexError, ValueError, AssertionError) as error:
+        detail = " ".join(str(error).split())[:300]
+        damaged = _damaged_file(path)
+        if damaged:
+            raise UserError(f"cannot read checkpoint {path}: {damaged} is damaged or truncated "
+                            f"({detail})") from None
+        raise UserError(f"checkpoint {path} does not fit this model ({detail})") from None
+
+
 def checkpoint_paths(model_dir):
-    """All checkpoints the state file lists, oldest first."""
-    state = tf.train.get_checkpoint_state(model_dir)
-    return list(state.all_model_checkpoint_paths) if state else []
+    """The checkpoints the state file lists, oldest first, less any whose files are gone."""
+    return _present(_listed(model_dir))
 
 
 def resolve_checkpoint(model_dir, checkpoint_path=None):
-    """The checkpoint to load: an explicit path, the averaged one if present, else the latest."""
+    """The checkpoint to load: an explicit path, the averaged one if present, else the latest.
+
+    The chosen checkpoint must have all its files (UserError naming the missing one)."""
     if checkpoint_path:
         if not tf.io.gfile.exists(checkpoint_path + ".index"):
-            raise UserError(f"no checkpoint at {checkpoint_path}")
-        return checkpoint_path
-    averaged = tf.train.latest_checkpoint(os.path.join(model_dir, "averaged"))
-    latest = tf.train.latest_checkpoint(model_dir)
-    if averaged and (not latest or _number(averaged) >= _number(latest)):
-        return averaged
-    if latest:
-        return latest
-    raise UserError(f"no checkpoint in {model_dir}; train first (t2t-lite-trainer)")
+            raise UserError(f"no checkpoint at {checkpoint_path} (no {checkpoint_path}.index)")
+        chosen = checkpoint_path
+    else:
+        # Read the lists directly: tf.train.latest_checkpoint returns None for a listed
+        # checkpoint whose files are gone, which would read as "never trained".
+        averaged = (_listed(os.path.join(model_dir, "averaged")) or [None])[-1]
+        latest = (_listed(model_dir) or [None])[-1]
+        if averaged and (not latest or _number(averaged) >= _number(latest)):
+            chosen = averaged
+        elif latest:
+            chosen = latest
+        else:
+            raise UserError(f"no checkpoint in {model_dir}; train first (t2t-lite-trainer)")
+    missing = missing_files(chosen)
+    if missing:
+        raise UserError(f"checkpoint {chosen} is incomplete: {missing[0]} is missing")
+    return chosen
 
 
 def _number(path):
@@ -80,7 +181,7 @@ def load_model(model_dir, checkpoint_path=None, gin_params=()):
     tokenizer = tokenizers.load_tokenizer(model_dir_lib.vocab_path(model_dir))
     model = Transformer(configs[0], info["vocab_size"])
     path = resolve_checkpoint(model_dir, checkpoint_path)
-    tf.train.Checkpoint(model=model).restore(path).expect_partial().assert_existing_objects_matched()
+    _restore(tf.train.Checkpoint(model=model), path, partial=True)
     return model, configs, tokenizer, path
 
 
@@ -89,7 +190,8 @@ def average_checkpoints(model_dir, num_last, output_dir=None):
 
     Writes a checkpoint with the same structure (`model/...`) to output_dir (default
     model_dir/averaged), numbered like the newest input, which the decoder and exporter prefer.
-    Returns (written path, averaged paths).
+    Listed checkpoints whose files are gone are skipped (with a warning); fewer than `num_last`
+    are averaged if fewer exist. Returns (written path, averaged paths).
     """
     from t2t_lite.models.transformer import Transformer
     from t2t_lite.training import model_dir as model_dir_lib
@@ -108,11 +210,9 @@ def average_checkpoints(model_dir, num_last, output_dir=None):
     sums = None
     for path in chosen:
         try:
-            checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
-        except (ValueError, AssertionError, tf.errors.InvalidArgumentError) as error:
-            # A checkpoint whose variables or shapes differ from the model_dir's model.
-            raise UserError(f"cannot average {path}: it does not fit this model "
-                            f"({' '.join(str(error).split())[:300]})") from None
+            _restore(checkpoint, path, partial=True)
+        except UserError as error:
+            raise UserError(f"cannot average: {error}") from None
         values = [np.asarray(w, dtype=np.float64) for w in model.weights]
         sums = values if sums is None else [a + b for a, b in zip(sums, values)]
     for weight, total in zip(model.weights, sums):

@@ -1,7 +1,8 @@
 """A tiny HTTP server on 127.0.0.1 that serves in-memory files and honours `Range: bytes=N-`.
 
 Shared by the download and WMT problem tests. Options make it misbehave on purpose: ignore Range
-requests, or cut a response short (to exercise resume after a dropped connection).
+requests, cut a response short (to exercise resume after a dropped connection), or omit
+Content-Length and just stream until it closes the connection.
 """
 import http.server
 import threading
@@ -35,7 +36,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         else:
             self.send_response(200)
         payload = body[start:]
-        self.send_header("Content-Length", str(len(payload)))
+        if server.omit_length:  # the body ends when the connection closes
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        else:
+            self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         cut = server.cut_after.pop(self.path, None)
         if cut is not None:  # promise everything, deliver a prefix, hang up
@@ -43,17 +48,21 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return
-        self.wfile.write(payload)
+        try:
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):  # the client stopped reading: its right
+            pass
 
 
 class LocalServer:
     """Context manager: `with LocalServer({"/a.tgz": data}) as srv: srv.url("/a.tgz")`."""
 
-    def __init__(self, files: dict, honour_range: bool = True):
+    def __init__(self, files: dict, honour_range: bool = True, omit_length: bool = False):
         self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.files = dict(files)
         self._httpd.honour_range = honour_range
+        self._httpd.omit_length = omit_length
         self._httpd.requests = []
         self._httpd.cut_after = {}
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)

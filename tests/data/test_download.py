@@ -4,6 +4,7 @@ import hashlib
 import importlib.util
 import io
 import pathlib
+import random
 import tarfile
 import zipfile
 
@@ -191,28 +192,166 @@ def test_tar_path_traversal_is_rejected_and_nothing_escapes(tmp_path, name):
     assert not list(out.glob(".*.extracted"))
 
 
+def _leftovers(out: pathlib.Path) -> list:
+    """What an extraction left in `out` (members, staging folder, marker)."""
+    return sorted(p.name for p in out.iterdir()) if out.exists() else []
+
+
 @pytest.mark.parametrize("kind,target", [(tarfile.SYMTYPE, "../../outside"),
                                          (tarfile.SYMTYPE, "/etc/passwd"),
-                                         (tarfile.LNKTYPE, "../outside")])
-def test_tar_links_pointing_outside_are_rejected(tmp_path, kind, target):
+                                         (tarfile.LNKTYPE, "../outside"),
+                                         (tarfile.SYMTYPE, "ok.txt"),
+                                         (tarfile.LNKTYPE, "ok.txt")])
+def test_tar_links_are_refused_and_nothing_is_written(tmp_path, kind, target):
+    # Even a link to a sibling is refused: datasets need none, and checking links one at a time
+    # against the disk can be outwitted (next test).
     info = tarfile.TarInfo("link")
     info.type = kind
     info.linkname = target
     archive = tmp_path / "links.tar"
     archive.write_bytes(_tar_with(info))
-    with pytest.raises(UserError, match="points outside"):
+    out = tmp_path / "out"
+    with pytest.raises(UserError, match=r"unsafe archive member 'link': (symbolic|hard) link"):
+        dl.extract(archive, out)
+    assert _leftovers(out) == []  # ok.txt, extracted before the link, was removed too
+
+
+def test_tar_symlink_chain_cannot_escape(tmp_path):
+    # m -> n/.. is harmless while n does not exist; n -> . then makes m the parent folder.
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, target in (("m", "n/.."), ("n", ".")):
+            info = tarfile.TarInfo(name)
+            info.type = tarfile.SYMTYPE
+            info.linkname = target
+            tar.addfile(info)
+        escape = tarfile.TarInfo("m/escaped.txt")
+        escape.size = 5
+        tar.addfile(escape, io.BytesIO(b"oops\n"))
+    archive = tmp_path / "chain.tar"
+    archive.write_bytes(buf.getvalue())
+    out = tmp_path / "box" / "out"
+    with pytest.raises(UserError, match="unsafe archive member 'm': symbolic link"):
+        dl.extract(archive, out)
+    assert _leftovers(out) == []
+    assert not (tmp_path / "box" / "escaped.txt").exists()
+
+
+def test_zip_symlink_is_refused(tmp_path):
+    archive = tmp_path / "link.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("fine.txt", "fine\n")
+        link = zipfile.ZipInfo("alias.txt")
+        link.external_attr = (0o120777 << 16)  # S_IFLNK
+        zf.writestr(link, "fine.txt")
+    out = tmp_path / "out"
+    with pytest.raises(UserError, match="unsafe archive member 'alias.txt': symbolic link"):
+        dl.extract(archive, out)
+    assert _leftovers(out) == []
+
+
+# ----------------------------------------------------------------------------- bombs
+
+BOMB_BYTES = 64 * 2**20  # the issue's case: 64 MiB of zeros packs into ~65 KB
+
+
+class _Zeros(io.RawIOBase):
+    """A stream of n zero bytes, so a bomb is built without 64 MiB in memory."""
+
+    def __init__(self, n):
+        self.left = n
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        n = min(len(b), self.left)
+        b[:n] = bytes(n)
+        self.left -= n
+        return n
+
+
+def _tgz_bomb(path, members=("bomb.txt",), size=BOMB_BYTES):
+    with tarfile.open(path, "w:gz", compresslevel=1) as tar:
+        for name in members:
+            info = tarfile.TarInfo(name)
+            info.size = size
+            tar.addfile(info, io.BufferedReader(_Zeros(size)))
+    return path
+
+
+def _gz_bomb(path, size=BOMB_BYTES):
+    # Not zeros: a gzipped run of zeros reads as an (empty) tar archive.
+    with gzip.open(path, "wb", compresslevel=1) as f:
+        for _ in range(size // 2**20):
+            f.write(b"x" * 2**20)
+    return path
+
+
+def _zip_bomb(path, size=BOMB_BYTES):
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        with zf.open("bomb.txt", "w", force_zip64=True) as f:
+            for _ in range(size // 2**20):
+                f.write(bytes(2**20))
+    return path
+
+
+@pytest.mark.parametrize("make,name", [(_tgz_bomb, "bomb.tgz"), (_gz_bomb, "bomb.txt.gz"),
+                                       (_zip_bomb, "bomb.zip")])
+def test_decompression_bombs_stop_early_and_leave_nothing(tmp_path, make, name):
+    archive = make(tmp_path / name)
+    assert archive.stat().st_size < 2**20  # >64:1 overall; tiny on disk, 64 MiB unpacked
+    out = tmp_path / "out"
+    with pytest.raises(UserError, match=r"bomb\.txt' expands more than 200:1.*deleted what "
+                                        r"was written.*max_extract_ratio"):
+        dl.extract(archive, out)
+    assert _leftovers(out) == []
+
+
+def test_total_size_cap_stops_and_removes_earlier_members(tmp_path):
+    noise = random.Random(0).randbytes(700_000)  # incompressible: the ratio check stays quiet
+    archive = tmp_path / "big.tgz"
+    archive.write_bytes(_tgz({"a.txt": noise, "b.txt": noise, "c.txt": noise}))
+    out = tmp_path / "out"
+    with pytest.raises(UserError, match=r"'b.txt' would take the total past 1000000 bytes.*"
+                                        r"max_extract_bytes"):
+        dl.extract(archive, out, max_extract_bytes=1_000_000)
+    assert _leftovers(out) == []  # a.txt had been written whole: it goes too
+    # The cap is the caller's to raise.
+    dest = dl.extract(archive, out, max_extract_bytes=3 * 700_000)
+    assert (dest / "c.txt").read_bytes() == noise
+
+
+def test_total_size_cap_counts_real_bytes_not_declared_ones(tmp_path):
+    archive = _gz_bomb(tmp_path / "zeros.txt.gz", size=4 * 2**20)  # .gz declares nothing
+    out = tmp_path / "out"
+    with pytest.raises(UserError, match="takes the total past 3000000 bytes"):
+        dl.extract(archive, out, max_extract_bytes=3_000_000, max_extract_ratio=10**6)
+    assert _leftovers(out) == []
+
+
+def test_ratio_cap_is_the_callers_to_raise(tmp_path):
+    archive = _tgz_bomb(tmp_path / "zeros.tgz", size=4 * 2**20)
+    with pytest.raises(UserError, match="expands more than 200:1"):
         dl.extract(archive, tmp_path / "out")
-    assert not (tmp_path / "out" / "link").exists()
+    dest = dl.extract(archive, tmp_path / "out", max_extract_ratio=10**6)
+    assert (dest / "bomb.txt").stat().st_size == 4 * 2**20
 
 
-def test_tar_link_inside_destination_is_fine(tmp_path):
-    info = tarfile.TarInfo("alias.txt")
-    info.type = tarfile.SYMTYPE
-    info.linkname = "ok.txt"
-    archive = tmp_path / "links.tar"
-    archive.write_bytes(_tar_with(info))
-    dest = dl.extract(archive, tmp_path / "out")
-    assert (dest / "alias.txt").read_bytes() == b"ok\n"
+def test_small_but_very_compressible_member_is_fine(tmp_path):
+    # 512 KB of blank lines compresses ~1000:1; below the ratio's grace size that is no bomb.
+    archive = tmp_path / "blank.tgz"
+    archive.write_bytes(_tgz({"blank.txt": b"\n" * 512_000}))
+    assert (dl.extract(archive, tmp_path / "out") / "blank.txt").stat().st_size == 512_000
+
+
+def test_damaged_archive_is_one_user_error(tmp_path):
+    archive = tmp_path / "cut.tgz"
+    archive.write_bytes(_tgz({"a.txt": random.Random(1).randbytes(100_000)})[:5000])
+    out = tmp_path / "out"
+    with pytest.raises(UserError, match="cannot extract .*cut.tgz"):
+        dl.extract(archive, out)
+    assert _leftovers(out) == []
 
 
 def test_zip_traversal_rejected_before_anything_is_written(tmp_path):
@@ -245,3 +384,21 @@ def test_download_then_extract_end_to_end(tmp_path):
     pairs = text_io.read_parallel_files(str(dest / "training/europarl-v7.de-en.en"),
                                         str(dest / "training/europarl-v7.de-en.de"))
     assert list(pairs) == [(b"Hello", b"Hallo")]
+
+
+def test_download_without_content_length_stops_at_the_recorded_size(tmp_path):
+    # The server streams 20 MiB with no Content-Length; the record says 300,000 bytes.
+    body = b"x" * (20 * 2**20)
+    with http_fixture.LocalServer({"/big.tgz": body}, omit_length=True) as srv:
+        remote = dl.RemoteFile(srv.url("/big.tgz"), size=300_000, sha256=_sha256(body[:300_000]))
+        seen = []
+        with pytest.raises(UserError, match="more than the recorded 300000 bytes.*deleted"):
+            dl.download(remote, tmp_path, progress=lambda n, d, t: seen.append(d))
+    assert max(seen, default=0) <= 300_000  # never wrote past the record
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_download_without_content_length_of_the_right_size_works(tmp_path):
+    with http_fixture.LocalServer({"/a.tgz": PAYLOAD}, omit_length=True) as srv:
+        remote = dl.RemoteFile(srv.url("/a.tgz"), size=len(PAYLOAD), sha256=_sha256(PAYLOAD))
+        assert dl.download(remote, tmp_path).read_bytes() == PAYLOAD

@@ -211,3 +211,16 @@ def test_archive_table_has_real_checksums_or_says_how_it_verifies():
         assert remote.url.startswith("https://") and "statmt.org" in remote.url, key
         assert remote.verification in ("sha256", "md5"), key
     assert wmt14.ARCHIVES["test_full"].verification == "md5"
+
+
+def test_extraction_limits_are_problem_params(tmp_path):
+    # --problem_param values arrive as strings.
+    archives = _corpus_archives()
+    with http_fixture.LocalServer({}) as srv:
+        problem = registry.problem("translate_ende_wmt14", archives=_served(srv, archives),
+                                   max_extract_bytes="100")
+        with pytest.raises(UserError, match="total past 100 bytes.*max_extract_bytes"):
+            list(problem.generate_samples("test", str(tmp_path)))
+    assert not list((tmp_path / "extracted" / "test_full").iterdir())
+    with pytest.raises(UserError, match="max_extract_ratio must be a positive number"):
+        registry.problem("translate_ende_wmt14", max_extract_ratio="lots")
