@@ -30,13 +30,14 @@ INSTALL_REQUIRES = [
 # Console scripts appear here only once the command really works.
 CONSOLE_SCRIPTS = [
     "t2t-lite-print-params=t2t_lite.bin.print_params:run",
-    "t2t-lite-datagen=t2t_lite.bin.datagen:main",
+    "t2t-lite-datagen=t2t_lite.bin.datagen:run",
     "t2t-lite-trainer=t2t_lite.bin.trainer:run",
     "t2t-lite-avg-checkpoints=t2t_lite.bin.avg_checkpoints:run",
     "t2t-lite-exporter=t2t_lite.bin.exporter:run",
     "t2t-lite-decoder=t2t_lite.bin.decoder:run",
-    "t2t-lite-bleu=t2t_lite.bin.bleu:main",
-    "t2t-lite-attention-plot=t2t_lite.bin.attention_plot:main",
+    "t2t-lite-bleu=t2t_lite.bin.bleu:run",
+    "t2t-lite-parseval=t2t_lite.bin.parseval:run",
+    "t2t-lite-attention-plot=t2t_lite.bin.attention_plot:run",
     "t2t-lite-demo=t2t_lite.bin.demo:run",
 ]
 

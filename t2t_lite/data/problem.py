@@ -8,6 +8,8 @@ sharded TFRecords with `generate_data`, and serves them with `dataset`. Subclass
     deterministic (same order on every call): a resumed run skips the samples already written.
   * the vocabulary: `vocab_filename()` and `build_vocab(data_dir, sample_path)` (see
     `t2t_lite.data.translation.TranslationProblem` for learned BPE / WordPiece vocabularies).
+  * optionally `postprocess_output(source, output)`, which makes each decoded output the line
+    t2t-lite-decoder writes, and `dev_metric`, the metric evaluated on dev during training.
 
 The base class validates every sample (invalid UTF-8, empty side, absurdly long side are skipped
 and counted), never holds a corpus in memory, and reports counts per split.
@@ -55,6 +57,20 @@ class Problem:
     def needs_vocab_sample(self):
         """False for fixed vocabularies: datagen then skips the sampling pass."""
         return True
+
+    # Dev metric computed during training on decoded dev sentences (t2t_lite.training.evaluation
+    # names them): "bleu" for translation; parsing problems use "parseval" (labelled bracket F1).
+    dev_metric = "bleu"
+
+    @classmethod
+    def postprocess_output(cls, source_text, output_text):
+        """Turns one decoded output into the line the decoder writes (default: unchanged).
+
+        Parsing problems rebuild a bracketed tree over the source words here. A classmethod
+        because the decoder knows only the problem's name (from the model's metadata), not the
+        parameters it was built with.
+        """
+        return output_text
 
     # --- names and files ---------------------------------------------------------------------
 

@@ -12,6 +12,10 @@ line, and sources longer than the model's limit are truncated (and counted) insi
 Output format: the best translation per line; with nbest=N, N hypotheses separated by tabs, and
 with print_scores each hypothesis preceded by its score and a tab ("score\\thyp\\tscore\\thyp...").
 Tabs, carriage returns and newlines inside hypotheses are written as spaces.
+
+Each hypothesis first goes through its problem's `postprocess_output(source, output)` (the problem
+named in the model's metadata): identity for translation, a bracketed tree over the source words
+for parsing problems. An empty or blank line still gives an empty line.
 """
 import dataclasses
 import json
@@ -20,6 +24,7 @@ import time
 
 import tensorflow as tf
 
+from t2t_lite import registry
 from t2t_lite.errors import UserError
 
 
@@ -149,9 +154,31 @@ class Progress:
         print(f"decoded {done}/{total} lines ({rate:.1f} lines/s)", file=self.stream, flush=True)
 
 
+def _unchanged(source, output):
+    return output
+
+
+def output_postprocessor(problem_name):
+    """postprocess_output(source, output) of the named problem; unchanged text for no name, a
+    problem not registered in this process (a user module), or one that needs parameters."""
+    if not problem_name:
+        return _unchanged
+    try:
+        # Built only to reach its class: the hook is a classmethod, free of the parameters
+        # (data paths, languages) that the model's metadata does not record.
+        return type(registry.problem(problem_name)).postprocess_output
+    except UserError:
+        return _unchanged
+
+
 def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scores=False,
-                 batch_tokens=4096, progress=None):
-    """Byte lines -> (output lines as str without newlines, DecodeStats); len(out) == len(in)."""
+                 batch_tokens=4096, progress=None, postprocess=None):
+    """Byte lines -> (output lines as str without newlines, DecodeStats); len(out) == len(in).
+
+    postprocess(source, output) -> output: default, the translator's problem's hook.
+    """
+    if postprocess is None:
+        postprocess = output_postprocessor(settings(translator).get("problem"))
     stats = DecodeStats(lines=len(raw_lines))
     start = time.monotonic()
     texts = []
@@ -161,6 +188,8 @@ def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scor
         texts.append(text)
     results = translate_texts(translator, texts, alpha, extra_length, nbest=nbest,
                               batch_tokens=batch_tokens, progress=progress, stats=stats)
+    results = [[(postprocess(text, output), score) for output, score in hyps]
+               for text, hyps in zip(texts, results)]
     outputs = [format_hypotheses(hyps, print_scores) for hyps in results]
     stats.seconds = time.monotonic() - start
     assert len(outputs) == len(raw_lines)

@@ -1,14 +1,20 @@
-"""Evaluation on the dev split during training: loss, perplexity, token accuracy and real BLEU.
+"""Evaluation on the dev split during training: loss, perplexity, token accuracy and a metric
+on decoded dev sentences, chosen by the problem's `dev_metric`:
 
-BLEU is sacreBLEU on detokenized beam (or greedy, beam 1) translations of the first
-`bleu_sentences` dev pairs, exactly what t2t-lite-bleu would report for them.
+  * "bleu" (translation): sacreBLEU and chrF on detokenized beam (or greedy, beam 1) translations
+    of the first `bleu_sentences` dev pairs, exactly what t2t-lite-bleu would report for them;
+  * "parseval" (parsing): labelled bracket F1 / precision / recall (EVALB conventions) of the
+    trees the decoder would write for the first `bleu_sentences` dev sentences, against the gold.
 """
 import math
 
 import numpy as np
 import tensorflow as tf
 
+from t2t_lite.data import trees
 from t2t_lite.decoding.translate import translate_fn
+from t2t_lite.errors import UserError
+from t2t_lite.metrics import parseval
 from t2t_lite.metrics.bleu import corpus_scores
 from t2t_lite.training.loss import token_statistics
 
@@ -60,30 +66,66 @@ class Evaluator:
             outputs.extend(t.decode("utf-8", errors="replace") for t in texts)
         return outputs
 
-    def bleu(self):
+    def _dev_pairs(self):
         if self._pairs is None:
             pairs = self.problem.eval_text_pairs(self.data_dir, "dev")
             self._pairs = pairs[:self.bleu_sentences]
-        if not self._pairs:
+        return self._pairs
+
+    def bleu(self):
+        """sacreBLEU and chrF of the first bleu_sentences dev translations."""
+        pairs = self._dev_pairs()
+        if not pairs:
             return {}
-        sources = [s for s, _ in self._pairs]
-        references = [t for _, t in self._pairs]
+        sources = [s for s, _ in pairs]
+        references = [t for _, t in pairs]
         scores = corpus_scores(self.translations(sources), references)
         return {"bleu": scores["bleu"], "chrf": scores["chrf"]}
+
+    def parseval(self):
+        """Bracket F1 of the decoder's trees for the first bleu_sentences dev sentences.
+
+        The gold tree is the dev target read back over the source words (exact for a well-formed
+        linearisation); outputs go through the problem's postprocess_output as in the decoder.
+        Targets carry no POS tags, so punctuation is recognised by its word form
+        (trees.PUNCTUATION_TAGS): close to, not exactly, EVALB on the treebank's own trees, which
+        t2t-lite-parseval --gold=<treebank trees> gives.
+        """
+        pairs = self._dev_pairs()
+        if not pairs:
+            return {}
+        sources = [s for s, _ in pairs]
+        gold = [trees.delinearise(target, source.split())[0] for source, target in pairs]
+        test = [parseval.read_test_line(self.problem.postprocess_output(source, output))
+                for source, output in zip(sources, self.translations(sources))]
+        scores = parseval.evaluate(gold, test).all.scores()
+        return {"f1": scores["f1"], "bracket_precision": scores["precision"],
+                "bracket_recall": scores["recall"]}
 
     def evaluate(self, with_bleu=True):
         metrics = self.loss_metrics()
         if with_bleu and self.bleu_sentences:
-            metrics.update(self.bleu())
+            metric = getattr(self.problem, "dev_metric", "bleu")
+            if metric not in DEV_METRICS:
+                raise UserError(f"problem {self.problem.name}: unknown dev_metric {metric!r}; "
+                                f"known: {', '.join(DEV_METRICS)}")
+            metrics.update(getattr(self, metric)())
         return metrics
 
 
+# Problem.dev_metric -> the Evaluator method computing it.
+DEV_METRICS = ("bleu", "parseval")
+# Metrics where higher is better, checked in this order to pick the best checkpoint.
+PRIMARY_METRICS = ("bleu", "f1")
+
+
 def is_better(metrics, best):
-    """Higher BLEU wins when both have it; otherwise lower dev loss."""
+    """Higher BLEU (translation) or bracket F1 (parsing) wins when both have it; else lower loss."""
     if best is None:
         return True
-    if "bleu" in metrics and "bleu" in best:
-        return metrics["bleu"] > best["bleu"]
+    for key in PRIMARY_METRICS:
+        if key in metrics and key in best:
+            return metrics[key] > best[key]
     return metrics["loss"] < best["loss"]
 
 
