@@ -1,11 +1,11 @@
-"""BLEU versus training minutes, from the checkpoints of one run (README "Results").
+"""BLEU versus training steps (or minutes), from the checkpoints of one run (README "Results").
 
-Every checkpoint records the training seconds spent to reach it (`trained_seconds`); this script
-translates a split with each checkpoint (beam search, the model's decode settings) and plots
-sacreBLEU against minutes.
+Every checkpoint is numbered by its step and records the training seconds spent to reach it
+(`trained_seconds`); this script translates a split with each checkpoint (beam search, the model's
+decode settings) and plots sacreBLEU against steps (machine-independent) or minutes.
 
     python bench/bleu_curve.py --model_dir=runs/ende_gettext/model \
-        --data_dir=runs/ende_gettext/data --split=dev --output=docs/bleu_curve.png
+        --data_dir=runs/ende_gettext/data --split=dev --output=docs/bleu_curve.png [--x=minutes]
 """
 import argparse
 import json
@@ -29,6 +29,8 @@ def main():
     parser.add_argument("--split", default="dev")
     parser.add_argument("--sentences", type=int, default=0, help="0: the whole split")
     parser.add_argument("--output", default="bleu_curve.png")
+    parser.add_argument("--x", choices=("steps", "minutes"), default="steps")
+    parser.add_argument("--title", default="small_cpu on translate_ende_gettext: beam 4, alpha 0.6")
     parser.add_argument("--reuse", default=None,
                         help="JSON lines printed by an earlier run: checkpoints found there are "
                              "not translated again (for extending a curve after more training)")
@@ -69,15 +71,18 @@ def main():
             hypotheses += [t.decode("utf-8") for t in out["outputs"].numpy()]
         scores = corpus_scores(hypotheses, references)
         points.append({"checkpoint": os.path.basename(path), "minutes": minutes,
+                       "steps": int(path.rsplit("-", 1)[1]),
                        "bleu": round(scores["bleu"], 2), "chrf": round(scores["chrf"], 2)})
         print(json.dumps(points[-1]), flush=True)
-    points = [p for p in points if p["minutes"] is not None]
+    points = [p for p in points if p.get(args.x) is not None]
+    xs = [p[args.x] for p in points]
     figure, axis = plt.subplots(figsize=(6, 4))
-    axis.plot([p["minutes"] for p in points], [p["bleu"] for p in points], "o-", label="BLEU")
-    axis.plot([p["minutes"] for p in points], [p["chrf"] for p in points], "s--", label="chrF")
-    axis.set_xlabel("training minutes (2 CPU cores)")
+    axis.plot(xs, [p["bleu"] for p in points], "o-", label="BLEU")
+    axis.plot(xs, [p["chrf"] for p in points], "s--", label="chrF")
+    axis.set_xlabel("training steps (~4,096 tokens each)" if args.x == "steps"
+                    else "training minutes (2 CPU cores)")
     axis.set_ylabel(f"sacreBLEU / chrF on {args.split} ({len(pairs)} sentences)")
-    axis.set_title("small_cpu on translate_ende_gettext: beam 4, alpha 0.6")
+    axis.set_title(args.title)
     axis.grid(alpha=0.3)
     axis.legend()
     figure.tight_layout()

@@ -54,10 +54,24 @@ def _set_verbosity():
     verbosity = flags.FLAGS.verbosity if flags.FLAGS["verbosity"].present else -1
     if verbosity >= 0 and not _USER_SET_CPP_LEVEL:
         os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"  # read when TensorFlow loads, after this
-    # TensorFlow's Python INFO lines (e.g. functional_saver's) go through the "tensorflow" logger.
+    # TensorFlow's Python INFO lines go through the "tensorflow" logger, and some (e.g.
+    # functional_saver's "Sharding callback duration") through absl's: below an explicit
+    # --verbosity only t2t_lite's own INFO lines (batching, skipped examples) pass.
     logging.getLogger("tensorflow").setLevel(logging.INFO if verbosity >= 0 else logging.WARNING)
-    if verbosity < 0 and not _USER_SET_CPP_LEVEL:
-        filter_stderr()
+    if verbosity < 0:
+        from absl import logging as absl_logging
+
+        absl_logging.get_absl_handler().addFilter(_own_info_only)
+        if not _USER_SET_CPP_LEVEL:
+            filter_stderr()
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _own_info_only(record):
+    return record.levelno > logging.INFO or os.path.abspath(record.pathname).startswith(
+        _PACKAGE_DIR)
 
 
 # glog/absl-style lines: "I0000 00:00:1796056222.613050    5086 port.cc:153] ..." (C++) and

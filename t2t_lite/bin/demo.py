@@ -3,9 +3,9 @@
     t2t-lite-demo [--run_dir=runs/ende_gettext] [--train_minutes=20]
 
 EN->DE from this machine's gettext catalogs: datagen, train `small_cpu` under a wall-clock
-budget, average the last checkpoints, export a SavedModel, translate the held-out test split with
-beam search through the export, and print sacreBLEU/chrF, samples and where everything is.
-Re-running the same command resumes.
+budget (its schedule fitted to the steps this machine makes in it), average the last checkpoints,
+export a SavedModel, translate the held-out test split with beam search through the export, and
+print sacreBLEU/chrF, samples and where everything is. Re-running the same command resumes.
 """
 from absl import flags
 
@@ -18,8 +18,10 @@ flags.DEFINE_string("problem", "translate_ende_gettext", "Registered problem.")
 flags.DEFINE_multi_string("problem_param", [], "key=value for the problem's constructor.")
 flags.DEFINE_string("hparams_set", "small_cpu", "gin hparams set.")
 flags.DEFINE_multi_string("gin_param", [], "gin binding overriding one value (repeatable).")
-flags.DEFINE_float("train_minutes", 20.0, "Training wall-clock budget (total, across re-runs).")
-flags.DEFINE_integer("train_steps", None, "Stop at this step if reached before the budget.")
+flags.DEFINE_float("train_minutes", 20.0, "Training wall-clock budget (total, across re-runs); "
+                   "0: none, train --train_steps.")
+flags.DEFINE_integer("train_steps", None, "At most this many steps (the plan of a budgeted set "
+                     "fits to them when they fit the budget).")
 flags.DEFINE_integer("average_last", None, "Checkpoints to average (default: the set's).")
 flags.DEFINE_integer("test_sentences", 0, "Translate only the first N test sentences (0: all).")
 

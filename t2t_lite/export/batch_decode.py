@@ -122,7 +122,9 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
     results = [[] for _ in texts]
     to_translate = [i for i, c in enumerate(counts) if c > 0]
     alpha = tf.constant(alpha, tf.float32)
-    extra_length = tf.constant(extra_length, tf.int32)
+    # Clamped in Python first: tf.constant would wrap a value past int32 silently.
+    limit = int(fixed["max_length"])
+    extra_length = tf.constant(max(-limit, min(int(extra_length), limit)), tf.int32)
     done = len(texts) - len(to_translate)
     for positions in plan_batches([lengths[i] for i in to_translate], batch_tokens):
         batch = [to_translate[p] for p in positions]

@@ -214,11 +214,11 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
                                              max_to_keep=1) if chief else None
     best, evals_without_improvement = None, 0
     stopped_because, last_path = "train_steps", restored
-    planner = (BudgetPlanner(train_config, options, step, train_steps, deadline, plan_warmup,
-                             plan_total, peak_learning_rate(make_schedule(model_config,
-                                                                          train_config),
-                                                            train_config), progress)
-               if budgeted else None)
+    planner = None
+    if budgeted:
+        peak = peak_learning_rate(make_schedule(model_config, train_config), train_config)
+        planner = BudgetPlanner(train_config, options, step, train_steps, deadline, plan_warmup,
+                                plan_total, peak, progress)
 
     def evaluate_and_keep_best(at_step):
         nonlocal best, evals_without_improvement
@@ -272,6 +272,8 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
                 stopped_because = "early_stopping"
                 break
 
+    if planner and stopped_because == "train_steps" and planner.total_steps < train_steps:
+        stopped_because = "end of the budget plan"
     if step > 0:
         divergence.verify(step, keeper)
         last_path = keeper.save(step)

@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # trains or runs the CLIs end to end; -m 'not slow' skips it
+
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):

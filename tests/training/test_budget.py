@@ -59,3 +59,59 @@ def test_auto_precision_follows_the_probe():
     assert policy == "mixed_bfloat16" and "2.6x" in why
     assert precision.choose("float32", probe=never)[0] == "float32"
     assert precision.choose("mixed_bfloat16", flags=set(), probe=never)[0] == "mixed_bfloat16"
+
+
+@pytest.mark.slow
+def test_budgeted_trainer_plans_from_its_step_rate_and_replans_when_resumed(tmp_path):
+    """A real tiny run under --train_minutes: the plan is printed, the run stops at the planned
+    step with the averaging checkpoints written, and a re-run with a larger cumulative budget
+    resumes and plans a longer run."""
+    import json
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from t2t_lite.data import datagen
+
+    params = ["max_length=8", "train_samples=5000", "eval_samples=100"]
+    data_dir, model_dir = tmp_path / "data", tmp_path / "model"
+    datagen.run("algorithmic_reverse", str(data_dir), problem_params=params)
+    command = [sys.executable, "-m", "t2t_lite.bin.trainer", "--problem=algorithmic_reverse",
+               f"--data_dir={data_dir}", f"--model_dir={model_dir}", "--hparams_set=tiny",
+               "--bleu_sentences=0", "--eval_batches=1", "--log_every=20", "--train_steps=100000",
+               *[f"--problem_param={p}" for p in params],
+               "--gin_param=TrainConfig.budget_schedule = True",
+               "--gin_param=TrainConfig.average_last = 3",
+               "--gin_param=TrainConfig.checkpoint_minutes = 0",
+               "--gin_param=TrainConfig.batch_tokens = 512",
+               "--gin_param=TrainConfig.max_tokens_per_replica = 512"]
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+
+    def run(minutes):
+        out = subprocess.run(command + [f"--train_minutes={minutes}"], env=env,
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-3000:]
+        plans = re.findall(r"plan: (\d+) steps \(([\d.]+) s/step measured, (\d+) steps fit\); "
+                           r"warmup (\d+) steps.*averaged at steps ([\d, ]+)", out.stdout)
+        assert plans, out.stdout
+        stopped = int(re.search(r"stopped at step (\d+)", out.stdout).group(1))
+        return [(int(t), float(r), int(f), int(w), [int(s) for s in a.split(", ")])
+                for t, r, f, w, a in plans], stopped
+
+    # Tracing the first step counts against the budget too (it is wall-clock): a minute leaves
+    # a few hundred tiny steps even on a loaded 2-core machine.
+    plans, stopped = run(1.0)
+    total, rate, fits, warmup, averaged = plans[-1]
+    assert total == fits and warmup == round(0.2 * total) and averaged[-1] == total
+    # The deadline stays a hard stop; the plan leaves room, so the run normally ends on plan.
+    assert 0 < stopped <= total
+    names = {os.path.basename(p) for p in tf.train.get_checkpoint_state(
+        str(model_dir)).all_model_checkpoint_paths}
+    assert {f"ckpt-{s}" for s in averaged if s <= stopped} <= names
+
+    plans2, stopped2 = run(1.6)
+    total2, _, _, warmup2, averaged2 = plans2[-1]
+    assert total2 > stopped and stopped2 > stopped
+    assert warmup2 == warmup  # the warmup already done is kept
+    assert min(averaged2) > stopped

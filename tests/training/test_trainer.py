@@ -19,6 +19,8 @@ from t2t_lite.errors import UserError
 from t2t_lite.training import checkpoints, model_dir as model_dir_lib
 from t2t_lite.training.trainer import TrainOptions, batch_plan, train
 
+pytestmark = pytest.mark.slow  # trains or runs the CLIs end to end; -m 'not slow' skips it
+
 HERE = pathlib.Path(__file__).resolve().parent
 PARAMS = ["max_length=8", "train_samples=20000", "eval_samples=200"]
 FAST = ["TrainConfig.batch_tokens = 2048", "TrainConfig.max_tokens_per_replica = 2048"]

@@ -12,6 +12,8 @@ from t2t_lite.data.tokenizers import RESERVED_TOKENS
 from t2t_lite.models.transformer import Transformer
 from t2t_lite.training import model_dir as model_dir_lib
 
+pytestmark = pytest.mark.slow  # trains or runs the CLIs end to end; -m 'not slow' skips it
+
 SYMBOLS = ["the", "cat", "sat", "on", "mat", "die", "Katze", "saß", "auf", "Matte"]
 # Beam 2 and a short max_length keep random-weight decoding (which rarely emits EOS) fast.
 # One layer: fewer figures to draw (the drawing itself is tested in test_attention.py).
