@@ -4,6 +4,7 @@
 each other with gin's `include`, resolved against the same folder.
 """
 import pathlib
+import re
 from typing import Iterable, Sequence, Tuple
 
 import gin
@@ -25,10 +26,18 @@ def list_hparams_sets() -> list:
     return sorted(p.relative_to(root).with_suffix("").as_posix() for p in root.rglob("*.gin"))
 
 
+# A set is named, never given as a path: your own gin files come in through --gin_file.
+_SET_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*")
+
+
 def hparams_file(name: str) -> pathlib.Path:
+    known = ", ".join(list_hparams_sets())
+    if not _SET_NAME.fullmatch(name or "") or ".." in name.split("/"):
+        raise UserError(f"--hparams_set names a set, not a path: {name!r} (known sets: {known}; "
+                        "your own gin file goes in --gin_file)")
     path = hparams_dir() / f"{name}.gin"
-    if not path.is_file() or ".." in pathlib.PurePosixPath(name).parts:
-        raise UserError(f"unknown hparams set {name!r}; known sets: {', '.join(list_hparams_sets())}")
+    if not path.is_file():
+        raise UserError(f"unknown hparams set {name!r}; known sets: {known}")
     return path
 
 

@@ -49,7 +49,7 @@ def test_gin_param_overrides_one_value():
 
 @pytest.mark.parametrize("name,params,message", [
     ("no_such_set", [], "unknown hparams set"),
-    ("../base", [], "unknown hparams set"),
+    ("../base", [], "names a set, not a path"),
     ("base", ["ModelConfig.no_such_field = 1"], "no_such_field"),
     ("base", ["ModelConfig.norm_position = 'sideways'"], "norm_position"),
     ("base", ["ModelConfig.num_layers = "], "bad gin"),

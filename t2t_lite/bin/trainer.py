@@ -16,6 +16,8 @@ flags.DEFINE_string("problem", None, "Registered problem name (see --registry_he
 flags.DEFINE_string("data_dir", None, "Where the problem's vocabulary and TFRecords are.")
 flags.DEFINE_string("model_dir", None, "Checkpoints, config and vocabulary of this run.")
 flags.DEFINE_string("hparams_set", "base", "gin hparams set (gin/<name>.gin).")
+flags.DEFINE_multi_string("gin_file", [], "Your own gin file, read after the set "
+                          "(repeatable); the set itself is named by --hparams_set.")
 flags.DEFINE_multi_string("gin_param", [], "gin binding overriding one value (repeatable).")
 flags.DEFINE_multi_string("problem_module", [], "Your module registering problems (repeatable).")
 flags.DEFINE_multi_string("problem_param", [], "key=value for the problem's constructor.")
@@ -51,7 +53,7 @@ def main(argv):
 
     train(TrainOptions(
         problem=FLAGS.problem, data_dir=FLAGS.data_dir, model_dir=FLAGS.model_dir,
-        hparams_set=FLAGS.hparams_set, gin_params=FLAGS.gin_param,
+        hparams_set=FLAGS.hparams_set, gin_files=FLAGS.gin_file, gin_params=FLAGS.gin_param,
         problem_modules=FLAGS.problem_module, problem_params=FLAGS.problem_param,
         train_steps=FLAGS.train_steps, train_minutes=FLAGS.train_minutes,
         generate_data=FLAGS.generate_data, tmp_dir=FLAGS.tmp_dir, num_gpus=FLAGS.num_gpus,

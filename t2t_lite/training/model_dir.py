@@ -2,12 +2,18 @@
 
 Layout:
     M/run.json          problem name, hparams set, gin params, vocabulary file name and size
-    M/config.gin        every gin binding in force (flat, no includes): reloads the exact configs
+    M/configs.json      the resolved ModelConfig / TrainConfig / DecodeConfig, as plain values:
+                        what every later tool reads
+    M/config.gin        every gin binding in force, for people to read (never executed again)
     M/operative_config.gin  gin's operative config (the values the run actually used)
     M/<vocabulary file> a copy of the problem's vocabulary
     M/ckpt-N.*          checkpoints (tf.train.CheckpointManager)
     M/.lock             held by the running trainer (fcntl), so a second trainer refuses
+
+A model_dir is data: someone may send you one. Tools read configs.json and bind its values; they
+never parse config.gin, whose `import` lines would run code on the reader's machine.
 """
+import dataclasses
 import fcntl
 import json
 import os
@@ -19,6 +25,7 @@ from t2t_lite import hparams
 from t2t_lite.errors import UserError
 
 RUN_INFO = "run.json"
+CONFIGS = "configs.json"
 CONFIG = "config.gin"
 OPERATIVE_CONFIG = "operative_config.gin"
 LOCK = ".lock"
@@ -76,8 +83,11 @@ def read_run_info(model_dir):
 
 
 def write_run_info(model_dir, problem_name, hparams_set, gin_params, vocab_path, vocab_size,
-                   extra=None):
-    """Records what later tools need; refuses to mix two different runs in one model_dir."""
+                   configs, extra=None):
+    """Records what later tools need; refuses to mix two different runs in one model_dir.
+
+    `configs` is the run's (ModelConfig, TrainConfig, DecodeConfig).
+    """
     os.makedirs(model_dir, exist_ok=True)
     info = {"problem": problem_name, "hparams_set": hparams_set, "gin_params": list(gin_params),
             "vocab_file": os.path.basename(vocab_path), "vocab_size": int(vocab_size)}
@@ -90,23 +100,39 @@ def write_run_info(model_dir, problem_name, hparams_set, gin_params, vocab_path,
             if old.get(key) != info[key]:
                 raise UserError(f"{model_dir} holds a run with {key}={old.get(key)!r}, not "
                                 f"{info[key]!r}; use another --model_dir")
-        old_config = open(os.path.join(model_dir, CONFIG), encoding="utf-8").read()
-        if _bindings(old_config) != _bindings(config_text):
+        old_model = _read_configs_json(model_dir).get("model") if os.path.isfile(
+            os.path.join(model_dir, CONFIGS)) else None
+        # Only the model's shape matters for resuming; budgets and schedules may change.
+        if old_model is not None and old_model != dataclasses.asdict(configs[0]):
             raise UserError(f"{model_dir} was trained with other hparams (see "
-                            f"{os.path.join(model_dir, CONFIG)}); resume with the same "
+                            f"{os.path.join(model_dir, CONFIGS)}); resume with the same "
                             "--hparams_set/--gin_param or use another --model_dir")
     vocab_copy = os.path.join(model_dir, info["vocab_file"])
     if os.path.abspath(vocab_path) != os.path.abspath(vocab_copy):
         shutil.copyfile(vocab_path, vocab_copy + ".tmp")
         os.replace(vocab_copy + ".tmp", vocab_copy)
     _write_atomic(os.path.join(model_dir, CONFIG), config_text)
+    _write_atomic(os.path.join(model_dir, CONFIGS), json.dumps(
+        {key: dataclasses.asdict(config) for key, config in zip(_CONFIG_KEYS, configs)},
+        indent=2) + "\n")
     _write_atomic(existing_path, json.dumps(info, indent=2) + "\n")
     return info
 
 
-def _bindings(config_text):
-    """Only the model's shape matters for resuming; budgets and schedules may change."""
-    return sorted(line for line in config_text.splitlines() if line.startswith("ModelConfig."))
+_CONFIG_KEYS = ("model", "train", "decode")
+_CONFIG_CLASSES = ("ModelConfig", "TrainConfig", "DecodeConfig")
+
+
+def _read_configs_json(model_dir):
+    path = os.path.join(model_dir, CONFIGS)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError) as error:
+        raise UserError(f"cannot read {path}: {error}") from None
+    if not isinstance(data, dict) or not all(isinstance(data.get(k), dict) for k in _CONFIG_KEYS):
+        raise UserError(f"{path} is not a t2t_lite configs file (needs model, train, decode)")
+    return data
 
 
 def write_operative_config(model_dir):
@@ -114,14 +140,41 @@ def write_operative_config(model_dir):
 
 
 def load_configs(model_dir, gin_params=()):
-    """(ModelConfig, TrainConfig, DecodeConfig) exactly as the run in model_dir used them."""
-    path = os.path.join(model_dir, CONFIG)
-    if not os.path.isfile(path):
-        raise UserError(f"{model_dir} has no {CONFIG}; train into it with t2t-lite-trainer first")
+    """(ModelConfig, TrainConfig, DecodeConfig) exactly as the run in model_dir used them.
+
+    Read from configs.json as values, never by executing the model_dir's gin. `gin_params` are
+    the caller's own overrides (its command line), bound on top.
+    """
+    if not os.path.isfile(os.path.join(model_dir, CONFIGS)):
+        return _load_legacy_configs(model_dir, gin_params)
+    data = _read_configs_json(model_dir)
     gin.clear_config()
     try:
-        # The file may bind a problem's configurables (e.g. translate_text_files.*); decoding
-        # does not need them, so ones whose module is not imported here are skipped.
+        for key, name in zip(_CONFIG_KEYS, _CONFIG_CLASSES):
+            for field, value in data[key].items():
+                gin.bind_parameter(f"{name}.{field}", value)
+        if gin_params:
+            gin.parse_config_files_and_bindings([], list(gin_params), finalize_config=False)
+    except (ValueError, KeyError, SyntaxError, TypeError) as error:
+        raise UserError(f"bad configuration in {os.path.join(model_dir, CONFIGS)}: "
+                        f"{' '.join(str(error).split())[:300]}") from None
+    return hparams.configs()
+
+
+def _load_legacy_configs(model_dir, gin_params):
+    """A model_dir from before configs.json: its config.gin is read only if it is bindings alone
+    (no `import` or `include`, the lines that would run or pull in code)."""
+    path = os.path.join(model_dir, CONFIG)
+    if not os.path.isfile(path):
+        raise UserError(f"{model_dir} has no {CONFIGS}; train into it with t2t-lite-trainer first")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip().startswith(("import ", "from ", "include ")):
+            raise UserError(f"refusing to read {path}: line {number} ({line.strip()[:60]!r}) "
+                            "would run or load code; a model_dir must be data")
+    gin.clear_config()
+    try:
         gin.parse_config_files_and_bindings([path], list(gin_params), finalize_config=False,
                                             skip_unknown=True)
     except (ValueError, KeyError, SyntaxError, IOError) as error:

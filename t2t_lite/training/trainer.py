@@ -41,6 +41,7 @@ class TrainOptions:
     problem_modules: Sequence[str] = ()  # user modules registering problems
     problem_params: Sequence[str] = ()  # key=value constructor arguments of the problem
     hparams_set: str = "base"
+    gin_files: Sequence[str] = ()  # the user's own gin files, after the set
     gin_params: Sequence[str] = ()
     train_steps: Optional[int] = None  # None: the set's TrainConfig.train_steps
     train_minutes: Optional[float] = None  # wall-clock budget of the training loop
@@ -101,8 +102,12 @@ def train(options: TrainOptions) -> TrainResult:
     for module in options.problem_modules:
         registry.import_problem_module(module)
     registry.list_problems()  # registers problem configurables before gin parses bindings
+    for path in options.gin_files:
+        if not os.path.isfile(path):
+            raise UserError(f"--gin_file {path} does not exist")
     model_config, train_config, decode_config = hparams.load(options.hparams_set,
-                                                             options.gin_params)
+                                                             options.gin_params,
+                                                             options.gin_files)
     train_steps = options.train_steps or train_config.train_steps
     # Seeding resets TF's kernel caches, which destroys resources such as the SentencePiece
     # op's model: it must come before any tokenizer is built.
@@ -127,7 +132,9 @@ def train(options: TrainOptions) -> TrainResult:
             model_dir_lib.write_run_info(
                 options.model_dir, problem.name, options.hparams_set, options.gin_params,
                 problem.vocab_path(options.data_dir), vocab_size,
-                extra={"problem_params": list(options.problem_params),
+                (model_config, train_config, decode_config),
+                extra={"gin_files": [os.path.abspath(p) for p in options.gin_files],
+                       "problem_params": list(options.problem_params),
                        "problem_modules": list(options.problem_modules),
                        "data_dir": os.path.abspath(options.data_dir)})
         return _train_loop(options, problem, tokenizer, strategy, chief, model_config,

@@ -41,10 +41,11 @@ def model_dir(tmp_path_factory):
     from t2t_lite.data.tokenizers import load_tokenizer
     vocab_size = load_tokenizer(vocab_path).vocab_size
 
-    model_config = hparams.load("tiny", GIN_PARAMS)[0]
+    configs = hparams.load("tiny", GIN_PARAMS)
+    model_config = configs[0]
     directory = str(root / "model")
     model_dir_lib.write_run_info(directory, "translate_export_test", "tiny", GIN_PARAMS,
-                                 vocab_path, vocab_size)
+                                 vocab_path, vocab_size, configs)
     keras.utils.set_random_seed(3)
     model = Transformer(model_config, vocab_size)
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model), directory,

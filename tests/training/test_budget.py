@@ -103,15 +103,22 @@ def test_budgeted_trainer_plans_from_its_step_rate_and_replans_when_resumed(tmp_
     # a few hundred tiny steps even on a loaded 2-core machine.
     plans, stopped = run(1.0)
     total, rate, fits, warmup, averaged = plans[-1]
-    assert total == fits and warmup == round(0.2 * total) and averaged[-1] == total
+    # The warmup is fixed once passed, so it is 20% of the total planned at that time.
+    assert total == fits and 0.15 * total <= warmup <= 0.25 * total and averaged[-1] == total
     # The deadline stays a hard stop; the plan leaves room, so the run normally ends on plan.
     assert 0 < stopped <= total
     names = {os.path.basename(p) for p in tf.train.get_checkpoint_state(
         str(model_dir)).all_model_checkpoint_paths}
     assert {f"ckpt-{s}" for s in averaged if s <= stopped} <= names
 
+    # Re-plans that move the total by under 2% are not printed: the warmup in force is the one
+    # the checkpoint holds.
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(model_dir)))
+    warmup_done = int(reader.get_tensor("plan_warmup/.ATTRIBUTES/VARIABLE_VALUE"))
+    assert abs(warmup_done - warmup) <= 0.05 * warmup
+
     plans2, stopped2 = run(1.6)
     total2, _, _, warmup2, averaged2 = plans2[-1]
     assert total2 > stopped and stopped2 > stopped
-    assert warmup2 == warmup  # the warmup already done is kept
+    assert warmup2 == warmup_done  # the warmup already done is kept
     assert min(averaged2) > stopped

@@ -27,10 +27,11 @@ def model_dir(tmp_path_factory):
     vocab_path = root / "toy.symbols.txt"
     vocab_path.write_text("\n".join(RESERVED_TOKENS + tuple(SYMBOLS)) + "\n", encoding="utf-8")
     vocab_size = len(RESERVED_TOKENS) + len(SYMBOLS)
-    config = hparams.load("tiny", GIN_PARAMS)[0]
+    configs = hparams.load("tiny", GIN_PARAMS)
+    config = configs[0]
     directory = str(root / "model")
     model_dir_lib.write_run_info(directory, "translate_toy", "tiny", GIN_PARAMS, str(vocab_path),
-                                 vocab_size)
+                                 vocab_size, configs)
     keras.utils.set_random_seed(1)
     model = Transformer(config, vocab_size)
     tf.train.CheckpointManager(tf.train.Checkpoint(model=model), directory, 1).save(5)
