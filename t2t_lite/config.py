@@ -84,6 +84,7 @@ class TrainConfig:
     # learning rate is the set's schedule at its warmup_steps.
     budget_schedule: bool = False
     budget_warmup_fraction: float = 0.2
+    budget_decay_fraction: float = 0.8  # the final share of steps decaying linearly to 0
     budget_average_fraction: float = 0.05  # the window the last `average_last` checkpoints span
     budget_eval_fraction: float = 0.05  # at most this share of the budget goes to dev evaluation
     jit_compile: bool = False
@@ -100,7 +101,8 @@ class TrainConfig:
         if self.mixed_precision not in ("auto", "float32", "mixed_bfloat16", "mixed_float16"):
             raise ValueError(f"mixed_precision must be auto, float32, mixed_bfloat16 or "
                              f"mixed_float16, got {self.mixed_precision!r}")
-        for name in ("budget_warmup_fraction", "budget_average_fraction", "budget_eval_fraction"):
+        for name in ("budget_warmup_fraction", "budget_average_fraction", "budget_eval_fraction",
+                     "budget_decay_fraction"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
 

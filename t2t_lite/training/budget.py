@@ -7,8 +7,9 @@ steps and plans the run around the steps that will fit:
 
 - total steps: what the measured rate fits into the budget left (minus the share kept for dev
   evaluation), capped by --train_steps;
-- warmup: a fraction of them, to the set's peak learning rate, then a linear decay to zero at the
-  last step, so every run ends annealed whatever its length;
+- warmup: a fraction of them, to the set's peak learning rate, held there, then a linear decay
+  to zero over the last `decay_fraction` of the run ("warmup-stable-decay"), so every run ends
+  annealed whatever its length and short runs keep their high learning rate long enough;
 - checkpoint averaging: `average_last` checkpoints spread over the last few percent of the run
   (the paper averaged the last ~1-4% of training), never over half of it;
 - dev evaluation: spaced so that evaluating costs at most `eval_fraction` of the budget.
@@ -31,18 +32,21 @@ class BudgetPlan:
     eval_every: int
     seconds_per_step: float
     steps_that_fit: Optional[int]  # None without a time budget
+    decay_start: int = 0  # the step where the linear decay to 0 begins
 
     def describe(self, peak_learning_rate):
         fit = ("no time budget" if self.steps_that_fit is None else
                f"{self.seconds_per_step:.2f} s/step measured, {self.steps_that_fit} steps fit")
         return (f"plan: {self.total_steps} steps ({fit}); warmup {self.warmup_steps} steps to "
-                f"lr {peak_learning_rate:.2e}, then linear decay to 0 at step {self.total_steps}; "
+                f"lr {peak_learning_rate:.2e}, held to step {self.decay_start}, then linear "
+                f"decay to 0 at step {self.total_steps}; "
                 f"dev evaluation every {self.eval_every} steps; checkpoints averaged at steps "
                 f"{', '.join(map(str, self.average_steps))}")
 
 
 def plan(step, seconds_left, seconds_per_step, max_steps, average_last, warmup_fraction=0.2,
-         average_fraction=0.05, eval_seconds=0.0, eval_fraction=0.05, warmup_steps=None):
+         average_fraction=0.05, eval_seconds=0.0, eval_fraction=0.05, warmup_steps=None,
+         decay_fraction=0.8):
     """The plan for a run at `step` with `seconds_left` of budget (None: no time limit).
 
     `warmup_steps` keeps an earlier plan's warmup once the run is past it (a resumed run
@@ -74,31 +78,41 @@ def plan(step, seconds_left, seconds_per_step, max_steps, average_last, warmup_f
     eval_every = max(1, math.ceil((total - step) / evals))
     return BudgetPlan(total_steps=total, warmup_steps=warmup_steps, average_steps=average_steps,
                       eval_every=eval_every, seconds_per_step=seconds_per_step,
-                      steps_that_fit=fits)
+                      steps_that_fit=fits,
+                      decay_start=decay_start(warmup_steps, total, decay_fraction))
+
+
+def decay_start(warmup, total, decay_fraction):
+    """The step where the decay begins: the last `decay_fraction` of the run, after warmup."""
+    return max(warmup, total - round(decay_fraction * total))
 
 
 @keras.saving.register_keras_serializable(package="t2t_lite")
 class BudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
-    """Linear warmup to `peak` over `warmup` steps, then linear decay to 0 at step `total`.
+    """Linear warmup to `peak` over `warmup` steps, held, then linear decay to 0 over the last
+    `decay_fraction` of the `total` steps.
 
     `warmup` and `total` are variables, so a plan made after measuring the step rate (or a
     resumed run's new plan) changes the schedule of an optimizer already built; the checkpoint
     keeps them.
     """
 
-    def __init__(self, peak, warmup, total):
+    def __init__(self, peak, warmup, total, decay_fraction=0.8):
         self.peak = peak
         self.warmup = warmup  # tf.Variable (int64) or a number
         self.total = total
+        self.decay_fraction = decay_fraction
 
     def __call__(self, step):
         step = ops.cast(step, "float32") + 1.0  # the optimizer counts from 0
         warmup = ops.cast(self.warmup, "float32")
         total = ops.maximum(ops.cast(self.total, "float32"), warmup + 1.0)
+        start = ops.maximum(warmup, ops.round(total - self.decay_fraction * total))
         rise = step / warmup
         # +1: the last planned step still moves the weights.
-        fall = (total + 1.0 - step) / (total + 1.0 - warmup)
+        fall = (total + 1.0 - step) / (total + 1.0 - start)
         return self.peak * ops.clip(ops.minimum(rise, fall), 0.0, 1.0)
 
     def get_config(self):
-        return {"peak": self.peak, "warmup": int(self.warmup), "total": int(self.total)}
+        return {"peak": self.peak, "warmup": int(self.warmup), "total": int(self.total),
+                "decay_fraction": self.decay_fraction}

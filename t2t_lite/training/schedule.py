@@ -52,7 +52,8 @@ def make_schedule(model_config, train_config, budget_variables=None):
         return schedule
     from t2t_lite.training.budget import BudgetSchedule
 
-    return BudgetSchedule(peak_learning_rate(schedule, train_config), *budget_variables)
+    return BudgetSchedule(peak_learning_rate(schedule, train_config), *budget_variables,
+                          decay_fraction=train_config.budget_decay_fraction)
 
 
 def peak_learning_rate(schedule, train_config):

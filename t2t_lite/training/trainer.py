@@ -392,7 +392,8 @@ class BudgetPlanner:
             warmup_fraction=self.config.budget_warmup_fraction,
             average_fraction=self.config.budget_average_fraction,
             eval_seconds=self._estimated_eval_seconds(seconds_per_step),
-            eval_fraction=self.config.budget_eval_fraction, warmup_steps=self.kept_warmup)
+            eval_fraction=self.config.budget_eval_fraction, warmup_steps=self.kept_warmup,
+            decay_fraction=self.config.budget_decay_fraction)
         if self.plan is None or self.next_eval is None:
             self.next_eval = step + new.eval_every
         elif new.eval_every != self.plan.eval_every:

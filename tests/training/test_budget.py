@@ -36,7 +36,7 @@ def test_plan_without_a_time_budget_uses_the_step_cap():
 
 def test_budget_schedule_warms_up_then_decays_linearly_to_zero():
     warmup, total = tf.Variable(10, dtype=tf.int64), tf.Variable(100, dtype=tf.int64)
-    schedule = budget.BudgetSchedule(2e-3, warmup, total)
+    schedule = budget.BudgetSchedule(2e-3, warmup, total, decay_fraction=0.9)
     lr = [float(schedule(step)) for step in range(100)]  # optimizer iterations 0..99
     assert lr[0] == pytest.approx(2e-4)
     assert lr[9] == pytest.approx(2e-3)  # step 10: the peak
@@ -47,6 +47,16 @@ def test_budget_schedule_warms_up_then_decays_linearly_to_zero():
     # A new plan changes the schedule of an optimizer already built.
     total.assign(200)
     assert float(schedule(99)) > 2e-3 * 0.4
+
+
+def test_budget_schedule_holds_the_peak_until_the_decay_share():
+    schedule = budget.BudgetSchedule(3e-3, tf.Variable(60, dtype=tf.int64),
+                                     tf.Variable(300, dtype=tf.int64), decay_fraction=0.4)
+    lr = [float(schedule(step)) for step in range(300)]
+    assert lr[59] == pytest.approx(3e-3) and lr[179] == pytest.approx(3e-3)  # steps 60..180
+    assert lr[239] == pytest.approx(3e-3 * (301 - 240) / 121)
+    assert 0 < lr[299] < 3e-5
+    assert budget.plan(0, None, 0.0, 300, 5, decay_fraction=0.4).decay_start == 180
 
 
 def test_auto_precision_follows_the_probe():
