@@ -1,8 +1,8 @@
 """Choosing the compute precision for the machine at hand (TrainConfig.mixed_precision = "auto").
 
 bfloat16 pays only where the CPU has bf16 units (AMX, AVX512_BF16): there oneDNN runs matmuls
-several times faster than float32. Without them TensorFlow falls back to a slow Eigen path
-("oneDNN supports DT_BFLOAT16 only on platforms with AVX-512"), ~100x slower for a training step.
+2-3x faster than float32. Without them TensorFlow falls back to a slow Eigen path
+("oneDNN supports DT_BFLOAT16 only on platforms with AVX-512"), about 30 s a step for `small`.
 So "auto" asks the CPU flags first and then a short matmul probe: bfloat16 only when it is
 measured faster.
 """

@@ -117,9 +117,12 @@ def test_budgeted_trainer_plans_from_its_step_rate_and_replans_when_resumed(tmp_
     assert total == fits and 0.15 * total <= warmup <= 0.25 * total and averaged[-1] == total
     # The deadline stays a hard stop; the plan leaves room, so the run normally ends on plan.
     assert 0 < stopped <= total
-    names = {os.path.basename(p) for p in tf.train.get_checkpoint_state(
-        str(model_dir)).all_model_checkpoint_paths}
-    assert {f"ckpt-{s}" for s in averaged if s <= stopped} <= names
+    # Re-plans under 2% are not printed, so the window's exact steps may have moved a little:
+    # the newest three checkpoints (average_last = 3) lie in the final 10% of the run.
+    numbers = sorted(int(p.rsplit("-", 1)[1]) for p in tf.train.get_checkpoint_state(
+        str(model_dir)).all_model_checkpoint_paths)
+    assert len(numbers) >= 3 and numbers[-1] == stopped
+    assert all(n >= 0.9 * stopped for n in numbers[-3:]), numbers
 
     # Re-plans that move the total by under 2% are not printed: the warmup in force is the one
     # the checkpoint holds.
