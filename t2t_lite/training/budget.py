@@ -56,7 +56,9 @@ def plan(step, seconds_left, seconds_per_step, max_steps, average_last, warmup_f
         fits = None
         total = max_steps
     else:
-        training_seconds = max(seconds_left * (1.0 - eval_fraction), 0.0)
+        # 3% more kept back for checkpoint saves and step-rate noise: the run should end on its
+        # plan, not on the deadline.
+        training_seconds = max(seconds_left * (1.0 - eval_fraction) * 0.97, 0.0)
         fits = step + int(training_seconds / max(seconds_per_step, 1e-9))
         total = min(max_steps, fits)
     total = max(total, step + 1, 1)

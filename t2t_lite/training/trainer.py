@@ -347,7 +347,7 @@ class BudgetPlanner:
         self.progress = progress
         self.timed_seconds, self.timed_steps = 0.0, 0
         self.eval_seconds = []
-        self.plan = None
+        self.plan = self.printed_plan = None
         self.next_eval = None
         restored_warmup = int(warmup_var.numpy())
         # A resumed run past its warmup keeps it: only the length is re-planned.
@@ -370,8 +370,11 @@ class BudgetPlanner:
         measured = self.timed_steps >= RATE_STEPS
         if self.deadline is None or not measured:
             return
-        in_window = self.plan and self.plan.average_steps and step >= self.plan.average_steps[0]
-        if self.plan is None or (step % self.options.log_every == 0 and not in_window):
+        # The plan freezes a little before its averaging window, so the window's checkpoints
+        # are not moved past while they are being written.
+        frozen = self.plan and (not self.plan.average_steps or step >= self.plan.average_steps[0]
+                                - 2 * self.options.log_every)
+        if self.plan is None or (step % self.options.log_every == 0 and not frozen):
             self._make_plan(step, self.timed_seconds / self.timed_steps)
 
     def evaluated(self, seconds):
@@ -398,8 +401,10 @@ class BudgetPlanner:
             self.next_eval = step + new.eval_every
         elif new.eval_every != self.plan.eval_every:
             self.next_eval = min(self.next_eval, step + new.eval_every)
-        changed = (self.plan is None
-                   or abs(new.total_steps - self.plan.total_steps) > 0.02 * self.plan.total_steps)
+        # Printed when it moved more than 2% from the plan last printed.
+        shown = self.printed_plan
+        changed = (shown is None
+                   or abs(new.total_steps - shown.total_steps) > 0.02 * shown.total_steps)
         self.plan = new
         if step >= new.warmup_steps:
             self.kept_warmup = new.warmup_steps
@@ -407,6 +412,7 @@ class BudgetPlanner:
         self.total_var.assign(new.total_steps)
         self.progress.total_steps = new.total_steps
         if changed:
+            self.printed_plan = new
             print(new.describe(self.peak), flush=True)
 
     def eval_due(self, step):
