@@ -99,15 +99,12 @@ def main(argv):
     raw_lines = batch_decode.split_lines(_read_input())
     translator = _translator()
     defaults = batch_decode.settings(translator)
-    extra_length = defaults["extra_length"]
-    if FLAGS.extra_length is not None:
-        # Nothing decodes past max_length; clamping keeps huge values inside int32.
-        limit = int(defaults["max_length"])
-        extra_length = max(-limit, min(FLAGS.extra_length, limit))
     outputs, stats = batch_decode.decode_lines(
         translator, raw_lines,
         alpha=defaults["alpha"] if FLAGS.alpha is None else FLAGS.alpha,
-        extra_length=extra_length,
+        # translate_texts clamps it to the model's max_length (huge values stay inside int32).
+        extra_length=defaults["extra_length"] if FLAGS.extra_length is None
+        else FLAGS.extra_length,
         nbest=FLAGS.nbest, print_scores=FLAGS.print_scores, batch_tokens=FLAGS.batch_tokens,
         progress=batch_decode.Progress())
     _write_output(outputs)

@@ -45,10 +45,7 @@ def format_report(problem, data_dir, manifests):
                      f"({m['num_examples']} examples in {m['num_shards']} shards{resumed}), "
                      f"skipped {sum(skipped.values())} ({detail}) in {m['seconds']}s")
     lines.append(f"  vocabulary: {problem.vocab_path(data_dir)}")
-    # Problems that can measure it report held-out sentences with a near-twin in train.
-    report_leaks = getattr(problem, "heldout_report", None)
-    if report_leaks:
-        lines += [f"  held-out leak check: {line}" for line in report_leaks(data_dir)]
+    lines += [f"  held-out leak check: {line}" for line in problem.heldout_report(data_dir)]
     return "\n".join(lines)
 
 

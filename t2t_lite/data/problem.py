@@ -72,6 +72,11 @@ class Problem:
         """
         return output_text
 
+    def heldout_report(self, data_dir, tmp_dir=None):
+        """Lines for the datagen report on held-out sentences with a near-twin in train (problems
+        that can measure it override this; see t2t_lite.data.overlap)."""
+        return []
+
     # --- names and files ---------------------------------------------------------------------
 
     @property

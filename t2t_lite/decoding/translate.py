@@ -26,8 +26,13 @@ def clamp_extra_length(model, extra_length):
     """
     limit = int(model.config.max_length)
     if isinstance(extra_length, int):
-        return max(-limit, min(extra_length, limit))
+        return clamp_to_limit(extra_length, limit)
     return tf.clip_by_value(tf.cast(extra_length, tf.int32), -limit, limit)
+
+
+def clamp_to_limit(extra_length, max_length):
+    """A python extra_length limited to [-max_length, max_length] (see clamp_extra_length)."""
+    return max(-max_length, min(int(extra_length), max_length))
 
 
 def decode_width(model, inputs, extra_length):

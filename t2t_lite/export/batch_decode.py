@@ -25,6 +25,7 @@ import time
 import tensorflow as tf
 
 from t2t_lite import registry
+from t2t_lite.decoding.translate import clamp_to_limit
 from t2t_lite.errors import UserError
 
 
@@ -123,8 +124,7 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
     to_translate = [i for i, c in enumerate(counts) if c > 0]
     alpha = tf.constant(alpha, tf.float32)
     # Clamped in Python first: tf.constant would wrap a value past int32 silently.
-    limit = int(fixed["max_length"])
-    extra_length = tf.constant(max(-limit, min(int(extra_length), limit)), tf.int32)
+    extra_length = tf.constant(clamp_to_limit(extra_length, int(fixed["max_length"])), tf.int32)
     done = len(texts) - len(to_translate)
     for positions in plan_batches([lengths[i] for i in to_translate], batch_tokens):
         batch = [to_translate[p] for p in positions]

@@ -24,7 +24,7 @@ import json
 import tensorflow as tf
 
 from t2t_lite.decoding.beam_search import length_penalty
-from t2t_lite.decoding.translate import translate
+from t2t_lite.decoding.translate import clamp_to_limit, translate
 
 PAD_ID = 0
 EOS_ID = 1
@@ -57,7 +57,7 @@ class TranslationModule(tf.Module):
         self.max_length = int(model.config.max_length)
         self.default_alpha = float(alpha)
         # Clamped as translate() clamps it, so any configured value fits the int32 signature.
-        self.default_extra_length = max(-self.max_length, min(int(extra_length), self.max_length))
+        self.default_extra_length = clamp_to_limit(extra_length, self.max_length)
         metadata = dict(metadata or {})
         metadata.update(beam_size=self.beam_size, alpha=self.default_alpha,
                         extra_length=self.default_extra_length, max_length=self.max_length,
