@@ -69,7 +69,9 @@ def plan(step, seconds_left, seconds_per_step, max_steps, average_last, warmup_f
     # checkpoint, spread evenly, ending at the last step.
     average_last = max(1, average_last)
     window = max(average_last, round(average_fraction * total))
-    spacing = max(1, window // average_last)
+    # A re-plan on a machine that slowed down can shorten the run so much that the window would
+    # start behind this step: squeeze it into the steps left, so its checkpoints are still written.
+    spacing = max(1, min(window, total - step) // average_last)
     average_steps = tuple(s for s in (total - spacing * i for i in reversed(range(average_last)))
                           if s > step)
     # Evaluations: as many as eval_fraction of the budget pays for, at least one (at the end).
