@@ -30,7 +30,7 @@ from t2t_lite import hparams  # noqa: E402
 from t2t_lite.data import vocab  # noqa: E402
 from t2t_lite.export import batch_decode, exporter, serving_module  # noqa: E402
 from t2t_lite.models.transformer import Transformer  # noqa: E402
-from t2t_lite.training import model_dir as model_dir_lib  # noqa: E402
+from t2t_lite.model_dir import files as model_dir_lib  # noqa: E402
 
 
 def build_model_dir(root, hparams_set, vocab_size, seed=0):

@@ -28,12 +28,22 @@ from absl import app  # noqa: E402
 from t2t_lite.errors import UserError  # noqa: E402
 
 
-def run(main):
-    """absl.app.run(main), with UserError turned into `error: ...` on stderr and exit status 1."""
+def run(main, required=(), problem_flags=False):
+    """absl.app.run(main) for every tool, so they all behave alike:
+
+    positional arguments are refused; with `problem_flags` (define_problem_flags), a
+    --registry_help prints the registry and exits; the `required` flags must be given; a
+    UserError becomes `error: ...` on stderr and exit status 1 (flag syntax errors: status 2).
+    """
 
     def guarded(argv):
         _set_verbosity()
         try:
+            if len(argv) > 1:
+                raise UserError(f"unexpected arguments: {' '.join(argv[1:])}")
+            if problem_flags and _print_registry_if_asked():
+                return None
+            _check_required(required)
             return main(argv)
         except UserError as error:
             print(f"error: {error}", file=sys.stderr)
@@ -44,6 +54,41 @@ def run(main):
     except app.UsageError as error:  # raised by absl for unknown / malformed flags
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
+
+
+def define_problem_flags(data_dir_help):
+    """The flags every tool that reads a problem shares (datagen, trainer)."""
+    from absl import flags
+
+    flags.DEFINE_string("problem", None, "Registered problem name (see --registry_help).")
+    flags.DEFINE_string("data_dir", None, data_dir_help)
+    flags.DEFINE_multi_string("problem_module", [], "Your module registering problems: a dotted "
+                              "name or a path to a .py file (repeatable).")
+    flags.DEFINE_multi_string("problem_param", [], "key=value for the problem's constructor, "
+                              "e.g. target_lang=es (repeatable).")
+    flags.DEFINE_bool("registry_help", False, "List problems and hparams sets, then exit.")
+
+
+def _print_registry_if_asked():
+    from absl import flags
+
+    from t2t_lite import registry
+
+    if not flags.FLAGS.registry_help:
+        return False
+    for module in flags.FLAGS.problem_module:
+        registry.import_problem_module(module)
+    print(registry.registry_help())
+    return True
+
+
+def _check_required(names):
+    from absl import flags
+
+    missing = [f"--{name}" for name in names if flags.FLAGS[name].value in (None, "")]
+    if missing:
+        raise UserError(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+                        "required (see --helpshort)")
 
 
 def _set_verbosity():

@@ -14,6 +14,7 @@ import gin
 class ModelConfig:
     """Architecture of the Transformer (paper section 3, Table 3 columns)."""
 
+    model: str = "transformer"  # the registered model class (t2t_lite.models.registry)
     num_layers: int = 6  # N, for both encoder and decoder stacks
     d_model: int = 512
     d_ff: int = 2048

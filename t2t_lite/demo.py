@@ -83,9 +83,10 @@ def run_demo(run_dir, problem="translate_ende_gettext", hparams_set="small_cpu",
     timings["train"] = timings.get("train", 0.0) + seconds
     run.state["train_summary"] = [l for l in out.splitlines() if l.startswith("stopped at")][-1:]
 
-    num_last = average_last or _set_average_last(model_dir)
-    run.tool("avg_checkpoints", f"--model_dir={model_dir}", f"--num_last={num_last}")
-    from t2t_lite.training.checkpoints import resolve_checkpoint
+    # Without --average_last, the tool averages the set's own TrainConfig.average_last.
+    run.tool("avg_checkpoints", f"--model_dir={model_dir}",
+             *([f"--num_last={average_last}"] if average_last else []))
+    from t2t_lite.model_dir.checkpoints import resolve_checkpoint
 
     checkpoint = resolve_checkpoint(model_dir)  # the average just written
 
@@ -115,12 +116,6 @@ def run_demo(run_dir, problem="translate_ende_gettext", hparams_set="small_cpu",
     run.save_state()
     _print_summary(run, results, echo)
     return results
-
-
-def _set_average_last(model_dir):
-    from t2t_lite.training import model_dir as model_dir_lib
-
-    return model_dir_lib.load_configs(model_dir)[1].average_last
 
 
 def _newest_version(export_dir):

@@ -1,7 +1,9 @@
-"""Hparam sets: gin files in t2t_lite/hparams_sets (gin/ in a checkout), one name per file.
+"""The one module that parses gin: hparam sets, the user's gin files and bindings.
 
+Hparam sets are gin files in t2t_lite/hparams_sets (gin/ in a checkout), one name per file:
 `--hparams_set=base` reads base.gin, `table3/B_dk16` reads table3/B_dk16.gin. Sets derive from
-each other with gin's `include`, resolved against the same folder.
+each other with gin's `include`, resolved against the same folder. Everything below this module
+receives plain dataclasses (t2t_lite.config); a model_dir stores them as values, never as gin.
 """
 import pathlib
 import re
@@ -69,6 +71,46 @@ def configs() -> Tuple[ModelConfig, TrainConfig, DecodeConfig]:
 def load(name: str, gin_params: Iterable[str] = (),
          gin_files: Sequence[str] = ()) -> Tuple[ModelConfig, TrainConfig, DecodeConfig]:
     parse(name, gin_params, gin_files)
+    return configs()
+
+
+def bind(gin_files: Sequence[str] = (), gin_params: Iterable[str] = ()) -> None:
+    """Adds the user's gin files and bindings to what gin binds (datagen's problem settings)."""
+    if not gin_files and not gin_params:
+        return
+    try:
+        gin.parse_config_files_and_bindings(list(gin_files), list(gin_params))
+    except (ValueError, KeyError, SyntaxError, IOError) as error:
+        raise UserError(f"gin: {_one_line(error)}") from None
+
+
+def config_text() -> str:
+    """Every binding in force, for people to read (a model_dir's config.gin)."""
+    return gin.config_str()
+
+
+def operative_config_text() -> str:
+    """The values the run actually used (a model_dir's operative_config.gin)."""
+    return gin.operative_config_str()
+
+
+def load_bindings_file(path: str) -> Tuple[ModelConfig, TrainConfig, DecodeConfig]:
+    """The configs a file of plain bindings gives (a model_dir from before configs.json).
+
+    Lines that would run or pull in code (`import`, `from`, `include`) are refused: a model_dir
+    someone sends you must stay data.
+    """
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip().startswith(("import ", "from ", "include ")):
+            raise UserError(f"refusing to read {path}: line {number} ({line.strip()[:60]!r}) "
+                            "would run or load code; a model_dir must be data")
+    gin.clear_config()
+    try:
+        gin.parse_config_files_and_bindings([path], [], finalize_config=False, skip_unknown=True)
+    except (ValueError, KeyError, SyntaxError, IOError) as error:
+        raise UserError(f"bad gin configuration in {path}: {_one_line(error)}") from None
     return configs()
 
 

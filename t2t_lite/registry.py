@@ -84,6 +84,18 @@ def problem(name, **params):
     return cls(**params)
 
 
+def parse_params(pairs):
+    """["key=value", ...] (--problem_param) -> {key: value}; values stay strings, problems
+    convert them."""
+    params = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UserError(f"--problem_param must look like key=value, got {pair!r}")
+        params[key.strip()] = value
+    return params
+
+
 def import_problem_module(spec):
     """Imports a user's module so its @register_problem classes land in the registry.
 

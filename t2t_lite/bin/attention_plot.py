@@ -20,12 +20,9 @@ flags.DEFINE_string("checkpoint_path", None, "Checkpoint to load (default: as t2
 flags.DEFINE_integer("beam_size", None, "Beam size (default: the model_dir's DecodeConfig).")
 flags.DEFINE_float("alpha", None, "Length penalty exponent (default: the model's setting).")
 flags.DEFINE_integer("extra_length", None, "Max output length = input length + this.")
-flags.mark_flags_as_required(["model_dir", "source", "output_dir"])
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise cli.UserError(f"unexpected arguments: {' '.join(argv[1:])}")
     from t2t_lite.viz import sentence  # after flag parsing: TensorFlow is slow to import
 
     print(sentence.plot_sentence(FLAGS.model_dir, FLAGS.source, FLAGS.output_dir,
@@ -35,7 +32,7 @@ def main(argv):
 
 
 def run():
-    cli.run(main)
+    cli.run(main, required=('model_dir', 'source', 'output_dir'))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """t2t-lite-avg-checkpoints: average the last N checkpoints (paper: 5 for base, 20 for big).
 
-    t2t-lite-avg-checkpoints --model_dir=M --num_last=5 [--output_dir=O]
+    t2t-lite-avg-checkpoints --model_dir=M [--num_last=N] [--output_dir=O]
+
+N defaults to the run's own TrainConfig.average_last (5 in base, 20 in big, 1 in Table 3 rows).
 
 The result goes to M/averaged (or O), which t2t-lite-decoder and t2t-lite-exporter prefer over
 the newest raw checkpoint.
@@ -8,32 +10,32 @@ the newest raw checkpoint.
 from absl import flags
 
 from t2t_lite import cli
-from t2t_lite.errors import UserError
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "A t2t-lite-trainer model_dir.")
-flags.DEFINE_integer("num_last", 5, "How many of the newest checkpoints to average.")
+flags.DEFINE_integer("num_last", None, "How many of the newest checkpoints to average "
+                     "(default: the set's TrainConfig.average_last, as the run recorded it).")
 flags.DEFINE_string("output_dir", None, "Where to write the average (default: M/averaged).")
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise UserError(f"unexpected arguments: {' '.join(argv[1:])}")
-    if not FLAGS.model_dir:
-        raise UserError("--model_dir is required")
-    from t2t_lite.training.checkpoints import average_checkpoints
+    from t2t_lite.model_dir import files
+    from t2t_lite.model_dir.checkpoints import average_checkpoints
 
-    path, averaged = average_checkpoints(FLAGS.model_dir, FLAGS.num_last, FLAGS.output_dir)
+    num_last = FLAGS.num_last
+    if num_last is None:
+        num_last = files.load_configs(FLAGS.model_dir)[1].average_last
+    path, averaged = average_checkpoints(FLAGS.model_dir, num_last, FLAGS.output_dir)
     names = ", ".join(p.rsplit("/", 1)[-1] for p in averaged)
-    if len(averaged) < FLAGS.num_last:  # not silently: the paper's recipe needs num_last
-        print(f"averaged {len(averaged)} of the {FLAGS.num_last} checkpoints asked for: only "
+    if len(averaged) < num_last:  # not silently: the paper's recipe needs num_last
+        print(f"averaged {len(averaged)} of the {num_last} checkpoints asked for: only "
               f"{len(averaged)} in {FLAGS.model_dir} ({names}) into {path}")
     else:
         print(f"averaged {len(averaged)} checkpoints ({names}) into {path}")
 
 
 def run():
-    cli.run(main)
+    cli.run(main, required=("model_dir",))
 
 
 if __name__ == "__main__":

@@ -14,18 +14,15 @@ flags.DEFINE_enum("tokenize", bleu.DEFAULT_TOKENIZER, bleu.TOKENIZERS,
                   "sacreBLEU tokenizer for the detokenized BLEU.")
 flags.DEFINE_string("lang", "de", "Target language for the paper's Moses-tokenized BLEU "
                     "(compounds are split for de, as in tensor2tensor's get_ende_bleu.sh).")
-flags.mark_flags_as_required(["translation", "reference"])
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise cli.UserError(f"unexpected arguments: {' '.join(argv[1:])}")
     print(report.score_files(FLAGS.translation, FLAGS.reference, tokenize=FLAGS.tokenize,
                              lang=FLAGS.lang))
 
 
 def run():
-    cli.run(main)
+    cli.run(main, required=('translation', 'reference'))
 
 
 if __name__ == "__main__":

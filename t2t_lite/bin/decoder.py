@@ -86,8 +86,6 @@ def _write_output(lines):
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise cli.UserError(f"unexpected arguments: {' '.join(argv[1:])}")
     out_dir = os.path.dirname(os.path.abspath(FLAGS.decode_to_file or "."))
     if FLAGS.decode_to_file and not os.path.isdir(out_dir):
         raise cli.UserError(f"--decode_to_file: folder {out_dir} does not exist")

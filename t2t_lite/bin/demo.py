@@ -10,7 +10,6 @@ print sacreBLEU/chrF, samples and where everything is. Re-running the same comma
 from absl import flags
 
 from t2t_lite import cli
-from t2t_lite.errors import UserError
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("run_dir", "runs/ende_gettext", "Folder for everything this run writes.")
@@ -27,8 +26,6 @@ flags.DEFINE_integer("test_sentences", 0, "Translate only the first N test sente
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise UserError(f"unexpected arguments: {' '.join(argv[1:])}")
     from t2t_lite.demo import run_demo
 
     run_demo(FLAGS.run_dir, problem=FLAGS.problem, hparams_set=FLAGS.hparams_set,

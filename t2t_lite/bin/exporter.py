@@ -17,12 +17,9 @@ flags.DEFINE_integer("beam_size", None, "Beam size fixed in the export (default:
 flags.DEFINE_float("alpha", None, "Default length penalty alpha (default: model_dir's).")
 flags.DEFINE_integer("extra_length", None,
                      "Default max output length = input length + this (default: model_dir's).")
-flags.mark_flags_as_required(["model_dir", "export_dir"])
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise cli.UserError(f"unexpected arguments: {' '.join(argv[1:])}")
     if FLAGS.beam_size is not None and FLAGS.beam_size < 1:
         raise cli.UserError(f"--beam_size must be >= 1, got {FLAGS.beam_size}")
     from absl import logging
@@ -38,7 +35,7 @@ def main(argv):
 
 
 def run():
-    cli.run(main)
+    cli.run(main, required=('model_dir', 'export_dir'))
 
 
 if __name__ == "__main__":

@@ -14,17 +14,14 @@ from t2t_lite.metrics import parseval
 FLAGS = flags.FLAGS
 flags.DEFINE_string("gold", None, "Gold trees (.mrg style or one bracketed tree per line).")
 flags.DEFINE_string("test", None, "Parsed trees, one per line, in the gold's order.")
-flags.mark_flags_as_required(["gold", "test"])
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise cli.UserError(f"unexpected arguments: {' '.join(argv[1:])}")
     print(parseval.format_result(parseval.evaluate_files(FLAGS.gold, FLAGS.test)))
 
 
 def run():
-    cli.run(main)
+    cli.run(main, required=('gold', 'test'))
 
 
 if __name__ == "__main__":

@@ -12,8 +12,6 @@ flags.DEFINE_bool("build", False, "also build the Keras model and count its vari
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise cli.UserError(f"unexpected arguments: {' '.join(argv[1:])}")
     model_config = hparams.load(FLAGS.hparams_set, FLAGS.gin_param)[0]
     print(params.describe(FLAGS.hparams_set, model_config, FLAGS.vocab_size))
     if FLAGS.build:

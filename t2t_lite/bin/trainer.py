@@ -8,19 +8,15 @@ Re-running the same command resumes from the latest checkpoint in --model_dir.
 """
 from absl import flags
 
-from t2t_lite import cli, registry
-from t2t_lite.errors import UserError
+from t2t_lite import cli
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("problem", None, "Registered problem name (see --registry_help).")
-flags.DEFINE_string("data_dir", None, "Where the problem's vocabulary and TFRecords are.")
+cli.define_problem_flags("Where the problem's vocabulary and TFRecords are.")
 flags.DEFINE_string("model_dir", None, "Checkpoints, config and vocabulary of this run.")
 flags.DEFINE_string("hparams_set", "base", "gin hparams set (gin/<name>.gin).")
 flags.DEFINE_multi_string("gin_file", [], "Your own gin file, read after the set "
                           "(repeatable); the set itself is named by --hparams_set.")
 flags.DEFINE_multi_string("gin_param", [], "gin binding overriding one value (repeatable).")
-flags.DEFINE_multi_string("problem_module", [], "Your module registering problems (repeatable).")
-flags.DEFINE_multi_string("problem_param", [], "key=value for the problem's constructor.")
 flags.DEFINE_integer("train_steps", None, "Steps to train to (default: the set's).")
 flags.DEFINE_float("train_minutes", None, "Wall-clock budget for training, in minutes.")
 flags.DEFINE_bool("generate_data", False, "Run datagen for the problem first (skips done work).")
@@ -35,20 +31,9 @@ flags.DEFINE_integer("eval_beam_size", 1, "Beam for BLEU during training (1: gre
 flags.DEFINE_integer("early_stopping_evals", 0, "Stop after N evaluations without improvement.")
 flags.DEFINE_integer("log_every", 50, "Steps between progress lines.")
 flags.DEFINE_bool("print_params", False, "Print the model's parameter count.")
-flags.DEFINE_bool("registry_help", False, "List problems and hparams sets, then exit.")
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise UserError(f"unexpected arguments: {' '.join(argv[1:])}")
-    if FLAGS.registry_help:
-        for module in FLAGS.problem_module:
-            registry.import_problem_module(module)
-        print(registry.registry_help())
-        return
-    for name in ("problem", "data_dir", "model_dir"):
-        if not getattr(FLAGS, name):
-            raise UserError(f"--{name} is required (see --helpshort)")
     from t2t_lite.training.trainer import TrainOptions, train
 
     train(TrainOptions(
@@ -64,7 +49,7 @@ def main(argv):
 
 
 def run():
-    cli.run(main)
+    cli.run(main, required=("problem", "data_dir", "model_dir"), problem_flags=True)
 
 
 if __name__ == "__main__":

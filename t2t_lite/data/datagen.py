@@ -1,34 +1,16 @@
 """Datagen as one library call: resolve the problem (built-in, user module, params, gin), build
 its vocabulary and shards, and return a human-readable report."""
-import gin
-
-from t2t_lite import registry
-from t2t_lite.errors import UserError
+from t2t_lite import hparams, registry
 
 REPORT_KEYS = ("written", "read")
-
-
-def parse_params(pairs):
-    """["key=value", ...] -> {key: value} (values stay strings; problems convert them)."""
-    params = {}
-    for pair in pairs or ():
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise UserError(f"--problem_param must look like key=value, got {pair!r}")
-        params[key.strip()] = value
-    return params
 
 
 def build_problem(name, problem_modules=(), problem_params=(), gin_files=(), gin_params=()):
     for module in problem_modules or ():
         registry.import_problem_module(module)
     registry.list_problems()  # built-ins first, so gin knows their configurables
-    if gin_files or gin_params:
-        try:
-            gin.parse_config_files_and_bindings(gin_files, gin_params)
-        except (ValueError, IOError) as e:
-            raise UserError(f"gin: {e}") from None
-    return registry.problem(name, **parse_params(problem_params))
+    hparams.bind(gin_files, gin_params)
+    return registry.problem(name, **registry.parse_params(problem_params))
 
 
 def format_report(problem, data_dir, manifests):

@@ -17,9 +17,8 @@ import sentencepiece
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-PAD_ID = 0
-EOS_ID = 1
-UNK_ID = 2
+from t2t_lite.ids import EOS_ID, PAD_ID, UNK_ID  # noqa: F401  (re-exported for problems)
+
 RESERVED_TOKENS = ("<pad>", "</s>", "<unk>")
 
 SENTENCEPIECE_SUFFIX = ".spm.model"

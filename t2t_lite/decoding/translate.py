@@ -7,9 +7,7 @@ tf.function (with jit_compile=True for XLA).
 import tensorflow as tf
 
 from t2t_lite.decoding.beam_search import beam_search
-
-PAD_ID = 0
-EOS_ID = 1
+from t2t_lite.ids import EOS_ID, PAD_ID
 
 
 def input_lengths(inputs):

@@ -1,9 +1,10 @@
 """File-level batch decoding: lines in, exactly one output line per input line, in input order.
 
-Works with anything that has the TranslationModule interface (`token_counts`,
-`translate_with_settings`, `describe`): a module built from a checkpoint or a loaded SavedModel.
-Lines are sorted by token count (longest first, so memory trouble shows up at once), grouped into
-batches of about `batch_tokens` source tokens, translated, and written back in input order.
+Works with anything that has the TranslationModule interface (`tokenize`, `translate_ids`,
+`describe`): a module built from a checkpoint or a loaded SavedModel. Every line is tokenized once
+(`tokenize`); the ids are sorted by length (longest first, so memory trouble shows up at once),
+grouped into batches of about `batch_tokens` source tokens, translated (`translate_ids`), and
+written back in input order.
 
 Whatever a line holds, it yields one output line: bytes that are not UTF-8 are replaced (U+FFFD)
 and counted, a carriage return inside a line is a space, an empty or blank line gives an empty
@@ -22,11 +23,15 @@ import json
 import sys
 import time
 
+import numpy as np
 import tensorflow as tf
 
 from t2t_lite import registry
 from t2t_lite.decoding.translate import clamp_to_limit
 from t2t_lite.errors import UserError
+from t2t_lite.ids import PAD_ID
+
+TOKENIZE_CHUNK = 4096  # lines per `tokenize` call
 
 
 @dataclasses.dataclass
@@ -100,6 +105,27 @@ def settings(translator):
     return json.loads(translator.describe().numpy().decode("utf-8"))
 
 
+def tokenize_texts(translator, texts):
+    """list of str -> (per text, its ids as the model reads them: truncated, EOS-terminated;
+    per text, its token count before truncation). One `tokenize` call per chunk of lines."""
+    source_ids, counts = [], []
+    for start in range(0, len(texts), TOKENIZE_CHUNK):
+        result = translator.tokenize(tf.constant(texts[start:start + TOKENIZE_CHUNK], tf.string))
+        ids, chunk_counts = result["ids"].numpy(), result["token_counts"].numpy()
+        width = ids.shape[1]
+        for row, count in zip(ids, chunk_counts.tolist()):
+            source_ids.append(row[:min(count + 1, width)])  # the tokens kept and EOS
+            counts.append(count)
+    return source_ids, counts
+
+
+def _pad(rows):
+    batch = np.full([len(rows), max(len(r) for r in rows)], PAD_ID, np.int32)
+    for i, row in enumerate(rows):
+        batch[i, :len(row)] = row
+    return tf.constant(batch)
+
+
 def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_tokens=4096,
                     progress=None, stats=None):
     """list of str -> list (same order) of n-best lists [(text, score)] of length nbest.
@@ -112,13 +138,12 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
     if not 1 <= nbest <= fixed["beam_size"]:
         raise UserError(f"--nbest must be between 1 and the beam size {fixed['beam_size']}, "
                         f"got {nbest}")
-    counts = []
-    for start in range(0, len(texts), 4096):
-        chunk = tf.constant(texts[start:start + 4096], tf.string)
-        counts.extend(translator.token_counts(chunk).numpy().tolist())
+    if not (hasattr(translator, "tokenize") and hasattr(translator, "translate_ids")):
+        raise UserError("this export has no tokenize/translate_ids functions (an older "
+                        "t2t_lite wrote it); re-export it with t2t-lite-exporter")
+    source_ids, counts = tokenize_texts(translator, texts)
     stats.empty += sum(1 for c in counts if c == 0)
     stats.truncated += sum(1 for c in counts if c > fixed["max_source_tokens"])
-    lengths = [min(c, fixed["max_source_tokens"]) for c in counts]
 
     results = [[] for _ in texts]
     to_translate = [i for i, c in enumerate(counts) if c > 0]
@@ -126,10 +151,11 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
     # Clamped in Python first: tf.constant would wrap a value past int32 silently.
     extra_length = tf.constant(clamp_to_limit(extra_length, int(fixed["max_length"])), tf.int32)
     done = len(texts) - len(to_translate)
-    for positions in plan_batches([lengths[i] for i in to_translate], batch_tokens):
+    lengths = [len(source_ids[i]) - 1 for i in to_translate]  # tokens kept, EOS not counted
+    for positions in plan_batches(lengths, batch_tokens):
         batch = [to_translate[p] for p in positions]
-        result = translator.translate_with_settings(
-            tf.constant([texts[i] for i in batch], tf.string), alpha, extra_length)
+        result = translator.translate_ids(_pad([source_ids[i] for i in batch]), alpha,
+                                          extra_length)
         outputs, scores = result["outputs"].numpy(), result["scores"].numpy()
         for row, index in enumerate(batch):
             results[index] = [(outputs[row, k].decode("utf-8", errors="replace"),

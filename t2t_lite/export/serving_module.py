@@ -1,13 +1,18 @@
-"""The text-in/text-out translation module behind both the decoder and the exported SavedModel.
+"""The text-in/text-out translation module: the one place where text becomes ids and back.
 
 Tokenization, truncation, beam search and detokenization all run inside tf.functions, so the
-checkpoint path (t2t-lite-decoder --model_dir) and the SavedModel path (--export_dir, TF Serving)
-execute the same graph. Signatures (all take batches; the batch is the leading dimension of every
-output, as TF Serving's row-format REST API requires):
+checkpoint path (t2t-lite-decoder --model_dir), the SavedModel path (--export_dir, TF Serving),
+dev BLEU during training (training/evaluation.py) and the attention plots (viz/sentence.py) run
+the same code. Signatures (all take batches; the batch is the leading dimension of every output,
+as TF Serving's row-format REST API requires):
 
     serving_default          inputs string [B]            -> outputs string [B], scores float [B]
     nbest                    inputs string [B]            -> outputs string [B, K], scores [B, K]
     translate_with_settings  inputs [B], alpha float [], extra_length int32 []
+                                                          -> outputs string [B, K], scores [B, K]
+    tokenize                 inputs string [B]            -> ids int32 [B, W] (EOS-terminated,
+                                                             0-padded), token_counts int32 [B]
+    translate_ids            ids int32 [B, W], alpha, extra_length
                                                           -> outputs string [B, K], scores [B, K]
     score                    inputs [B], targets [B]      -> log_prob, score float [B],
                                                              target_length int32 [B]
@@ -16,20 +21,22 @@ output, as TF Serving's row-format REST API requires):
                              source_tokens / target_tokens string [B, S] / [B, T]
 
 Scores are log probability / GNMT length penalty ((5 + length) / 6) ** alpha, length counting EOS.
-A source with no tokens (empty or blank) translates to "" with score 0.
+A source with no tokens (empty or blank) translates to "" with score 0. The file decoder
+(batch_decode.py) tokenizes once with `tokenize`, sorts and batches the ids, and translates them
+with `translate_ids`: each line is tokenized exactly once.
 """
-import dataclasses
 import json
 
 import tensorflow as tf
 
 from t2t_lite.decoding.beam_search import length_penalty
 from t2t_lite.decoding.translate import clamp_to_limit, translate
-
-PAD_ID = 0
-EOS_ID = 1
+from t2t_lite.ids import EOS_ID, PAD_ID
 
 STRINGS = tf.TensorSpec([None], tf.string)
+IDS = tf.TensorSpec([None, None], tf.int32)
+ALPHA = tf.TensorSpec([], tf.float32)
+EXTRA_LENGTH = tf.TensorSpec([], tf.int32)
 
 
 class _Untracked:
@@ -72,15 +79,24 @@ class TranslationModule(tf.Module):
 
     # ---- preprocessing ------------------------------------------------------------------------
     @tf.function(input_signature=[STRINGS])
-    def token_counts(self, inputs):
-        """Tokens per text before truncation (EOS not counted), int32 [B]."""
-        return tf.cast(self.tokenizer.encode(inputs).row_lengths(), tf.int32)
+    def tokenize(self, inputs):
+        """strings [B] -> ids int32 [B, W] as the model reads them (at most max_length - 1 tokens,
+        then EOS, 0-padded) and token_counts int32 [B] (tokens before truncation, EOS not
+        counted; 0 for an empty or blank text)."""
+        pieces = self.tokenizer.encode(inputs)
+        return {"ids": self._with_eos(pieces),
+                "token_counts": tf.cast(pieces.row_lengths(), tf.int32)}
+
+    def _with_eos(self, pieces):
+        """ragged ids [B, (n)] -> int32 [B, W]: at most max_length - 1 tokens, EOS, 0-padded."""
+        pieces = pieces[:, :self.max_length - 1]
+        eos = tf.RaggedTensor.from_tensor(
+            tf.fill([pieces.nrows(), 1], tf.constant(EOS_ID, pieces.dtype)))
+        return tf.concat([pieces, eos], axis=1).to_tensor(default_value=PAD_ID)
 
     def _ids_with_eos(self, texts):
-        """strings [B] -> int32 [B, W]: at most max_length - 1 tokens, then EOS, 0-padded."""
-        ids = self.tokenizer.encode(texts)[:, :self.max_length - 1]
-        eos = tf.RaggedTensor.from_tensor(tf.fill([ids.nrows(), 1], tf.constant(EOS_ID, ids.dtype)))
-        return tf.concat([ids, eos], axis=1).to_tensor(default_value=PAD_ID)
+        """strings [B] -> int32 [B, W] (see tokenize)."""
+        return self._with_eos(self.tokenizer.encode(texts))
 
     def _token_strings(self, ids):
         """int32 [B, W] -> string [B, W], each id decoded on its own ("" for pad and EOS)."""
@@ -89,16 +105,21 @@ class TranslationModule(tf.Module):
         return tf.reshape(pieces, shape)
 
     # ---- translation --------------------------------------------------------------------------
-    @tf.function(input_signature=[STRINGS, tf.TensorSpec([], tf.float32),
-                                  tf.TensorSpec([], tf.int32)])
+    @tf.function(input_signature=[STRINGS, ALPHA, EXTRA_LENGTH])
     def translate_with_settings(self, inputs, alpha, extra_length):
-        source = self._ids_with_eos(inputs)
-        sequences, scores = translate(self.model, source, beam_size=self.beam_size, alpha=alpha,
+        return self.translate_ids(self._ids_with_eos(inputs), alpha, extra_length)
+
+    @tf.function(input_signature=[IDS, ALPHA, EXTRA_LENGTH])
+    def translate_ids(self, ids, alpha, extra_length):
+        """ids as `tokenize` gives them (rows may carry extra 0 padding) -> n-best texts."""
+        sequences, scores = translate(self.model, ids, beam_size=self.beam_size, alpha=alpha,
                                       extra_length=extra_length)
         shape = tf.shape(sequences)  # [B, K, L]
         texts = self.tokenizer.decode(tf.reshape(sequences, [-1, shape[2]]))
         texts = tf.reshape(texts, shape[:2])
-        empty = tf.equal(self.token_counts(inputs), 0)[:, None]
+        # A source without tokens (EOS and padding only: every real token id is above EOS)
+        # translates to "", read from the ids, so the text is not tokenized a second time.
+        empty = tf.reduce_all(ids <= EOS_ID, axis=1, keepdims=True)
         return {"outputs": tf.where(empty, tf.constant(""), texts),
                 "scores": tf.where(empty, 0.0, scores)}
 
@@ -150,24 +171,21 @@ class TranslationModule(tf.Module):
             "translate_with_settings": self.translate_with_settings.get_concrete_function(),
             "score": self.score.get_concrete_function(),
             "attention": self.attention.get_concrete_function(),
+            "tokenize": self.tokenize.get_concrete_function(),
+            "translate_ids": self.translate_ids.get_concrete_function(),
         }
 
 
 def from_model_dir(model_dir, checkpoint_path=None, beam_size=None, alpha=None,
                    extra_length=None):
     """A TranslationModule for a trained model_dir; settings default to its DecodeConfig."""
-    from t2t_lite.training import checkpoints, model_dir as model_dir_lib
+    from t2t_lite.model_dir import loaded
 
-    model, (model_config, _, decode_config), tokenizer, path = checkpoints.load_model(
-        model_dir, checkpoint_path)
-    info = model_dir_lib.read_run_info(model_dir)
-    metadata = {"problem": info.get("problem"), "hparams_set": info.get("hparams_set"),
-                "gin_params": info.get("gin_params", []), "vocab_file": info.get("vocab_file"),
-                "vocab_size": int(model.vocab_size), "checkpoint": path,
-                "model_config": dataclasses.asdict(model_config)}
+    run = loaded.load(model_dir, checkpoint_path)
+    decode_config = run.decode_config
     return TranslationModule(
-        model, tokenizer,
+        run.model, run.tokenizer,
         beam_size=decode_config.beam_size if beam_size is None else beam_size,
         alpha=decode_config.alpha if alpha is None else alpha,
         extra_length=decode_config.extra_length if extra_length is None else extra_length,
-        metadata=metadata)
+        metadata=run.metadata())

@@ -22,9 +22,9 @@ def analytic_parameter_count(config: ModelConfig, vocab_size: int) -> int:
 
 def built_parameter_count(config: ModelConfig, vocab_size: int) -> int:
     """Builds the Keras model and counts its variables (slow for big sets, exact by construction)."""
-    from t2t_lite.models.transformer import Transformer
+    from t2t_lite import models
 
-    return Transformer(config, vocab_size).count_params()
+    return models.build(config, vocab_size).count_params()
 
 
 def describe(name: str, config: ModelConfig, vocab_size: int) -> str:

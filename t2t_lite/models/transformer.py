@@ -14,6 +14,7 @@ from t2t_lite.config import ModelConfig
 from t2t_lite.layers.attention import causal_bias, padding_bias
 from t2t_lite.layers.embedding import PositionEncoding, SharedEmbedding
 from t2t_lite.layers.transformer_layers import DecoderLayer, EncoderLayer
+from t2t_lite.models.registry import register_model
 
 
 def shift_right(targets):
@@ -21,7 +22,20 @@ def shift_right(targets):
     return ops.pad(targets, [[0, 0], [1, 0]])[:, :-1]
 
 
+@register_model("transformer")
 class Transformer(keras.Model):
+    """The paper's encoder-decoder (Figure 1), as a Keras model on id matrices.
+
+    Args:
+      config: the ModelConfig (N, d_model, d_ff, h, d_k, d_v, P_drop, norm position, positions).
+      vocab_size: ids in the shared source/target vocabulary; one matrix serves both embeddings
+        and the pre-softmax projection (section 3.4).
+
+    Called on {"inputs": [B, S], "targets": [B, T]} (int32, 0-padded, each ending with EOS), it
+    returns logits [B, T, vocab_size] for teacher-forced training. Decoding goes through
+    `encode`, `init_decode_state` and `decode_step` (see the module docstring).
+    """
+
     def __init__(self, config: ModelConfig, vocab_size: int, **kwargs):
         super().__init__(**kwargs)
         self.config = config

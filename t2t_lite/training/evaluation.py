@@ -12,14 +12,30 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite.data import trees
-from t2t_lite.decoding.translate import translate_fn
 from t2t_lite.errors import UserError
+from t2t_lite.export import batch_decode
+from t2t_lite.export.serving_module import TranslationModule
 from t2t_lite.metrics import parseval
 from t2t_lite.metrics.bleu import corpus_scores
 from t2t_lite.training.loss import token_statistics
 
 
 class Evaluator:
+    """Dev-split evaluation of a model while it trains.
+
+    Args:
+      model: the model being trained (its current weights are evaluated).
+      problem: the Problem whose dev split and `dev_metric` are used.
+      data_dir: where the problem's data is.
+      tokenizer: the problem's tokenizer.
+      model_config, train_config, decode_config: the run's configs (max_length, label smoothing,
+        the decode settings dev translations use).
+      max_batches: dev batches for the loss, perplexity and token accuracy.
+      bleu_sentences: dev sentences decoded for the metric (0: loss only).
+      beam_size: beam for dev decoding (default: the DecodeConfig's; the trainer passes 1).
+      batch_tokens: tokens per dev batch.
+    """
+
     def __init__(self, model, problem, data_dir, tokenizer, model_config, train_config,
                  decode_config, max_batches=50, bleu_sentences=200, beam_size=None,
                  batch_tokens=4096):
@@ -32,7 +48,10 @@ class Evaluator:
         self.beam_size = beam_size or decode_config.beam_size
         self.batch_tokens = batch_tokens
         self._statistics = tf.function(self._batch_statistics, reduce_retracing=True)
-        self._translate = translate_fn(model, beam_size=self.beam_size)
+        # Dev translations go through the decoder's own text path (tokenize once, sort, batch).
+        self._module = TranslationModule(model, tokenizer, beam_size=self.beam_size,
+                                         alpha=decode_config.alpha,
+                                         extra_length=decode_config.extra_length)
         self._pairs = None
 
     def _batch_statistics(self, batch):
@@ -51,20 +70,12 @@ class Evaluator:
         return {"loss": sums.get("loss", 0.0) / tokens, "perplexity": math.exp(min(nll, 50.0)),
                 "token_accuracy": sums.get("correct", 0.0) / tokens}
 
-    def translations(self, sources, batch_size=64):
-        """Detokenized best translations of source strings, in order."""
-        outputs = []
-        limit = self.max_length - 1  # room for EOS
-        for start in range(0, len(sources), batch_size):
-            chunk = sources[start:start + batch_size]
-            ids = self.tokenizer.encode(tf.constant(chunk, dtype=tf.string))[:, :limit]
-            eos = tf.RaggedTensor.from_tensor(tf.ones([len(chunk), 1], tf.int32))
-            ids = tf.concat([ids, eos], axis=1).to_tensor(default_value=0)
-            sequences, _ = self._translate(ids, tf.constant(self.decode_config.alpha, tf.float32),
-                                           tf.constant(self.decode_config.extra_length, tf.int32))
-            texts = self.tokenizer.decode(sequences[:, 0, :]).numpy()
-            outputs.extend(t.decode("utf-8", errors="replace") for t in texts)
-        return outputs
+    def translations(self, sources):
+        """Detokenized best translations of source strings, in order ("" for an empty one)."""
+        results = batch_decode.translate_texts(
+            self._module, list(sources), self.decode_config.alpha,
+            self.decode_config.extra_length, batch_tokens=self.batch_tokens)
+        return [hypotheses[0][0] if hypotheses else "" for hypotheses in results]
 
     def _dev_pairs(self):
         if self._pairs is None:

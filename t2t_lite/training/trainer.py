@@ -15,16 +15,14 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite import hparams, registry
-from t2t_lite.data.datagen import parse_params
+from t2t_lite import hparams, models, registry
 from t2t_lite.errors import UserError
+from t2t_lite.model_dir import files as model_dir_files
+from t2t_lite.model_dir.checkpoints import CheckpointKeeper
 from t2t_lite.models.params import analytic_parameter_count
-from t2t_lite.models.transformer import Transformer
 from t2t_lite.training import budget as budget_lib
-from t2t_lite.training import model_dir as model_dir_lib
 from t2t_lite.training import precision as precision_lib
 from t2t_lite.training import strategy as strategy_lib
-from t2t_lite.training.checkpoints import CheckpointKeeper
 from t2t_lite.training.evaluation import Evaluator, format_metrics, is_better
 from t2t_lite.training.flops import training_flops
 from t2t_lite.training.loss import token_statistics
@@ -112,7 +110,7 @@ def train(options: TrainOptions) -> TrainResult:
     # Seeding resets TF's kernel caches, which destroys resources such as the SentencePiece
     # op's model: it must come before any tokenizer is built.
     keras.utils.set_random_seed(train_config.seed)
-    problem = registry.problem(options.problem, **parse_params(options.problem_params))
+    problem = registry.problem(options.problem, **registry.parse_params(options.problem_params))
     if options.generate_data:
         problem.generate_data(options.data_dir, options.tmp_dir)
     tokenizer = problem.tokenizer(options.data_dir)
@@ -124,12 +122,12 @@ def train(options: TrainOptions) -> TrainResult:
 
     chief = strategy_lib.is_chief(strategy)
     os.makedirs(options.model_dir, exist_ok=True)
-    lock = model_dir_lib.TrainerLock(options.model_dir) if chief else None
+    lock = model_dir_files.TrainerLock(options.model_dir) if chief else None
     if lock:
         lock.acquire()
     try:
         if chief:
-            model_dir_lib.write_run_info(
+            model_dir_files.write_run_info(
                 options.model_dir, problem.name, options.hparams_set, options.gin_params,
                 problem.vocab_path(options.data_dir), vocab_size,
                 (model_config, train_config, decode_config),
@@ -163,7 +161,7 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
 
     budgeted = train_config.budget_schedule
     with strategy.scope():
-        model = Transformer(model_config, tokenizer.vocab_size)
+        model = models.build(model_config, tokenizer.vocab_size)
         # A budgeted run's schedule hangs on two variables the plan sets once the step rate is
         # measured; until then, a provisional plan over the step cap.
         plan_warmup = tf.Variable(
@@ -191,7 +189,7 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
         print(f"resumed from {restored} at step {step}", flush=True)
     if chief:
         # Written after the model and optimizer exist, so it lists every value gin supplied.
-        model_dir_lib.write_operative_config(options.model_dir)
+        model_dir_files.write_operative_config(options.model_dir)
 
     def dataset_fn(input_context):
         return problem.dataset("train", options.data_dir, batch_tokens=per_replica_tokens,

@@ -9,9 +9,9 @@ import tensorflow as tf
 
 from t2t_lite.decoding.translate import translate
 from t2t_lite.errors import UserError
+from t2t_lite.export.serving_module import TranslationModule
+from t2t_lite.ids import EOS_ID, PAD_ID
 
-PAD_ID = 0
-EOS_ID = 1
 SPECIAL_TOKENS = {PAD_ID: "<pad>", EOS_ID: "<EOS>"}
 
 
@@ -23,11 +23,13 @@ def token_strings(tokenizer, ids):
             for i, piece in zip(ids, pieces)]
 
 
-def _ids_with_eos(tokenizer, text, max_length, what):
-    ids = tokenizer.encode_batch([text])[0][:max_length - 1] + [EOS_ID]
-    if len(ids) == 1:
+def _ids_with_eos(module, text, what):
+    """The ids the model reads for `text`, through the decoder's own text path."""
+    result = module.tokenize(tf.constant([text], tf.string))
+    if int(result["token_counts"][0]) == 0:
         raise UserError(f"the {what} sentence is empty after tokenization")
-    return ids
+    ids = np.asarray(result["ids"])[0].tolist()
+    return ids[:ids.index(EOS_ID) + 1]
 
 
 def translate_ids(model, source_ids, beam_size=4, alpha=0.6, extra_length=50):
@@ -53,12 +55,13 @@ def sentence_attention(model, tokenizer, source, target=None, beam_size=4, alpha
       t2t_lite.viz.attention takes them), "source_tokens", "target_tokens" (display strings,
       EOS included) and "translation" (the target text).
     """
-    max_length = model.config.max_length
-    source_ids = _ids_with_eos(tokenizer, source, max_length, "source")
+    module = TranslationModule(model, tokenizer, beam_size=beam_size, alpha=alpha,
+                               extra_length=extra_length)
+    source_ids = _ids_with_eos(module, source, "source")
     if target is None:
         target_ids = translate_ids(model, source_ids, beam_size, alpha, extra_length)
     else:
-        target_ids = _ids_with_eos(tokenizer, target, max_length, "target")
+        target_ids = _ids_with_eos(module, target, "target")
     weights = model.attention_weights(tf.constant([source_ids], tf.int32),
                                       tf.constant([target_ids], tf.int32))
     translation = tokenizer.decode(tf.constant([target_ids], tf.int32)).numpy()[0]
@@ -78,10 +81,11 @@ def plot_sentence(model_dir, source, output_dir, target=None, checkpoint_path=No
     Decoding settings default to the model_dir's DecodeConfig. Returns a short report (str):
     the translation and the files written.
     """
-    from t2t_lite.training.checkpoints import load_model
+    from t2t_lite.model_dir import loaded
     from t2t_lite.viz import attention
 
-    model, (_, _, decode_config), tokenizer, path = load_model(model_dir, checkpoint_path)
+    run = loaded.load(model_dir, checkpoint_path)
+    model, tokenizer, decode_config, path = run.model, run.tokenizer, run.decode_config, run.checkpoint
     result = sentence_attention(
         model, tokenizer, source, target=target,
         beam_size=decode_config.beam_size if beam_size is None else beam_size,

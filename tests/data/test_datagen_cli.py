@@ -58,7 +58,7 @@ def test_unknown_problem_is_one_line_error(tmp_path):
 
 def test_missing_flags_and_bad_params_are_one_line_errors(tmp_path):
     result = datagen("--problem=algorithmic_copy")
-    assert result.returncode == 1 and "error: --problem and --data_dir" in result.stderr
+    assert result.returncode == 1 and "error: --data_dir is required" in result.stderr
     result = datagen("--problem=algorithmic_copy", f"--data_dir={tmp_path}", "--problem_param=x")
     assert result.returncode == 1 and "error: --problem_param must look like" in result.stderr
 

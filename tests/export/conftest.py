@@ -15,7 +15,7 @@ import tensorflow as tf
 from t2t_lite import hparams
 from t2t_lite.data import vocab
 from t2t_lite.models.transformer import Transformer
-from t2t_lite.training import model_dir as model_dir_lib
+from t2t_lite.model_dir import files as model_dir_lib
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

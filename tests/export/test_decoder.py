@@ -4,10 +4,11 @@ import os
 import re
 
 import pytest
+import tensorflow as tf
 
 from t2t_lite.data.tokenizers import load_tokenizer
 from t2t_lite.export import batch_decode
-from t2t_lite.training import model_dir as model_dir_lib
+from t2t_lite.model_dir import files as model_dir_lib
 
 EMPTY = {1, 2}
 
@@ -87,3 +88,37 @@ def test_user_errors_are_one_line(cli, tmp_path):
     assert result.returncode == 1
     assert result.stderr.decode().strip().splitlines()[-1].startswith("error: ")
     assert "Traceback" not in result.stderr.decode()
+
+
+class _CountingTranslator:
+    """Forwards to a TranslationModule, counting every text that enters a function that
+    tokenizes (tokenize, translate_with_settings, nbest, serve)."""
+
+    def __init__(self, module):
+        self.module, self.texts_tokenized = module, 0
+
+    def __getattr__(self, name):
+        function = getattr(self.module, name)
+        if name not in ("tokenize", "translate_with_settings", "nbest", "serve"):
+            return function
+
+        def counted(texts, *args):
+            self.texts_tokenized += int(texts.shape[0])
+            return function(texts, *args)
+        return counted
+
+
+def test_the_decoder_tokenizes_each_line_once(model_dir, hostile_lines):
+    from t2t_lite.export import serving_module
+
+    module = serving_module.from_model_dir(model_dir)
+    translator = _CountingTranslator(module)
+    outputs, stats = batch_decode.decode_lines(translator, hostile_lines, alpha=0.6,
+                                               extra_length=6, nbest=2, batch_tokens=64)
+    assert translator.texts_tokenized == len(hostile_lines) == len(outputs)
+    # The same translations as the one-call-per-batch string path.
+    texts = [batch_decode.clean_line(line)[0] for line in hostile_lines]
+    direct = module.translate_with_settings(tf.constant(texts), tf.constant(0.6),
+                                            tf.constant(6))["outputs"].numpy()
+    for output, best, text in zip(outputs, direct, texts):
+        assert output.split("\t")[0] == batch_decode._one_line(best[0].decode("utf-8", "replace"))

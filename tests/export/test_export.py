@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from t2t_lite.errors import UserError
 from t2t_lite.export import batch_decode, exporter
-from t2t_lite.training import checkpoints
+from t2t_lite.model_dir import loaded
 
 SOURCES = ["the house is small .", "a cat sat on the mat", "der Hund", "! ? ,", "we"]
 TARGETS = ["das Haus ist klein .", "", "the dog", "!", "wir lesen"]
@@ -105,7 +105,8 @@ def fresh(export_version_dir, tmp_path_factory, hostile_lines):
 
 @pytest.fixture(scope="module")
 def checkpoint(model_dir):
-    model, _, tokenizer, _ = checkpoints.load_model(model_dir)
+    run = loaded.load(model_dir)
+    model, tokenizer = run.model, run.tokenizer
     return model, tokenizer
 
 
@@ -137,7 +138,7 @@ def test_export_layout(export_version_dir):
 def test_loads_without_t2t_lite(fresh):
     assert fresh["blocked_modules_loaded"] == []
     assert fresh["signatures"] == ["attention", "nbest", "score", "serving_default",
-                                   "translate_with_settings"]
+                                   "tokenize", "translate_ids", "translate_with_settings"]
     assert fresh["describe"]["beam_size"] == 2
 
 
@@ -215,7 +216,8 @@ def test_saved_model_cli_show(export_version_dir):
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = proc.stdout
-    for name in ("serving_default", "nbest", "score", "attention", "translate_with_settings"):
+    for name in ("serving_default", "nbest", "score", "attention", "translate_with_settings",
+                 "tokenize", "translate_ids"):
         assert f"signature_def['{name}']" in text
     assert "inputs['inputs'] tensor_info:\n        dtype: DT_STRING\n        shape: (-1)" in text
     assert "outputs['outputs'] tensor_info:\n        dtype: DT_STRING" in text

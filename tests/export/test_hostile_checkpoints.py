@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from t2t_lite.errors import UserError
 from t2t_lite.export import batch_decode, serving_module
-from t2t_lite.training import checkpoints
+from t2t_lite.model_dir import checkpoints, loaded
 
 INPUTS = ["the house is small .", "a cat sat on the mat", "we read books every day ?"]
 
@@ -63,7 +63,7 @@ def test_damaged_checkpoint_is_a_user_error_naming_the_file(model_dir, tmp_path,
         os.remove(data if damage == "delete_data" else index)
     expected = MESSAGES[damage].format(data=data, index=index)
     with pytest.raises(UserError, match=expected):
-        checkpoints.load_model(copy)  # the decoder's and exporter's way in
+        loaded.load(copy)  # the decoder's and exporter's way in
     if damage != "delete_index":  # an index-less entry is skipped by averaging (next test)
         with pytest.raises(UserError, match="cannot average: .*" + expected):
             checkpoints.average_checkpoints(copy, 2)

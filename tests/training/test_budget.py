@@ -89,7 +89,6 @@ def test_budgeted_trainer_plans_from_its_step_rate_and_replans_when_resumed(tmp_
     """A real tiny run under --train_minutes: the plan is printed, the run stops at the planned
     step with the averaging checkpoints written, and a re-run with a larger cumulative budget
     resumes and plans a longer run."""
-    import json
     import os
     import re
     import subprocess

@@ -16,7 +16,7 @@ from t2t_lite import registry
 from t2t_lite.data import datagen
 from t2t_lite.decoding.translate import translate
 from t2t_lite.errors import UserError
-from t2t_lite.training import checkpoints, model_dir as model_dir_lib
+from t2t_lite.model_dir import checkpoints, files as model_dir_lib, loaded
 from t2t_lite.training.trainer import TrainOptions, batch_plan, train
 
 pytestmark = pytest.mark.slow  # trains or runs the CLIs end to end; -m 'not slow' skips it
@@ -46,8 +46,8 @@ def data_dir(tmp_path_factory):
 
 
 def sequence_accuracy(model_dir, data_dir):
-    model, _, _, _ = checkpoints.load_model(model_dir)
-    problem = registry.problem("algorithmic_reverse", **datagen.parse_params(PARAMS))
+    model = loaded.load(model_dir).model
+    problem = registry.problem("algorithmic_reverse", **registry.parse_params(PARAMS))
     correct = total = 0
     for batch in problem.dataset("dev", data_dir, batch_tokens=2048, max_length=64):
         sequences, _ = translate(model, batch["inputs"], beam_size=1)
@@ -124,11 +124,11 @@ def test_kill_9_then_rerun_resumes(data_dir, tmp_path):
     assert f"stopped at step {killed_step + 20}" in out.stdout
     # Every listed checkpoint loads, the new one included. A kill inside TensorFlow's
     # save-then-delete can leave the list naming an old checkpoint whose files are gone:
-    # checkpoint_paths skips it (tests/training/test_checkpoints.py), so this no longer flakes.
+    # checkpoint_paths skips it (tests/model_dir/test_checkpoints.py), so this no longer flakes.
     paths = checkpoints.checkpoint_paths(str(model_dir))
     assert paths[-1].endswith(f"ckpt-{killed_step + 20}")
     for path in paths:
-        model, _, _, _ = checkpoints.load_model(str(model_dir), checkpoint_path=path)
+        loaded.load(str(model_dir), checkpoint_path=path)
 
 
 def test_second_trainer_on_the_same_model_dir_refuses(data_dir, tmp_path):
@@ -155,7 +155,7 @@ def test_nan_stops_with_a_clear_message_and_keeps_the_good_checkpoint(data_dir, 
                            gin_params=["TrainConfig.learning_rate_scale = 1e30",
                                        "TrainConfig.checkpoint_steps = 1"]))
     assert tf.train.latest_checkpoint(model_dir) == good
-    checkpoints.load_model(model_dir)
+    loaded.load(model_dir)
 
 
 @pytest.mark.parametrize("args,message", [
@@ -216,14 +216,15 @@ def test_averaging_identical_checkpoints_gives_the_same_weights(data_dir, tmp_pa
     train(TrainOptions(problem="algorithmic_reverse", problem_params=PARAMS, data_dir=data_dir,
                        model_dir=model_dir, hparams_set="tiny", train_steps=3, bleu_sentences=0,
                        eval_batches=1))
-    model, _, _, path = checkpoints.load_model(model_dir)
+    model = loaded.load(model_dir).model
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model), model_dir,
                                          max_to_keep=5)
     for number in (4, 5):  # two more copies of the same weights
         manager.save(checkpoint_number=number)
     out, averaged = checkpoints.average_checkpoints(model_dir, 3)
     assert len(averaged) == 3
-    reloaded, _, _, used = checkpoints.load_model(model_dir)
+    run = loaded.load(model_dir)
+    reloaded, used = run.model, run.checkpoint
     assert used == out
     for a, b in zip(model.weights, reloaded.weights):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-7)
@@ -259,5 +260,5 @@ def test_mixed_precision_trains_and_restores_in_float32(data_dir, tmp_path, prec
     assert result.step == 30
     assert np.isfinite(result.last_train_metrics["loss"])
     assert np.isfinite(result.best_metrics["loss"])
-    model, _, _, _ = checkpoints.load_model(model_dir)
+    model = loaded.load(model_dir).model
     assert all(w.dtype == "float32" for w in model.weights)

@@ -10,7 +10,7 @@ import tensorflow as tf
 from t2t_lite import hparams
 from t2t_lite.data.tokenizers import RESERVED_TOKENS
 from t2t_lite.models.transformer import Transformer
-from t2t_lite.training import model_dir as model_dir_lib
+from t2t_lite.model_dir import files as model_dir_lib
 
 pytestmark = pytest.mark.slow  # trains or runs the CLIs end to end; -m 'not slow' skips it
 

@@ -1,4 +1,4 @@
-"""Checkpoints: saving on a timer or step count, restoring, loading a trained model, averaging.
+"""A model_dir's checkpoints: saving on a timer or step count, resolving, restoring, averaging.
 
 Checkpoints hold `model` (and `optimizer` while training). TensorFlow writes the data files first
 and updates the `checkpoint` state file last with an atomic rename, so a kill at any moment leaves
@@ -41,7 +41,7 @@ class CheckpointKeeper:
                             f"(no {listed[-1]}.index); move its `checkpoint` file away to start "
                             "from scratch")
         path = present[-1]
-        _restore(self.manager.checkpoint, path)
+        restore(self.manager.checkpoint, path)
         return path
 
     def due(self, step):
@@ -113,7 +113,7 @@ def _damaged_file(path):
     return None
 
 
-def _restore(checkpoint, path, partial=False):
+def restore(checkpoint, path, partial=False):
     """checkpoint.restore(path), checked; missing or damaged files become a UserError naming the
     file, and a checkpoint of some other model one saying so."""
     missing = missing_files(path)
@@ -170,21 +170,6 @@ def _number(path):
         return -1
 
 
-def load_model(model_dir, checkpoint_path=None, gin_params=()):
-    """(model, (model_config, train_config, decode_config), tokenizer, checkpoint path)."""
-    from t2t_lite.data import tokenizers
-    from t2t_lite.models.transformer import Transformer
-    from t2t_lite.training import model_dir as model_dir_lib
-
-    configs = model_dir_lib.load_configs(model_dir, gin_params)
-    info = model_dir_lib.read_run_info(model_dir)
-    tokenizer = tokenizers.load_tokenizer(model_dir_lib.vocab_path(model_dir))
-    model = Transformer(configs[0], info["vocab_size"])
-    path = resolve_checkpoint(model_dir, checkpoint_path)
-    _restore(tf.train.Checkpoint(model=model), path, partial=True)
-    return model, configs, tokenizer, path
-
-
 def average_checkpoints(model_dir, num_last, output_dir=None):
     """Averages the model weights of the last `num_last` checkpoints (paper: 5 base, 20 big).
 
@@ -193,8 +178,8 @@ def average_checkpoints(model_dir, num_last, output_dir=None):
     Listed checkpoints whose files are gone are skipped (with a warning); fewer than `num_last`
     are averaged if fewer exist. Returns (written path, averaged paths).
     """
-    from t2t_lite.models.transformer import Transformer
-    from t2t_lite.training import model_dir as model_dir_lib
+    from t2t_lite import models
+    from t2t_lite.model_dir import files
 
     if num_last < 1:
         raise UserError(f"--num_last must be >= 1, got {num_last}")
@@ -203,14 +188,13 @@ def average_checkpoints(model_dir, num_last, output_dir=None):
         raise UserError(f"no checkpoints in {model_dir}")
     chosen = paths[-num_last:]
 
-    configs = model_dir_lib.load_configs(model_dir)
-    info = model_dir_lib.read_run_info(model_dir)
-    model = Transformer(configs[0], info["vocab_size"])
+    model = models.build(files.load_configs(model_dir)[0],
+                         files.read_run_info(model_dir)["vocab_size"])
     checkpoint = tf.train.Checkpoint(model=model)
     sums = None
     for path in chosen:
         try:
-            _restore(checkpoint, path, partial=True)
+            restore(checkpoint, path, partial=True)
         except UserError as error:
             raise UserError(f"cannot average: {error}") from None
         values = [np.asarray(w, dtype=np.float64) for w in model.weights]

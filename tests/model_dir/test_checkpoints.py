@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.errors import UserError
-from t2t_lite.training import checkpoints
+from t2t_lite.model_dir import checkpoints
 
 
 def _saved(directory, numbers, keep=5):

@@ -1,4 +1,4 @@
-"""A self-contained model_dir: checkpoints, the operative gin config, the vocabulary and the problem.
+"""A model_dir's files: run.json, configs.json, the vocabulary copy, the trainer's lock.
 
 Layout:
     M/run.json          problem name, hparams set, gin params, vocabulary file name and size
@@ -10,8 +10,8 @@ Layout:
     M/ckpt-N.*          checkpoints (tf.train.CheckpointManager)
     M/.lock             held by the running trainer (fcntl), so a second trainer refuses
 
-A model_dir is data: someone may send you one. Tools read configs.json and bind its values; they
-never parse config.gin, whose `import` lines would run code on the reader's machine.
+A model_dir is data: someone may send you one. Tools build the configs from configs.json's values;
+they never parse config.gin, whose `import` lines would run code on the reader's machine.
 """
 import dataclasses
 import fcntl
@@ -19,9 +19,8 @@ import json
 import os
 import shutil
 
-import gin
-
 from t2t_lite import hparams
+from t2t_lite.config import DecodeConfig, ModelConfig, TrainConfig
 from t2t_lite.errors import UserError
 
 RUN_INFO = "run.json"
@@ -92,7 +91,7 @@ def write_run_info(model_dir, problem_name, hparams_set, gin_params, vocab_path,
     info = {"problem": problem_name, "hparams_set": hparams_set, "gin_params": list(gin_params),
             "vocab_file": os.path.basename(vocab_path), "vocab_size": int(vocab_size)}
     info.update(extra or {})
-    config_text = gin.config_str()
+    config_text = hparams.config_text()
     existing_path = os.path.join(model_dir, RUN_INFO)
     if os.path.isfile(existing_path):
         old = read_run_info(model_dir)
@@ -102,8 +101,9 @@ def write_run_info(model_dir, problem_name, hparams_set, gin_params, vocab_path,
                                 f"{info[key]!r}; use another --model_dir")
         old_model = _read_configs_json(model_dir).get("model") if os.path.isfile(
             os.path.join(model_dir, CONFIGS)) else None
-        # Only the model's shape matters for resuming; budgets and schedules may change.
-        if old_model is not None and old_model != dataclasses.asdict(configs[0]):
+        # Only the model's shape matters for resuming; budgets and schedules may change. Fields
+        # added since the old run was written take their defaults.
+        if old_model is not None and not _same_model(old_model, configs[0]):
             raise UserError(f"{model_dir} was trained with other hparams (see "
                             f"{os.path.join(model_dir, CONFIGS)}); resume with the same "
                             "--hparams_set/--gin_param or use another --model_dir")
@@ -119,8 +119,17 @@ def write_run_info(model_dir, problem_name, hparams_set, gin_params, vocab_path,
     return info
 
 
+def _same_model(old_values, config):
+    """Whether a stored ModelConfig (values) describes `config`; fields it lacks (added to
+    t2t_lite since) must hold their defaults."""
+    new = dataclasses.asdict(config)
+    defaults = {f.name: f.default for f in dataclasses.fields(ModelConfig)}
+    return (all(new.get(key) == value for key, value in old_values.items())
+            and all(new[key] == defaults[key] for key in new if key not in old_values))
+
+
 _CONFIG_KEYS = ("model", "train", "decode")
-_CONFIG_CLASSES = ("ModelConfig", "TrainConfig", "DecodeConfig")
+_CONFIG_CLASSES = (ModelConfig, TrainConfig, DecodeConfig)
 
 
 def _read_configs_json(model_dir):
@@ -136,51 +145,33 @@ def _read_configs_json(model_dir):
 
 
 def write_operative_config(model_dir):
-    _write_atomic(os.path.join(model_dir, OPERATIVE_CONFIG), gin.operative_config_str())
+    _write_atomic(os.path.join(model_dir, OPERATIVE_CONFIG), hparams.operative_config_text())
 
 
-def load_configs(model_dir, gin_params=()):
+def load_configs(model_dir):
     """(ModelConfig, TrainConfig, DecodeConfig) exactly as the run in model_dir used them.
 
-    Read from configs.json as values, never by executing the model_dir's gin. `gin_params` are
-    the caller's own overrides (its command line), bound on top.
+    Built from configs.json's values, never by executing the model_dir's gin.
     """
     if not os.path.isfile(os.path.join(model_dir, CONFIGS)):
-        return _load_legacy_configs(model_dir, gin_params)
+        return _load_legacy_configs(model_dir)
     data = _read_configs_json(model_dir)
-    gin.clear_config()
     try:
-        for key, name in zip(_CONFIG_KEYS, _CONFIG_CLASSES):
-            for field, value in data[key].items():
-                gin.bind_parameter(f"{name}.{field}", value)
-        if gin_params:
-            gin.parse_config_files_and_bindings([], list(gin_params), finalize_config=False)
-    except (ValueError, KeyError, SyntaxError, TypeError) as error:
+        return tuple(cls(**data[key]) for key, cls in zip(_CONFIG_KEYS, _CONFIG_CLASSES))
+    except (ValueError, TypeError) as error:
         raise UserError(f"bad configuration in {os.path.join(model_dir, CONFIGS)}: "
                         f"{' '.join(str(error).split())[:300]}") from None
-    return hparams.configs()
 
 
-def _load_legacy_configs(model_dir, gin_params):
-    """A model_dir from before configs.json: its config.gin is read only if it is bindings alone
-    (no `import` or `include`, the lines that would run or pull in code)."""
+def _load_legacy_configs(model_dir):
+    """A model_dir from before configs.json: its config.gin, if it is bindings alone."""
     path = os.path.join(model_dir, CONFIG)
     if not os.path.isfile(path):
         raise UserError(f"{model_dir} has no {CONFIGS}; train into it with t2t-lite-trainer first")
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.strip().startswith(("import ", "from ", "include ")):
-            raise UserError(f"refusing to read {path}: line {number} ({line.strip()[:60]!r}) "
-                            "would run or load code; a model_dir must be data")
-    gin.clear_config()
-    try:
-        gin.parse_config_files_and_bindings([path], list(gin_params), finalize_config=False,
-                                            skip_unknown=True)
-    except (ValueError, KeyError, SyntaxError, IOError) as error:
-        raise UserError(f"bad gin configuration in {path}: {error}") from None
-    return hparams.configs()
+    return hparams.load_bindings_file(path)
 
 
-def vocab_path(model_dir):
-    return os.path.join(model_dir, read_run_info(model_dir)["vocab_file"])
+def vocab_path(model_dir, info=None):
+    """The vocabulary copy in model_dir (`info`: run.json already read, to spare reading it)."""
+    info = info if info is not None else read_run_info(model_dir)
+    return os.path.join(model_dir, info["vocab_file"])

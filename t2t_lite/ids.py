@@ -1,0 +1,8 @@
+"""The reserved token ids, the one convention every part of t2t_lite shares.
+
+0 pads (and starts the shifted decoder input), 1 ends every sequence, 2 stands for unknown
+pieces. Vocabulary files list them first, in this order (t2t_lite.data.tokenizers).
+"""
+PAD_ID = 0
+EOS_ID = 1
+UNK_ID = 2

@@ -1,0 +1,39 @@
+"""Which Keras model a ModelConfig builds: the one place that constructs model classes.
+
+    model = models.build(model_config, vocab_size)
+
+`ModelConfig.model` names the class ("transformer", the paper's). A variant registers itself with
+`@register_model("my_variant")` and is chosen with `ModelConfig.model = "my_variant"` in a set; the
+trainer, the model_dir loader, the exporter and the parameter counter need no change. A model
+must offer what they use: `call({"inputs", "targets"})`, `encode`, `init_decode_state`,
+`decode_step`, `attention_weights`, `config` and `vocab_size` (see Transformer).
+"""
+from t2t_lite.errors import UserError
+
+_MODELS = {}
+
+
+def register_model(name):
+    def decorator(cls):
+        _MODELS[name] = cls
+        return cls
+    return decorator
+
+
+def _load_builtins():
+    import t2t_lite.models.transformer  # noqa: F401  registers "transformer"
+
+
+def model_names():
+    _load_builtins()
+    return sorted(_MODELS)
+
+
+def build(config, vocab_size):
+    """The model `config.model` names, built for `vocab_size` ids (weights not yet created)."""
+    _load_builtins()
+    cls = _MODELS.get(config.model)
+    if cls is None:
+        raise UserError(f"unknown model {config.model!r} (ModelConfig.model); known: "
+                        f"{', '.join(sorted(_MODELS))}")
+    return cls(config, int(vocab_size))
