@@ -66,7 +66,9 @@ setup(
     include_package_data=False,
     install_requires=INSTALL_REQUIRES,
     extras_require={
-        "test": ["pytest==9.2.0", "matplotlib==3.11.2"],
+        # ctranslate2: the exporter's --format=ctranslate2 (and its tests, hence in "test").
+        "test": ["pytest==9.2.0", "matplotlib==3.11.2", "ctranslate2==4.8.5"],
+        "ctranslate2": ["ctranslate2==4.8.5"],
         "viz": ["matplotlib==3.11.2"],
     },
     entry_points={"console_scripts": CONSOLE_SCRIPTS},

@@ -3,6 +3,11 @@
     t2t-lite-exporter --model_dir=M --export_dir=E [--checkpoint_path=M/ckpt-N]
 
 Writes E/<n>/ (n = newest existing version + 1). Signatures are described in the README ("Decoding, exporting and serving").
+
+    t2t-lite-exporter --model_dir=M --export_dir=C --format=ctranslate2 [--quantization=int8]
+
+writes a CTranslate2 model folder C (new or empty; needs `pip install 't2t_lite[ctranslate2]'`)
+for `ctranslate2.Translator(C)`; see t2t_lite/export/ctranslate2_export.py.
 """
 from absl import flags
 
@@ -17,17 +22,36 @@ flags.DEFINE_integer("beam_size", None, "Beam size fixed in the export (default:
 flags.DEFINE_float("alpha", None, "Default length penalty alpha (default: model_dir's).")
 flags.DEFINE_integer("extra_length", None,
                      "Default max output length = input length + this (default: model_dir's).")
+flags.DEFINE_enum("format", "savedmodel", ["savedmodel", "ctranslate2"],
+                  "savedmodel: a versioned text-in/text-out SavedModel under --export_dir; "
+                  "ctranslate2: a CTranslate2 model folder at --export_dir.")
+flags.DEFINE_enum("quantization", None,
+                  ["int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16", "float16",
+                   "bfloat16", "float32"],
+                  "--format=ctranslate2 only: weight type of the CTranslate2 model "
+                  "(default float32, as trained).")
 
 
 def main(argv):
     if FLAGS.beam_size is not None and FLAGS.beam_size < 1:
         raise cli.UserError(f"--beam_size must be >= 1, got {FLAGS.beam_size}")
+    if FLAGS.quantization and FLAGS.format != "ctranslate2":
+        raise cli.UserError("--quantization applies to --format=ctranslate2 only")
     from absl import logging
-
-    from t2t_lite.export import exporter
 
     # TensorFlow's INFO lines about renamed function inputs and temporary paths are noise here.
     logging.set_verbosity(logging.WARNING)
+    if FLAGS.format == "ctranslate2":
+        from t2t_lite.export import ctranslate2_export
+
+        print(ctranslate2_export.export(FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path,
+                                        beam_size=FLAGS.beam_size, alpha=FLAGS.alpha,
+                                        extra_length=FLAGS.extra_length,
+                                        quantization=FLAGS.quantization))
+        return
+
+    from t2t_lite.export import exporter
+
     version_dir = exporter.export(FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path,
                                   beam_size=FLAGS.beam_size, alpha=FLAGS.alpha,
                                   extra_length=FLAGS.extra_length)

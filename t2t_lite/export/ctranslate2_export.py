@@ -1,0 +1,347 @@
+"""A CTranslate2 model folder from a t2t_lite model_dir (`t2t-lite-exporter --format=ctranslate2`).
+
+CTranslate2 (OpenNMT's C++ inference engine) runs the same Transformer with its own fused kernels,
+int8 weights if asked, and no Python per step. The folder written here loads with
+`ctranslate2.Translator(folder)` and reproduces t2t_lite's translations (tested token for token,
+greedy and beam 4, on a trained model):
+
+    folder/model.bin                 weights (float32, or quantized with `quantization`)
+    folder/config.json               tokens and layer norm epsilon, read by CTranslate2
+    folder/shared_vocabulary.json    one token per id (source, target and softmax share it)
+    folder/<vocabulary file>         the model_dir's SentencePiece / WordPiece / symbol file
+    folder/t2t_lite.json             beam size, alpha, extra length, max length, vocabulary file,
+                                     provenance (CTranslate2 ignores it)
+
+How each part of t2t_lite maps onto CTranslate2's TransformerSpec:
+
+| t2t_lite | CTranslate2 |
+|---|---|
+| post-norm LayerNorm(x + f(x)) / pre-norm x + f(LayerNorm(x)) + final norms | `pre_norm=False` / `pre_norm=True` (its final encoder/decoder norms) |
+| one embedding matrix, times sqrt(d_model) | the same array as encoder embeddings, decoder embeddings and the decoder's output projection (stored once), `scale_embeddings=True` |
+| sinusoids, interleaved (paper) or [sin, cos] (t2t), or learned positions | the position table itself (`position_encodings.encodings`), so every layout converts exactly |
+| Q, K, V kernels [d, H, d_k], output [H, d_v, d], biases optional | fused QKV (self) / Q + fused KV (cross) linears [out, in], biases when the model has them |
+| feed-forward inner/outer Dense, ReLU | `ffn.linear_0` / `linear_1`, RELU |
+| layer_norm_epsilon | config `layer_norm_epsilon` |
+| ids 0 = pad (the decoder start symbol), 1 = EOS, 2 = unk; EOS appended to every source | `decoder_start_token="<pad>"`, `eos_token="</s>"`, `unk_token="<unk>"`, `add_source_eos=True` |
+| GNMT length penalty ((5 + len) / 6)^alpha, len counting EOS | no equivalent: CTranslate2 4.x divides by len^alpha; `translate_tokens` re-ranks its n-best with GNMT's penalty |
+
+Refused with a UserError (CTranslate2 has one head size for queries, keys and values): d_k != d_v.
+A checkpoint the model_dir cannot load, and an existing non-empty output folder, are UserErrors too.
+
+Beam search differs in one detail: CTranslate2 retires a beam that ends in EOS (the beam narrows)
+while t2t_lite keeps K alive beams from the top 2K candidates, and a hypothesis that reaches the
+length limit keeps no EOS in CTranslate2 (t2t_lite forces EOS there and counts its probability).
+Best translations agree whenever the best hypothesis ends with its own EOS, as for a trained model.
+"""
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+from t2t_lite.errors import UserError
+
+METADATA_FILE = "t2t_lite.json"
+PAD_TOKEN, EOS_TOKEN, UNK_TOKEN = "<pad>", "</s>", "<unk>"
+
+
+def _ctranslate2():
+    try:
+        import ctranslate2  # noqa: F401
+        from ctranslate2 import specs
+    except ImportError:
+        raise UserError("--format=ctranslate2 needs the ctranslate2 package: "
+                        "pip install 't2t_lite[ctranslate2]'") from None
+    return specs
+
+
+def check_convertible(config):
+    """Raises UserError when CTranslate2 cannot express the model described by `config`."""
+    if config.key_dim != config.value_dim:
+        raise UserError(
+            f"cannot convert to CTranslate2: d_k={config.key_dim} differs from d_v="
+            f"{config.value_dim}, and CTranslate2 has one head size for queries, keys and values")
+
+
+def vocabulary_tokens(vocab_path):
+    """One token string per id, in id order, for the model_dir's vocabulary file."""
+    from t2t_lite.data import tokenizers
+
+    if vocab_path.endswith(tokenizers.SENTENCEPIECE_SUFFIX):
+        import sentencepiece
+
+        processor = sentencepiece.SentencePieceProcessor(model_file=vocab_path)
+        tokens = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+    else:
+        with open(vocab_path, encoding="utf-8") as f:
+            tokens = f.read().split("\n")
+        if tokens and tokens[-1] == "":
+            tokens.pop()
+        if vocab_path.endswith(tokenizers.SYMBOLS_SUFFIX):
+            tokens = [t for t in tokens if t]
+    return tokens
+
+
+def _check_tokens(tokens, vocab_size):
+    if len(tokens) != vocab_size:
+        raise UserError(f"the vocabulary has {len(tokens)} tokens but the model {vocab_size}")
+    if tuple(tokens[:3]) != (PAD_TOKEN, EOS_TOKEN, UNK_TOKEN):
+        raise UserError(f"cannot convert to CTranslate2: the vocabulary must start with "
+                        f"{PAD_TOKEN} {EOS_TOKEN} {UNK_TOKEN} (ids 0, 1, 2), got {tokens[:3]}")
+    seen = {}
+    for i, token in enumerate(tokens):
+        if token in seen:
+            raise UserError(f"cannot convert to CTranslate2: token {token!r} appears twice in "
+                            f"the vocabulary (ids {seen[token]} and {i}); CTranslate2 takes "
+                            "tokens as strings")
+        seen[token] = i
+
+
+# ---- weights ----------------------------------------------------------------------------------
+def _array(variable):
+    return np.asarray(variable, dtype=np.float32)
+
+
+def _probe(project, d_model):
+    """(kernel [d_in, out], bias [out]) of an affine projection [1, S, d] -> [1, S, H, k].
+
+    Used when an attention layer does not expose separate query/key/value kernels (e.g. a fused
+    QKV weight): the projection of the identity minus the projection of zeros.
+    """
+    import tensorflow as tf
+
+    bias = np.asarray(project(tf.zeros([1, 1, d_model])), np.float32).reshape(-1)
+    kernel = np.asarray(project(tf.eye(d_model)[None]), np.float32).reshape(d_model, -1)
+    return kernel - bias[None, :], bias
+
+
+def _qkv(attention, d_model):
+    """[(kernel [d, H*k], bias [H*k] or None)] for query, key and value of one attention layer."""
+    names = ("query", "key", "value")
+    if all(hasattr(attention, f"{n}_kernel") for n in names):
+        result = []
+        for name in names:
+            kernel = _array(getattr(attention, f"{name}_kernel"))
+            bias = getattr(attention, f"{name}_bias", None)
+            result.append((kernel.reshape(kernel.shape[0], -1),
+                           None if bias is None else _array(bias).reshape(-1)))
+        return result
+    query = _probe(attention.project_query, d_model)
+    key = _probe(lambda x: attention.project_key_value(x)[0], d_model)
+    value = _probe(lambda x: attention.project_key_value(x)[1], d_model)
+    if not attention.use_bias:
+        query, key, value = ((k, None) for k, _ in (query, key, value))
+    return [query, key, value]
+
+
+def _set_linear(spec, kernel, bias=None):
+    """Keras kernels are [in, out]; CTranslate2 linears are [out, in]."""
+    spec.weight = np.ascontiguousarray(kernel.T)
+    if bias is not None:
+        spec.bias = np.ascontiguousarray(bias)
+
+
+def _set_fused(spec, parts):
+    _set_linear(spec, np.concatenate([k for k, _ in parts], axis=1),
+                None if parts[0][1] is None else np.concatenate([b for _, b in parts]))
+
+
+def _set_layer_norm(spec, norm):
+    spec.gamma = _array(norm.gamma)
+    spec.beta = _array(norm.beta)
+
+
+def _set_attention(spec, attention, residual, d_model, self_attention):
+    query, key, value = _qkv(attention, d_model)
+    if self_attention:
+        _set_fused(spec.linear[0], [query, key, value])
+    else:
+        _set_linear(spec.linear[0], *query)
+        _set_fused(spec.linear[1], [key, value])
+    output = _array(attention.output_kernel)
+    output_bias = getattr(attention, "output_bias", None)
+    _set_linear(spec.linear[-1], output.reshape(-1, output.shape[-1]),
+                None if output_bias is None else _array(output_bias))
+    _set_layer_norm(spec.layer_norm, residual.norm)
+
+
+def _set_feed_forward(spec, feed_forward, residual):
+    _set_linear(spec.linear_0, _array(feed_forward.inner.kernel), _array(feed_forward.inner.bias))
+    _set_linear(spec.linear_1, _array(feed_forward.outer.kernel), _array(feed_forward.outer.bias))
+    _set_layer_norm(spec.layer_norm, residual.norm)
+
+
+def model_spec(model, tokens):
+    """A ctranslate2 TransformerSpec holding the weights of a t2t_lite Transformer."""
+    specs = _ctranslate2()
+    config = model.config
+    check_convertible(config)
+    _check_tokens(tokens, model.vocab_size)
+    pre_norm = config.norm_position == "pre"
+    d_model = config.d_model
+    head_dim = None if config.key_dim * config.num_heads == d_model else config.key_dim
+    encoder = specs.TransformerEncoderSpec(config.num_layers, config.num_heads, pre_norm=pre_norm,
+                                           head_dim=head_dim)
+    decoder = specs.TransformerDecoderSpec(config.num_layers, config.num_heads, pre_norm=pre_norm,
+                                           head_dim=head_dim)
+
+    embeddings = _array(model.embedding.embeddings)
+    positions = np.asarray(model.positions.table, np.float32)
+    for stack in (encoder, decoder):
+        stack.scale_embeddings = True
+        stack.position_encodings.encodings = positions
+    encoder.embeddings[0].weight = embeddings
+    decoder.embeddings.weight = embeddings
+    decoder.projection.weight = embeddings  # the pre-softmax matrix, no bias
+
+    for spec, layer in zip(encoder.layer, model.encoder_layers):
+        _set_attention(spec.self_attention, layer.self_attention, layer.self_attention_residual,
+                       d_model, self_attention=True)
+        _set_feed_forward(spec.ffn, layer.feed_forward, layer.feed_forward_residual)
+    for spec, layer in zip(decoder.layer, model.decoder_layers):
+        _set_attention(spec.self_attention, layer.self_attention, layer.self_attention_residual,
+                       d_model, self_attention=True)
+        _set_attention(spec.attention, layer.cross_attention,
+                       layer.cross_attention_residual, d_model, self_attention=False)
+        _set_feed_forward(spec.ffn, layer.feed_forward, layer.feed_forward_residual)
+    if pre_norm:
+        _set_layer_norm(encoder.layer_norm, model.encoder_final_norm)
+        _set_layer_norm(decoder.layer_norm, model.decoder_final_norm)
+
+    spec = specs.TransformerSpec(encoder, decoder)
+    spec.config.unk_token = UNK_TOKEN
+    spec.config.bos_token = PAD_TOKEN  # t2t_lite has no BOS; the decoder starts from pad
+    spec.config.eos_token = EOS_TOKEN
+    spec.config.decoder_start_token = PAD_TOKEN
+    spec.config.add_source_bos = False
+    spec.config.add_source_eos = True
+    spec.config.layer_norm_epsilon = float(config.layer_norm_epsilon)
+    spec.register_source_vocabulary(tokens)
+    spec.register_target_vocabulary(tokens)
+    return spec
+
+
+def convert(model, tokens, output_dir, vocab_path=None, quantization=None, metadata=None):
+    """Writes `model` as a CTranslate2 folder at output_dir (must not exist or be empty).
+
+    Written to a temporary sibling folder and renamed when complete. Returns output_dir.
+    """
+    spec = model_spec(model, tokens)
+    if os.path.exists(output_dir) and (not os.path.isdir(output_dir) or os.listdir(output_dir)):
+        raise UserError(f"{output_dir} exists and is not an empty directory; CTranslate2 exports "
+                        "go to a new folder")
+    metadata = dict(metadata or {})
+    if vocab_path:
+        spec.register_file(vocab_path)
+        metadata["vocab_file"] = os.path.basename(vocab_path)
+    metadata.update(quantization=quantization or "float32",
+                    model_config=dataclasses.asdict(model.config), vocab_size=int(model.vocab_size))
+    try:
+        spec.validate()
+        spec.optimize(quantization=quantization)
+    except (ValueError, NotImplementedError) as error:
+        raise UserError(f"cannot convert to CTranslate2: {error}") from None
+
+    parent = os.path.dirname(os.path.abspath(output_dir))
+    os.makedirs(parent, exist_ok=True)
+    tmp_dir = tempfile.mkdtemp(prefix=".incomplete-ct2-", dir=parent)
+    try:
+        spec.save(tmp_dir)
+        with open(os.path.join(tmp_dir, METADATA_FILE), "w", encoding="utf-8") as f:
+            json.dump(metadata, f, indent=2, sort_keys=True)
+            f.write("\n")
+        if os.path.isdir(output_dir):
+            os.rmdir(output_dir)  # empty, checked above
+        os.rename(tmp_dir, output_dir)
+    finally:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+    return output_dir
+
+
+def export(model_dir, output_dir, checkpoint_path=None, beam_size=None, alpha=None,
+           extra_length=None, quantization=None):
+    """Converts a model_dir's checkpoint (default: averaged, else latest) into output_dir."""
+    _ctranslate2()  # a clear error before the (slow) model load
+    from t2t_lite.model_dir import files, loaded
+
+    check_convertible(files.load_configs(model_dir)[0])
+    run = loaded.load(model_dir, checkpoint_path)
+    model, decode_config = run.model, run.decode_config
+    vocab_path = files.vocab_path(model_dir, run.info)
+    metadata = run.metadata()
+    metadata.update(
+        beam_size=decode_config.beam_size if beam_size is None else int(beam_size),
+        alpha=decode_config.alpha if alpha is None else float(alpha),
+        extra_length=decode_config.extra_length if extra_length is None else int(extra_length),
+        max_length=int(model.config.max_length),
+        max_source_tokens=int(model.config.max_length) - 1)
+    return convert(model, vocabulary_tokens(vocab_path), output_dir, vocab_path=vocab_path,
+                   quantization=quantization, metadata=metadata)
+
+
+def decode_limits(source_tokens, extra_length, max_length):
+    """CTranslate2 `max_decoding_length` for a source of `source_tokens` tokens (EOS not counted)
+    that matches t2t_lite's limit: at most source + 1 + extra_length output tokens counting EOS,
+    and at most max_length; CTranslate2 counts generated tokens without a final EOS."""
+    return max(1, min(source_tokens + 1 + extra_length, max_length) - 1)
+
+
+def length_penalty(length, alpha):
+    """t2t_lite's GNMT length penalty ((5 + length) / 6) ** alpha."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def translate_tokens(translator, sources, beam_size=4, alpha=0.6, extra_length=50, max_length=256,
+                     nbest=1, max_batch_size=64):
+    """t2t_lite's translations of token lists through a ctranslate2.Translator.
+
+    Args:
+      translator: a ctranslate2.Translator on a folder written by `convert`/`export`.
+      sources: list of source token lists (strings, without EOS; the model adds it).
+      beam_size, alpha, extra_length: as t2t_lite's decoder (alpha is the GNMT exponent).
+      max_length: the model's max_length (t2t_lite.json's), which bounds every output.
+      nbest: hypotheses to return per source (<= beam_size).
+
+    Returns:
+      list (same order) of n-best lists [(target tokens without EOS, score)], best first, where
+      score = log P(target + EOS | source) / ((5 + length) / 6) ** alpha, length counting EOS,
+      as t2t_lite's beam search scores. An empty source gives [([], 0.0)].
+
+    CTranslate2 takes one length limit per call, and t2t_lite one per sentence (its length +
+    extra_length): sentences are grouped by length so each gets its own limit. CTranslate2 4.x
+    normalises finished hypotheses by length ** alpha rather than GNMT's penalty, so the beam's
+    n-best (scores recovered as log probabilities) is re-ranked with the GNMT penalty here. A
+    hypothesis cut by the length limit ends without EOS in CTranslate2, its score then lacks the
+    EOS probability t2t_lite counts. `min_decoding_length=0`: t2t_lite may translate to nothing
+    (EOS first), while CTranslate2's default of 1 forbids EOS at the first step.
+    """
+    nbest = max(1, min(int(nbest), int(beam_size)))
+    results = [None] * len(sources)
+    by_length = {}
+    for index, source in enumerate(sources):
+        if not source:
+            results[index] = [([], 0.0)]
+        else:
+            source = list(source)[:max_length - 1]
+            by_length.setdefault(len(source), []).append((index, source))
+    ct2_alpha = float(alpha) if beam_size > 1 else 0.0
+    for length, items in sorted(by_length.items()):
+        outputs = translator.translate_batch(
+            [source for _, source in items], beam_size=int(beam_size),
+            num_hypotheses=int(beam_size), length_penalty=ct2_alpha,
+            max_decoding_length=decode_limits(length, extra_length, max_length),
+            min_decoding_length=0, return_scores=True, return_end_token=True,
+            max_batch_size=max_batch_size)
+        for (index, _), output in zip(items, outputs):
+            hypotheses = []
+            for tokens, score in zip(output.hypotheses, output.scores):
+                length_with_eos = len(tokens)
+                if tokens and tokens[-1] == EOS_TOKEN:
+                    tokens = tokens[:-1]
+                log_prob = score * length_with_eos ** ct2_alpha
+                hypotheses.append((tokens, log_prob / length_penalty(length_with_eos, alpha)))
+            hypotheses.sort(key=lambda h: -h[1])
+            results[index] = hypotheses[:nbest]
+    return results

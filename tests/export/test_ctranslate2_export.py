@@ -1,0 +1,221 @@
+"""CTranslate2 export: the converted model translates exactly as t2t_lite does.
+
+A tiny Transformer is trained for a few seconds to reverse symbol strings (a trained model: its best
+hypotheses end with their own EOS, where the two beam searches agree), written as a model_dir,
+exported with `t2t-lite-exporter --format=ctranslate2`, and decoded by both: the best greedy and
+beam-4 token ids must be equal, and scores close. Random-weight models of every architecture
+variant (post/pre-norm, both sinusoid layouts, learned positions, no attention biases, d_k != d_model
+/ heads) are checked with greedy search and CTranslate2's forced-decoding log probabilities.
+"""
+import dataclasses
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+ctranslate2 = pytest.importorskip("ctranslate2")
+
+from t2t_lite import hparams  # noqa: E402
+from t2t_lite.data import vocab  # noqa: E402
+from t2t_lite.decoding.translate import translate  # noqa: E402
+from t2t_lite.errors import UserError  # noqa: E402
+from t2t_lite.export import ctranslate2_export, serving_module  # noqa: E402
+from t2t_lite.models.transformer import Transformer  # noqa: E402
+from t2t_lite.model_dir import files as model_dir_lib  # noqa: E402
+
+SYMBOLS = 17  # ids 3 .. 19
+VOCAB = SYMBOLS + 3
+EXTRA = 5
+GIN_PARAMS = ["MAX_LENGTH = 24", "ModelConfig.dropout = 0.0", "DecodeConfig.beam_size = 4",
+              f"DecodeConfig.extra_length = {EXTRA}"]
+TOKENS = ["<pad>", "</s>", "<unk>"] + [f"s{i}" for i in range(SYMBOLS)]
+
+
+def _reverse_batch(rng, size=64, width=10):
+    inputs = np.zeros((size, width), np.int32)
+    targets = np.zeros((size, width), np.int32)
+    for row in range(size):
+        length = rng.integers(1, width - 1)
+        ids = rng.integers(3, VOCAB, size=length)
+        inputs[row, :length], inputs[row, length] = ids, 1
+        targets[row, :length], targets[row, length] = ids[::-1], 1
+    return inputs, targets
+
+
+def _train(model, steps, seed=0):
+    rng = np.random.default_rng(seed)
+    optimizer = keras.optimizers.Adam(learning_rate=3e-3)
+
+    @tf.function
+    def step(inputs, targets):
+        with tf.GradientTape() as tape:
+            logits = model({"inputs": inputs, "targets": targets}, training=True)
+            loss = keras.losses.sparse_categorical_crossentropy(targets, logits, from_logits=True)
+            weights = tf.cast(targets != 0, tf.float32)
+            loss = tf.reduce_sum(loss * weights) / tf.reduce_sum(weights)
+        grads = tape.gradient(loss, model.trainable_weights)
+        optimizer.apply_gradients(zip(grads, model.trainable_weights))
+        return loss
+
+    for _ in range(steps):
+        loss = step(*_reverse_batch(rng))
+    return float(loss)
+
+
+@pytest.fixture(scope="module")
+def trained_model_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ct2_model")
+    vocab_path = vocab.write_symbol_vocab(str(root / "reverse.symbols.txt"), TOKENS[3:])
+    configs = hparams.load("tiny", GIN_PARAMS)
+    directory = str(root / "model")
+    model_dir_lib.write_run_info(directory, "algorithmic_reverse", "tiny", GIN_PARAMS, vocab_path,
+                                 VOCAB, configs)
+    keras.utils.set_random_seed(1)
+    model = Transformer(configs[0], VOCAB)
+    loss = _train(model, steps=200)
+    assert loss < 1.0, loss  # learning, not necessarily perfect
+    tf.train.CheckpointManager(tf.train.Checkpoint(model=model), directory, 1).save(200)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def ct2_dir(trained_model_dir, tmp_path_factory, cli):
+    output = tmp_path_factory.mktemp("ct2_export") / "ct2"
+    result = cli("exporter", f"--model_dir={trained_model_dir}", f"--export_dir={output}",
+                 "--format=ctranslate2")
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    assert result.stdout.decode().strip() == str(output)
+    return str(output)
+
+
+def _sources(count, seed=11):
+    rng = np.random.default_rng(seed)
+    return [[int(i) for i in rng.integers(3, VOCAB, size=rng.integers(1, 9))]
+            for _ in range(count)]
+
+
+def _text(ids):
+    return " ".join(TOKENS[i] for i in ids)
+
+
+@pytest.mark.slow
+def test_export_folder_holds_model_vocabulary_and_settings(ct2_dir):
+    names = set(os.listdir(ct2_dir))
+    assert {"model.bin", "config.json", "shared_vocabulary.json", "reverse.symbols.txt",
+            "t2t_lite.json"} <= names
+    with open(os.path.join(ct2_dir, "shared_vocabulary.json"), encoding="utf-8") as f:
+        assert json.load(f) == TOKENS
+    with open(os.path.join(ct2_dir, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    assert config["decoder_start_token"] == "<pad>" and config["eos_token"] == "</s>"
+    assert config["add_source_eos"] is True and config["add_source_bos"] is False
+    with open(os.path.join(ct2_dir, "t2t_lite.json"), encoding="utf-8") as f:
+        settings = json.load(f)
+    assert (settings["beam_size"], settings["alpha"], settings["extra_length"],
+            settings["max_length"]) == (4, 0.6, EXTRA, 24)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_translations_equal_t2t_lite_beam_search(trained_model_dir, ct2_dir, beam_size):
+    """Best hypotheses: token ids equal to the decoder's (= SavedModel's) graph, scores close."""
+    module = serving_module.from_model_dir(trained_model_dir, beam_size=beam_size)
+    alpha = 0.6 if beam_size > 1 else 0.0
+    sources = _sources(10)
+    result = module.translate_with_settings(tf.constant([_text(s) for s in sources]),
+                                            tf.constant(alpha), tf.constant(EXTRA))
+    expected = [o.decode().split() for o in result["outputs"][:, 0].numpy()]
+    expected_scores = result["scores"][:, 0].numpy()
+
+    translator = ctranslate2.Translator(ct2_dir, device="cpu", inter_threads=1, intra_threads=1)
+    got = ctranslate2_export.translate_tokens(
+        translator, [[TOKENS[i] for i in s] for s in sources], beam_size=beam_size, alpha=alpha,
+        extra_length=EXTRA, max_length=24)
+    assert [hyps[0][0] for hyps in got] == expected
+    # CTranslate2's kernels round differently: log probabilities agree to ~1e-3 per token.
+    np.testing.assert_allclose([hyps[0][1] for hyps in got], expected_scores, rtol=1e-2,
+                               atol=5e-3)
+    # Most of them are the reversed source: the model is trained, not a degenerate case.
+    assert sum(e == [TOKENS[i] for i in s[::-1]] for e, s in zip(expected, sources)) >= 5
+
+    # The plain CTranslate2 call the README shows gives the same best translations.
+    plain = translator.translate_batch(
+        [[TOKENS[i] for i in s] for s in sources], beam_size=beam_size, length_penalty=alpha,
+        max_decoding_length=ctranslate2_export.decode_limits(8, EXTRA, 24),
+        min_decoding_length=0)
+    assert [r.hypotheses[0] for r in plain] == expected
+
+
+VARIANTS = [
+    {"norm_position": "post"},
+    {"norm_position": "pre"},
+    {"sinusoid_layout": "concat", "attention_bias": False},
+    {"position_encoding": "learned"},
+    {"d_k": 16, "d_v": 16},  # heads * d_k != d_model
+]
+
+
+@pytest.mark.parametrize("overrides", VARIANTS, ids=lambda o: ",".join(f"{k}={v}" for k, v in
+                                                                     o.items()))
+def test_every_architecture_variant_converts_exactly(overrides, tmp_path):
+    config = dataclasses.replace(hparams.load("tiny", ["MAX_LENGTH = 24"])[0], **overrides)
+    keras.utils.set_random_seed(2)
+    model = Transformer(config, VOCAB)
+    ct2_dir = ctranslate2_export.convert(model, TOKENS, str(tmp_path / "ct2"))
+    translator = ctranslate2.Translator(ct2_dir, device="cpu", inter_threads=1, intra_threads=1)
+    sources = _sources(4, seed=3)
+
+    # Forced decoding: CTranslate2's per-token log probabilities equal the Keras model's.
+    targets = _sources(4, seed=4)
+    scored = translator.score_batch([[TOKENS[i] for i in s] for s in sources],
+                                    [[TOKENS[i] for i in t] for t in targets])
+    for source, target, result in zip(sources, targets, scored):
+        logits = model({"inputs": np.array([source + [1]], np.int32),
+                        "targets": np.array([target + [1]], np.int32)})
+        log_probs = tf.gather(tf.nn.log_softmax(logits), [target + [1]], batch_dims=2)[0]
+        np.testing.assert_allclose(result.log_probs, log_probs.numpy(), rtol=1e-3, atol=1e-3)
+
+    # Greedy search: the same ids, up to the same length limit (random weights rarely stop).
+    for source in sources:
+        sequences, _ = translate(model, np.array([source + [1]], np.int32), beam_size=1,
+                                 alpha=0.0, extra_length=EXTRA)
+        row = sequences[0, 0].numpy().tolist()
+        limit = ctranslate2_export.decode_limits(len(source), EXTRA, config.max_length)
+        output = translator.translate_batch([[TOKENS[i] for i in source]], beam_size=1,
+                                            max_decoding_length=limit,
+                                            min_decoding_length=0)[0].hypotheses[0]
+        assert [TOKENS.index(t) for t in output] == row[:row.index(1)]
+
+
+def test_what_ctranslate2_cannot_express_is_refused_with_a_clear_error(tmp_path):
+    config = dataclasses.replace(hparams.load("tiny")[0], d_k=4, d_v=12)
+    model = Transformer(config, VOCAB)
+    with pytest.raises(UserError, match="d_k=4 differs from d_v=12"):
+        ctranslate2_export.convert(model, TOKENS, str(tmp_path / "ct2"))
+    assert not os.path.exists(tmp_path / "ct2")
+
+
+def test_bad_vocabulary_and_occupied_folder_are_refused(tmp_path):
+    model = Transformer(hparams.load("tiny")[0], VOCAB)
+    with pytest.raises(UserError, match="must start with"):
+        ctranslate2_export.convert(model, ["<s>"] + TOKENS[1:], str(tmp_path / "a"))
+    with pytest.raises(UserError, match="appears twice"):
+        ctranslate2_export.convert(model, TOKENS[:-1] + ["s0"], str(tmp_path / "b"))
+    occupied = tmp_path / "c"
+    occupied.mkdir()
+    (occupied / "keep.txt").write_text("mine")
+    with pytest.raises(UserError, match="not an empty directory"):
+        ctranslate2_export.convert(model, TOKENS, str(occupied))
+    assert os.listdir(occupied) == ["keep.txt"]
+
+
+@pytest.mark.slow
+def test_cli_refuses_quantization_without_ctranslate2_format(trained_model_dir, tmp_path, cli):
+    result = cli("exporter", f"--model_dir={trained_model_dir}", f"--export_dir={tmp_path}/y",
+                 "--quantization=int8")
+    assert result.returncode == 1
+    assert result.stderr.decode().strip().splitlines()[-1] == (
+        "error: --quantization applies to --format=ctranslate2 only")
