@@ -74,6 +74,15 @@ class TrainConfig:
     max_tokens_per_replica: int = 4096  # what one device holds; accumulation makes up the rest
     max_length: int = 256  # training pairs longer than this (in tokens) are dropped and counted
     train_steps: int = 100000
+    # How the run goes, not just what it learns: recorded in the model_dir's configs.json with
+    # everything else. The trainer's flags of the same names override them for one run.
+    train_minutes: float = 0.0  # wall-clock budget of the whole run, across resumes (0: none)
+    log_every: int = 50  # steps between progress lines
+    eval_every_steps: int = 0  # 0: evaluate whenever a checkpoint is saved
+    eval_batches: int = 50  # dev batches for loss, perplexity, token accuracy
+    bleu_sentences: int = 200  # dev sentences decoded for the dev metric (0: none)
+    eval_beam_size: int = 1  # beam for dev decoding (1: greedy, cheap; 0: the DecodeConfig's)
+    early_stopping_evals: int = 0  # stop after this many evaluations without improvement
     checkpoint_minutes: float = 10.0
     checkpoint_steps: int = 0  # 0: time-based only
     keep_checkpoints: int = 20
@@ -106,6 +115,13 @@ class TrainConfig:
                      "budget_decay_fraction"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+        if self.train_minutes < 0 or self.log_every < 1:
+            raise ValueError(f"train_minutes must be >= 0 and log_every >= 1, got "
+                             f"{self.train_minutes} and {self.log_every}")
+        for name in ("eval_every_steps", "eval_batches", "bleu_sentences", "eval_beam_size",
+                     "early_stopping_evals"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 
 
 @gin.configurable

@@ -17,19 +17,25 @@ flags.DEFINE_string("hparams_set", "base", "gin hparams set (gin/<name>.gin).")
 flags.DEFINE_multi_string("gin_file", [], "Your own gin file, read after the set "
                           "(repeatable); the set itself is named by --hparams_set.")
 flags.DEFINE_multi_string("gin_param", [], "gin binding overriding one value (repeatable).")
+# The run settings below default to the set's TrainConfig field of the same name (None here).
 flags.DEFINE_integer("train_steps", None, "Steps to train to (default: the set's).")
-flags.DEFINE_float("train_minutes", None, "Wall-clock budget for training, in minutes.")
+flags.DEFINE_float("train_minutes", None, "Wall-clock budget for training, in minutes, across "
+                   "resumes (default: the set's; 0: none).")
 flags.DEFINE_bool("generate_data", False, "Run datagen for the problem first (skips done work).")
 flags.DEFINE_string("tmp_dir", None, "Scratch space for datagen downloads.")
 flags.DEFINE_integer("num_gpus", None, "GPUs to mirror over (default: all visible).")
 flags.DEFINE_integer("accumulate_steps", None,
                      "Gradient accumulation steps (default: reach the set's batch_tokens).")
-flags.DEFINE_integer("eval_every_steps", 0, "Evaluate every N steps (0: at each checkpoint).")
-flags.DEFINE_integer("eval_batches", 50, "Dev batches for the loss.")
-flags.DEFINE_integer("bleu_sentences", 200, "Dev sentences decoded for BLEU (0: none).")
-flags.DEFINE_integer("eval_beam_size", 1, "Beam for BLEU during training (1: greedy).")
-flags.DEFINE_integer("early_stopping_evals", 0, "Stop after N evaluations without improvement.")
-flags.DEFINE_integer("log_every", 50, "Steps between progress lines.")
+flags.DEFINE_integer("eval_every_steps", None, "Evaluate every N steps (0: at each checkpoint; "
+                     "default: the set's).")
+flags.DEFINE_integer("eval_batches", None, "Dev batches for the loss (default: the set's, 50).")
+flags.DEFINE_integer("bleu_sentences", None, "Dev sentences decoded for BLEU (0: none; default: "
+                     "the set's, 200).")
+flags.DEFINE_integer("eval_beam_size", None, "Beam for BLEU during training (1: greedy; 0: the "
+                     "set's DecodeConfig beam; default: the set's, 1).")
+flags.DEFINE_integer("early_stopping_evals", None, "Stop after N evaluations without "
+                     "improvement (default: the set's, 0: never).")
+flags.DEFINE_integer("log_every", None, "Steps between progress lines (default: the set's, 50).")
 flags.DEFINE_bool("print_params", False, "Print the model's parameter count.")
 
 

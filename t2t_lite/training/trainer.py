@@ -41,19 +41,38 @@ class TrainOptions:
     hparams_set: str = "base"
     gin_files: Sequence[str] = ()  # the user's own gin files, after the set
     gin_params: Sequence[str] = ()
-    train_steps: Optional[int] = None  # None: the set's TrainConfig.train_steps
-    train_minutes: Optional[float] = None  # wall-clock budget of the training loop
+    # None: the set's TrainConfig value (RUN_SETTINGS); a value overrides it for this run.
+    train_steps: Optional[int] = None
+    train_minutes: Optional[float] = None  # wall-clock budget of the whole run
     generate_data: bool = False
     tmp_dir: Optional[str] = None
     num_gpus: Optional[int] = None
     accumulate_steps: Optional[int] = None  # None: derived from the set's global token budget
-    eval_every_steps: int = 0  # 0: evaluate whenever a checkpoint is saved
-    eval_batches: int = 50
-    bleu_sentences: int = 200  # 0: no BLEU during training
-    eval_beam_size: Optional[int] = 1  # greedy during training is cheap; None: the set's beam
-    early_stopping_evals: int = 0  # stop after this many evaluations without improvement
-    log_every: int = 50
+    eval_every_steps: Optional[int] = None
+    eval_batches: Optional[int] = None
+    bleu_sentences: Optional[int] = None
+    eval_beam_size: Optional[int] = None
+    early_stopping_evals: Optional[int] = None
+    log_every: Optional[int] = None
     print_params: bool = False
+
+
+# TrainOptions fields that override the TrainConfig field of the same name.
+RUN_SETTINGS = ("train_steps", "train_minutes", "log_every", "eval_every_steps", "eval_batches",
+                "bleu_sentences", "eval_beam_size", "early_stopping_evals")
+
+
+def resolve_run_settings(options, train_config):
+    """(options, train_config) agreeing on RUN_SETTINGS: a value given in the options wins and is
+    recorded in the config (so configs.json says how the run went); None takes the set's."""
+    given = {name: getattr(options, name) for name in RUN_SETTINGS
+             if getattr(options, name) is not None}
+    try:
+        train_config = dataclasses.replace(train_config, **given)
+    except ValueError as error:
+        raise UserError(f"bad run setting: {error}") from None
+    resolved = {name: getattr(train_config, name) for name in RUN_SETTINGS}
+    return dataclasses.replace(options, **resolved), train_config
 
 
 @dataclasses.dataclass
@@ -106,7 +125,8 @@ def train(options: TrainOptions) -> TrainResult:
     model_config, train_config, decode_config = hparams.load(options.hparams_set,
                                                              options.gin_params,
                                                              options.gin_files)
-    train_steps = options.train_steps or train_config.train_steps
+    options, train_config = resolve_run_settings(options, train_config)
+    train_steps = options.train_steps
     # Seeding resets TF's kernel caches, which destroys resources such as the SentencePiece
     # op's model: it must come before any tokenizer is built.
     keras.utils.set_random_seed(train_config.seed)

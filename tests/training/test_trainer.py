@@ -262,3 +262,19 @@ def test_mixed_precision_trains_and_restores_in_float32(data_dir, tmp_path, prec
     assert np.isfinite(result.best_metrics["loss"])
     model = loaded.load(model_dir).model
     assert all(w.dtype == "float32" for w in model.weights)
+
+
+def test_run_settings_come_from_the_set_and_options_override_them():
+    from t2t_lite import hparams
+    from t2t_lite.training.trainer import resolve_run_settings
+
+    _, train_config, _ = hparams.load("tiny", ["TrainConfig.bleu_sentences = 7",
+                                               "TrainConfig.train_minutes = 2.5"])
+    options = TrainOptions(problem="p", data_dir="d", model_dir="m", eval_batches=3)
+    options, resolved = resolve_run_settings(options, train_config)
+    assert (options.bleu_sentences, options.eval_batches, options.train_minutes) == (7, 3, 2.5)
+    # What the run used is what configs.json will record.
+    assert (resolved.bleu_sentences, resolved.eval_batches, resolved.train_minutes) == (7, 3, 2.5)
+    with pytest.raises(UserError, match="log_every"):
+        resolve_run_settings(TrainOptions(problem="p", data_dir="d", model_dir="m", log_every=0),
+                             train_config)
