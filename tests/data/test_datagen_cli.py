@@ -7,6 +7,7 @@ import sys
 import textwrap
 import time
 
+import pytest
 import tensorflow as tf
 
 from t2t_lite.data import shards, tokenizers
@@ -85,6 +86,7 @@ def read_all(data_dir, prefix):
     return per_shard
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_to_complete_correct_shards(tmp_path):
     module = tmp_path / "slow_problems.py"
     module.write_text(SLOW_PROBLEM)

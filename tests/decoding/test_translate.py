@@ -76,7 +76,7 @@ def test_cached_beam_search_equals_uncached_reference(model, inputs):
             assert end < limit and not row[end + 1:].any()
 
 
-@pytest.mark.parametrize("extra_length", [3, 50])
+@pytest.mark.parametrize("extra_length", [3, pytest.param(50, marks=pytest.mark.slow)])
 def test_compiled_translation_equals_eager(model, inputs, extra_length):
     eager_sequences, eager_scores = translate(model, inputs, beam_size=2, alpha=0.6,
                                               extra_length=extra_length)

@@ -153,8 +153,8 @@ VARIANTS = [
     {"norm_position": "post"},
     {"norm_position": "pre"},
     {"sinusoid_layout": "concat", "attention_bias": False},
-    {"position_encoding": "learned"},
-    {"d_k": 16, "d_v": 16},  # heads * d_k != d_model
+    pytest.param({"position_encoding": "learned"}, marks=pytest.mark.slow),
+    pytest.param({"d_k": 16, "d_v": 16}, marks=pytest.mark.slow),  # heads * d_k != d_model
 ]
 
 
