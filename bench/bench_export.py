@@ -36,9 +36,11 @@ from t2t_lite.model_dir import files as model_dir_lib  # noqa: E402
 def build_model_dir(root, hparams_set, vocab_size, seed=0):
     vocab_path = vocab.write_symbol_vocab(os.path.join(root, "bench.symbols.txt"),
                                           [f"w{i}" for i in range(vocab_size - 3)])
-    config = hparams.load(hparams_set)[0]
+    configs = hparams.load(hparams_set)
+    config = configs[0]
     directory = os.path.join(root, "model")
-    model_dir_lib.write_run_info(directory, "bench", hparams_set, [], vocab_path, vocab_size)
+    model_dir_lib.write_run_info(directory, "bench", hparams_set, [], vocab_path, vocab_size,
+                                 configs)
     keras.utils.set_random_seed(seed)
     model = Transformer(config, vocab_size)
     tf.train.CheckpointManager(tf.train.Checkpoint(model=model), directory, 1).save(1)
