@@ -8,7 +8,7 @@ them would shadow the gin-config library.
 """
 import pathlib
 
-from setuptools import setup
+from setuptools import find_packages, setup
 
 ROOT = pathlib.Path(__file__).parent
 
@@ -48,20 +48,9 @@ setup(
     long_description=(ROOT / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=[
-        "t2t_lite",
-        "t2t_lite.layers",
-        "t2t_lite.models",
-        "t2t_lite.data",
-        "t2t_lite.decoding",
-        "t2t_lite.training",
-        "t2t_lite.metrics",
-        "t2t_lite.viz",
-        "t2t_lite.export",
-        "t2t_lite.problems",
-        "t2t_lite.bin",
-        "t2t_lite.hparams_sets",
-    ],
+    # Every Python package under t2t_lite/ (a new one cannot be forgotten), plus the gin sets'
+    # folder, which is data without an __init__.py.
+    packages=find_packages(include=["t2t_lite", "t2t_lite.*"]) + ["t2t_lite.hparams_sets"],
     package_data={"t2t_lite.hparams_sets": ["*.gin", "*/*.gin"]},
     include_package_data=False,
     install_requires=INSTALL_REQUIRES,

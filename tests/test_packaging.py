@@ -35,6 +35,10 @@ def test_wheel_ships_gin_sets_problems_and_clis(tmp_path):
     assert "t2t_lite/problems/__init__.py" in names
     assert "t2t_lite/bin/print_params.py" in names
     assert not any(n.startswith(("problems/", "gin/", "bin/", "tests/")) for n in names)
+    # Every module of the source tree ships: a new subpackage missing from setup.py broke
+    # `pip install .` once (t2t_lite.model_dir) while the editable install hid it.
+    sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "t2t_lite").rglob("*.py")}
+    assert sources - set(names) == set()
 
     # Import from the unpacked wheel, from another folder, bypassing the editable install.
     target = tmp_path / "site"
