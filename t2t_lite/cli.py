@@ -48,6 +48,11 @@ def run(main, required=(), problem_flags=False):
         except UserError as error:
             print(f"error: {error}", file=sys.stderr)
             sys.exit(1)
+        except BrokenPipeError:
+            # The reader went away (`t2t-lite-bleu ... | head`): stop quietly, as cat does.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(1)
 
     try:
         app.run(guarded)

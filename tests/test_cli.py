@@ -42,3 +42,13 @@ def test_a_tool_prints_no_tensorflow_start_up_noise_unless_asked():
     loud = subprocess.run(command + ["--verbosity=0"], env=env, capture_output=True, text=True,
                           cwd=ROOT)
     assert loud.returncode == 1 and "oneDNN" in loud.stderr  # TF_ENABLE_ONEDNN_OPTS=1 was set
+
+
+def test_a_reader_that_goes_away_gets_no_traceback():
+    """`t2t-lite-... | head` closes the pipe early: the tool stops without a traceback."""
+    process = subprocess.Popen([sys.executable, "-m", "t2t_lite.bin.datagen", "--registry_help"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # before the tool writes anything
+    stderr = process.stderr.read().decode()
+    process.wait(timeout=120)
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
