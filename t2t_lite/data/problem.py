@@ -181,7 +181,7 @@ class Problem:
     def _generate_split(self, split, data_dir, tmp_dir, tokenizer):
         done = shards.read_manifest(data_dir, self.dataset_name, split)
         if done is not None:
-            logging.info("%s %s: already complete (%d examples), skipped", self.name, split,
+            logging.debug("%s %s: already complete (%d examples), skipped", self.name, split,
                          done["num_examples"])
             return dict(done, already_complete=True)
         start = time.time()
@@ -216,7 +216,8 @@ class Problem:
         counts["already_in_finished_shards"] = writer.resume_count
         counts["seconds"] = round(time.time() - start, 2)
         manifest = writer.close(counts)
-        logging.info("%s %s: %s", self.name, split, _format_counts(counts))
+        # The datagen report prints these counts; here only for --verbosity=1 (e.g. library use).
+        logging.debug("%s %s: %s", self.name, split, _format_counts(counts))
         if split == "train" and manifest["num_examples"] == 0:
             raise UserError(f"problem {self.name}: no valid training pairs ({_format_counts(counts)})")
         return manifest
