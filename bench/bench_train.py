@@ -14,6 +14,7 @@ oneDNN is read at process start: the script re-runs itself with TF_ENABLE_ONEDNN
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -33,7 +34,73 @@ def matmul_flops_per_second(dtype, size=2048, repeats=10):
     return 2 * size ** 3 * repeats / (time.perf_counter() - start)
 
 
-def measure(set_name, precision, jit, steps, batch_tokens, length, vocab):
+def _op_group(name):
+    """A profiler op event 'scope/path:OpType' -> the part of the training step it belongs to."""
+    path, op_type = name.rsplit(":", 1)
+    backward = path.startswith("gradient_tape/")
+    path = path.replace("gradient_tape/", "")
+    if "MatMul" in op_type or "Einsum" in op_type:
+        if re.search(r"transformer(_\d+)?/MatMul", path):
+            group = "logits matmul (shared embedding)"
+        elif "feed_forward" in path:
+            group = "feed-forward matmuls"
+        elif "attention" in path or re.search(r"decoder_layer_\d+(_\d+)?/MatMul", path):
+            # (encoder-decoder attention projects under the decoder layer's name scope)
+            group = ("attention scores/context matmuls" if "BatchMatMul" in op_type
+                     else "attention projection matmuls")
+        else:
+            group = "other matmuls"
+        return group
+    if "layer_norm" in path or "final_norm" in path:
+        group = "layer norms"
+    elif "adam" in path.lower() or "Assign" in op_type:
+        group = "optimizer (Adam)"
+    elif "attention" in path:
+        group = "attention other (softmax, masks, transposes)"
+    elif "feed_forward" in path:
+        group = "feed-forward other (bias, ReLU)"
+    elif "embedding" in path or "positions" in path:
+        group = "embedding lookups + positions"
+    elif re.match(r"transformer(_\d+)?/", path):
+        group = "model other"
+    else:
+        group = "loss, gradient norm, other"
+    return group + (" (backward)" if backward else "")
+
+
+def op_breakdown(step, steps, logdir):
+    """Runs `step` `steps` times under the TensorFlow profiler; returns a table of op time by
+    part of the model (op time summed over threads: shares, not wall time)."""
+    import collections
+    import glob
+
+    import tensorflow as tf
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    tf.profiler.experimental.start(logdir)
+    for _ in range(steps):
+        step()
+    tf.profiler.experimental.stop()
+    space = xplane_pb2.XSpace()
+    with open(sorted(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True))[-1],
+              "rb") as f:
+        space.ParseFromString(f.read())
+    totals = collections.Counter()
+    skip = ("$", "__inference", "EagerLocal", "KernelAndDevice", "ExecutorState")
+    for plane in space.planes:
+        for line in plane.lines:
+            for event in line.events:
+                name = plane.event_metadata[event.metadata_id].name
+                if ":" in name and not name.startswith(skip):
+                    totals[_op_group(name)] += event.duration_ps
+    total = sum(totals.values()) or 1
+    lines = [f"op time by part ({logdir}):"]
+    lines += [f"  {group:48} {ps / 1e9 / steps:8.1f} ms/step {ps / total:6.1%}"
+              for group, ps in totals.most_common()]
+    return "\n".join(lines)
+
+
+def measure(set_name, precision, jit, steps, batch_tokens, length, vocab, profile_dir=""):
     import keras
     import numpy as np
     import tensorflow as tf
@@ -60,12 +127,20 @@ def measure(set_name, precision, jit, steps, batch_tokens, length, vocab):
              for key in ("inputs", "targets")}
     for _ in range(2):  # trace / compile
         train_steps.final_step(batch)["loss"].numpy()
-    ceiling = matmul_flops_per_second("bfloat16" if precision == "mixed_bfloat16" else "float32")
+    ceiling_dtype = "bfloat16" if precision == "mixed_bfloat16" else "float32"
+    # The ceiling before and after the timed steps, the higher one: on a shared machine the load
+    # drifts, and a ceiling measured low would flatter the utilisation.
+    ceiling = matmul_flops_per_second(ceiling_dtype)
     start = time.perf_counter()
     for _ in range(steps):
         stats = train_steps.final_step(batch)
     float(stats["loss"])
     seconds = (time.perf_counter() - start) / steps
+    ceiling = max(ceiling, matmul_flops_per_second(ceiling_dtype))
+    if profile_dir:
+        print(op_breakdown(lambda: float(train_steps.final_step(batch)["loss"]), 3,
+                           os.path.join(profile_dir, f"{set_name}_{precision}_xla{int(jit)}")),
+              flush=True)
     flops = rows * training_flops(model_config, vocab, length, length)
     keras.mixed_precision.set_global_policy("float32")
     return {"set": set_name, "precision": precision, "xla": jit,
@@ -81,7 +156,8 @@ def run_here(args):
             for jit in (False, True) if args.xla == "both" else (args.xla == "on",):
                 try:
                     results.append(measure(set_name, precision, jit, args.steps,
-                                           args.batch_tokens, args.length, args.vocab))
+                                           args.batch_tokens, args.length, args.vocab,
+                                           args.profile))
                 except Exception as error:  # report and go on: one failing setting is data too
                     results.append({"set": set_name, "precision": precision, "xla": jit,
                                     "error": " ".join(str(error).split())[:200]})
@@ -99,6 +175,9 @@ def main():
     parser.add_argument("--batch_tokens", type=int, default=4096)
     parser.add_argument("--length", type=int, default=24, help="tokens per sentence (both sides)")
     parser.add_argument("--vocab", type=int, default=8000)
+    parser.add_argument("--profile", default="",
+                        help="a directory: also trace 3 steps per setting with the TensorFlow "
+                             "profiler and print the op-time breakdown by part of the model")
     args = parser.parse_args()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if args.onednn == "inherit":
@@ -109,7 +188,11 @@ def main():
         command = [sys.executable, __file__, "--onednn=inherit"] + [
             f"--{k}={v}" for k, v in vars(args).items() if k != "onednn"]
         out = subprocess.run(command, env=env, capture_output=True, text=True)
-        lines += [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+        for line in out.stdout.splitlines():
+            if line.startswith("{"):
+                lines.append(json.loads(line))
+            else:  # --profile's tables
+                print(line)
         if out.returncode:
             print(out.stderr[-2000:], file=sys.stderr)
     print(f"\n{'set':8} {'oneDNN':6} {'precision':15} {'XLA':4} {'tok/s':>9} {'model TF/s':>10} "

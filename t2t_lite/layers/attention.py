@@ -8,6 +8,7 @@ and causal masks combine by addition.
 import math
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 # Large enough to zero a softmax entry, small enough not to overflow float16/bfloat16 logits.
@@ -50,7 +51,14 @@ class FoldedGlorotUniform(keras.initializers.Initializer):
 
 
 class MultiHeadAttention(keras.layers.Layer):
-    """softmax(Q K^T / sqrt(d_k) + bias) V over `num_heads` heads, then the output projection."""
+    """softmax(Q K^T / sqrt(d_k) + bias) V over `num_heads` heads, then the output projection.
+
+    Each projection is one 2-D matmul over all B*T tokens ([N, d] x [d, H*d_k], the 1/sqrt(d_k)
+    folded into the query kernel); scores and context are batched matmuls in the heads-first
+    layout [B, H, T, d], the output projection one 2-D matmul again. One fused Q|K|V matmul was
+    measured slower on CPU (bench/PROFILE.md): the split of its output and the concat of its
+    gradient copy every activation, while a 3x wider matmul gains nothing under oneDNN.
+    """
 
     def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True, **kwargs):
         super().__init__(**kwargs)
@@ -81,38 +89,84 @@ class MultiHeadAttention(keras.layers.Layer):
                                             initializer="zeros") if self.use_bias else None)
         super().build(query_shape)
 
-    def _project(self, x, kernel, bias):
-        y = ops.einsum("bsd,dhk->bshk", x, ops.cast(kernel, x.dtype))
-        return y if bias is None else y + ops.cast(bias, x.dtype)
+    # ---- projections ---------------------------------------------------------------------------
+    def _projection(self, flat, leading, kernel, bias, scale=1.0):
+        """flat [N, d_in] -> [*leading, H, dim]: one 2-D matmul over every token."""
+        dtype = flat.dtype
+        width = kernel.shape[1] * kernel.shape[2]
+        matrix = tf.reshape(tf.cast(kernel, dtype), [kernel.shape[0], width])
+        if scale != 1.0:  # folded into the [d_in, H*dim] kernel, not applied to every token
+            matrix = matrix * tf.cast(scale, dtype)
+        y = tf.matmul(flat, matrix)
+        if bias is not None:
+            bias = tf.reshape(tf.cast(bias, dtype), [width])
+            y = tf.nn.bias_add(y, bias * tf.cast(scale, dtype) if scale != 1.0 else bias)
+        return tf.reshape(y, tf.concat([leading, [kernel.shape[1], kernel.shape[2]]], 0))
+
+    def _projections(self, x, parts):
+        flat = tf.reshape(x, [-1, parts[0][0].shape[0]])  # d_in from the kernel: always static
+        leading = tf.shape(x)[:-1]
+        return tuple(self._projection(flat, leading, *part) for part in parts)
 
     def project_key_value(self, source):
         """[B, S, d] -> keys [B, S, H, d_k], values [B, S, H, d_v]; computed once per source."""
-        return (self._project(source, self.key_kernel, self.key_bias),
-                self._project(source, self.value_kernel, self.value_bias))
+        return self._projections(source, [(self.key_kernel, self.key_bias),
+                                          (self.value_kernel, self.value_bias)])
 
     def project_query(self, x):
-        return self._project(x, self.query_kernel, self.query_bias)
+        return self._projections(x, [(self.query_kernel, self.query_bias)])[0]
+
+    def project_query_key_value(self, x, scale_query=False):
+        """Self-attention's three projections of x [B, T, d] (queries optionally pre-multiplied
+        by 1/sqrt(d_k), folded into the kernel)."""
+        scale = self.key_dim ** -0.5 if scale_query else 1.0
+        return self._projections(x, [(self.query_kernel, self.query_bias, scale),
+                                     (self.key_kernel, self.key_bias),
+                                     (self.value_kernel, self.value_bias)])
+
+    # ---- attention -----------------------------------------------------------------------------
+    def attend_heads_first(self, query, key, value, bias=None, training=False):
+        """Scaled q [B,H,T,k], k [B,H,S,k], v [B,H,S,v] -> (output [B,T,d], weights [B,H,T,S]).
+
+        `query` must already be multiplied by 1/sqrt(d_k).
+        """
+        logits = tf.matmul(query, key, transpose_b=True)  # [B, H, T, S]
+        # Softmax in float32 even under mixed precision: masked logits are ~-1e9.
+        logits = tf.cast(logits, tf.float32)
+        if bias is not None:
+            logits = logits + tf.cast(bias, tf.float32)
+        weights = tf.nn.softmax(logits, axis=-1)
+        dropped = self.attention_dropout(tf.cast(weights, value.dtype), training=training)
+        context = tf.matmul(dropped, value)  # [B, H, T, v]
+        context = tf.transpose(context, [0, 2, 1, 3])  # [B, T, H, v]
+        shape = tf.shape(context)
+        flat = tf.reshape(context, [-1, self.num_heads * self.value_dim])
+        kernel = tf.reshape(tf.cast(self.output_kernel, flat.dtype),
+                            [self.num_heads * self.value_dim, -1])
+        output = tf.matmul(flat, kernel)
+        if self.output_bias is not None:
+            output = tf.nn.bias_add(output, tf.cast(self.output_bias, output.dtype))
+        # Explicit sizes, never -1: an empty batch must keep its shape.
+        output = tf.reshape(output, tf.concat([shape[:2], [self.output_kernel.shape[-1]]], 0))
+        return output, weights
 
     def attend(self, query, key, value, bias=None, training=False):
         """Projected q [B,T,H,k], k [B,S,H,k], v [B,S,H,v] -> (output [B,T,d], weights [B,H,T,S])."""
-        query = query * ops.cast(self.key_dim ** -0.5, query.dtype)
-        logits = ops.einsum("bthk,bshk->bhts", query, key)
-        # Softmax in float32 even under mixed precision: masked logits are ~-1e9.
-        logits = ops.cast(logits, "float32")
-        if bias is not None:
-            logits = logits + ops.cast(bias, "float32")
-        weights = ops.softmax(logits, axis=-1)
-        dropped = self.attention_dropout(ops.cast(weights, value.dtype), training=training)
-        context = ops.einsum("bhts,bshv->bthv", dropped, value)
-        output = ops.einsum("bthv,hvd->btd", context, ops.cast(self.output_kernel, context.dtype))
-        if self.output_bias is not None:
-            output = output + ops.cast(self.output_bias, output.dtype)
-        return output, weights
+        query = query * tf.cast(self.key_dim ** -0.5, query.dtype)
+        heads_first = lambda x: tf.transpose(x, [0, 2, 1, 3])
+        return self.attend_heads_first(heads_first(query), heads_first(key), heads_first(value),
+                                       bias, training)
 
     def call(self, query, source=None, bias=None, training=False, return_weights=False):
-        source = query if source is None else source
-        key, value = self.project_key_value(source)
-        output, weights = self.attend(self.project_query(query), key, value, bias, training)
+        heads_first = lambda x: tf.transpose(x, [0, 2, 1, 3])
+        if source is None:
+            q, key, value = self.project_query_key_value(query, scale_query=True)
+        else:
+            scale = self.key_dim ** -0.5
+            q = self._projections(query, [(self.query_kernel, self.query_bias, scale)])[0]
+            key, value = self.project_key_value(source)
+        output, weights = self.attend_heads_first(heads_first(q), heads_first(key),
+                                                  heads_first(value), bias, training)
         return (output, weights) if return_weights else output
 
     def compute_output_shape(self, query_shape, source_shape=None):

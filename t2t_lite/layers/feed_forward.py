@@ -1,5 +1,6 @@
 """Position-wise feed-forward network (paper section 3.3): max(0, x W1 + b1) W2 + b2."""
 import keras
+import tensorflow as tf
 
 
 class FeedForward(keras.layers.Layer):
@@ -16,7 +17,17 @@ class FeedForward(keras.layers.Layer):
         super().build(input_shape)
 
     def call(self, x, training=False):
-        return self.outer(self.relu_dropout(self.inner(x), training=training))
+        # The Dense layers hold the weights; the computation is two 2-D matmuls over all tokens,
+        # written as MatMul -> BiasAdd -> Relu so grappler fuses them into one oneDNN kernel.
+        dtype = x.dtype
+        shape = tf.shape(x)
+        flat = tf.reshape(x, [-1, self.d_model])
+        hidden = tf.nn.relu(tf.nn.bias_add(tf.matmul(flat, tf.cast(self.inner.kernel, dtype)),
+                                           tf.cast(self.inner.bias, dtype)))
+        hidden = self.relu_dropout(hidden, training=training)
+        out = tf.nn.bias_add(tf.matmul(hidden, tf.cast(self.outer.kernel, dtype)),
+                             tf.cast(self.outer.bias, dtype))
+        return tf.reshape(out, shape)
 
     def compute_output_shape(self, input_shape):
         return input_shape

@@ -4,10 +4,52 @@ post (the paper): x = LayerNorm(x + Dropout(Sublayer(x)))
 pre  (tensor2tensor v2 sets): x = x + Dropout(Sublayer(LayerNorm(x))), final LayerNorm per stack.
 """
 import keras
+import tensorflow as tf
 from keras import ops
 
 from t2t_lite.layers.attention import MASK_NEGATIVE, MultiHeadAttention
 from t2t_lite.layers.feed_forward import FeedForward
+
+
+class LayerNorm(keras.layers.LayerNormalization):
+    """keras.layers.LayerNormalization over the last axis (same variables, same numbers) with a
+    hand-written gradient: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma.
+
+    Keras' own TensorFlow path builds the normalisation from broadcast products (x * inv + res
+    with inv = rsqrt(var) * gamma, a full [B, T, d] tensor) and autodiff doubles the passes in
+    the backward; this one reads and writes each [B, T, d] tensor a few times fewer. Statistics are
+    float32 under mixed precision, as Keras does.
+    """
+
+    def call(self, inputs):
+        dtype = self.compute_dtype
+        x = tf.cast(inputs, tf.float32)
+        gamma = tf.cast(self.gamma, tf.float32)
+        beta = tf.cast(self.beta, tf.float32)
+        return tf.cast(_layer_norm(x, gamma, beta, self.epsilon), dtype)
+
+
+def _layer_norm(x, gamma, beta, epsilon):
+    @tf.custom_gradient
+    def normalize(x, gamma, beta):
+        mean = tf.reduce_mean(x, axis=-1, keepdims=True)
+        centred = x - mean
+        variance = tf.reduce_mean(tf.square(centred), axis=-1, keepdims=True)
+        rstd = tf.math.rsqrt(variance + epsilon)
+        normalized = centred * rstd
+
+        def grad(dy):
+            g = dy * gamma
+            dx = rstd * (g - tf.reduce_mean(g, axis=-1, keepdims=True)
+                         - normalized * tf.reduce_mean(g * normalized, axis=-1, keepdims=True))
+            flat_dy = tf.reshape(dy, [-1, tf.shape(dy)[-1]])
+            flat_normalized = tf.reshape(normalized, tf.shape(flat_dy))
+            return (dx, tf.reduce_sum(flat_dy * flat_normalized, axis=0),
+                    tf.reduce_sum(flat_dy, axis=0))
+
+        return normalized * gamma + beta, grad
+
+    return normalize(x, gamma, beta)
 
 
 class Residual(keras.layers.Layer):
@@ -16,7 +58,7 @@ class Residual(keras.layers.Layer):
     def __init__(self, dropout, norm_position, epsilon, **kwargs):
         super().__init__(**kwargs)
         self.norm_position = norm_position
-        self.norm = keras.layers.LayerNormalization(epsilon=epsilon, name="layer_norm")
+        self.norm = LayerNorm(epsilon=epsilon, name="layer_norm")
         self.dropout = keras.layers.Dropout(dropout)
 
     def build(self, input_shape):
@@ -110,7 +152,7 @@ class DecoderLayer(keras.layers.Layer):
         so shapes never change between steps (XLA compiles the loop once).
         """
         h = self.self_attention_residual.before(x)
-        key, value = self.self_attention.project_key_value(h)
+        query, key, value = self.self_attention.project_query_key_value(h)
         start = [0, index, 0, 0]
         cache = {"key": ops.slice_update(cache["key"], start, ops.cast(key, cache["key"].dtype)),
                  "value": ops.slice_update(cache["value"], start,
@@ -120,7 +162,7 @@ class DecoderLayer(keras.layers.Layer):
         visible = ops.arange(length) <= index
         self_bias = ops.where(visible, 0.0, MASK_NEGATIVE)[None, None, None, :]
         attended, _ = self.self_attention.attend(
-            self.self_attention.project_query(h), ops.cast(cache["key"], h.dtype),
+            query, ops.cast(cache["key"], h.dtype),
             ops.cast(cache["value"], h.dtype), self_bias, training)
         x = self.self_attention_residual.after(x, attended, training)
         x, _ = self._cross_and_feed_forward(x, cross_key, cross_value, cross_bias, training)

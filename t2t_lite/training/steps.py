@@ -49,11 +49,13 @@ class TrainSteps:
             else self._gradients
 
     # --- replica functions ---------------------------------------------------------------------
-    def _gradients(self, batch):
+    def _gradients(self, batch, scale=None):
         with tf.GradientTape() as tape:
             logits = self.model(batch, training=True)
             stats = token_statistics(logits, batch["targets"], self.label_smoothing)
             loss = stats["loss"]
+            if scale is not None:
+                loss = loss * scale
             if self.loss_scaling:
                 loss = self.optimizer.scale_loss(loss)
         grads = tape.gradient(loss, self.model.trainable_variables)
@@ -68,14 +70,22 @@ class TrainSteps:
         return stats
 
     def _replica_final(self, batch):
-        grads, stats = self._gradients_fn(batch)
-        tokens = stats["tokens"]
-        if self.accumulators:
-            grads = [a + tf.convert_to_tensor(g) for a, g in zip(self.accumulators, grads)]
-            tokens = tokens + self.accumulated_tokens
         context = tf.distribute.get_replica_context()
-        global_tokens = tf.maximum(context.all_reduce(tf.distribute.ReduceOp.SUM, tokens), 1.0)
-        grads = [tf.convert_to_tensor(g) / global_tokens for g in grads]
+        if self.accumulators:
+            grads, stats = self._gradients_fn(batch)
+            grads = [a + tf.convert_to_tensor(g) for a, g in zip(self.accumulators, grads)]
+            tokens = stats["tokens"] + self.accumulated_tokens
+            global_tokens = tf.maximum(context.all_reduce(tf.distribute.ReduceOp.SUM, tokens),
+                                       1.0)
+            grads = [tf.convert_to_tensor(g) / global_tokens for g in grads]
+        else:
+            # Without accumulation the global token count is known before the forward pass:
+            # dividing the loss by it spares one pass over every gradient.
+            tokens = tf.reduce_sum(tf.cast(tf.not_equal(batch["targets"], 0), tf.float32))
+            global_tokens = tf.maximum(context.all_reduce(tf.distribute.ReduceOp.SUM, tokens),
+                                       1.0)
+            grads, stats = self._gradients_fn(batch, 1.0 / global_tokens)
+            grads = [tf.convert_to_tensor(g) for g in grads]
         # Under float16 loss scaling the gradients are scaled; report the true norm.
         scale = (tf.cast(self.optimizer.dynamic_scale, tf.float32) if self.loss_scaling
                  else tf.constant(1.0))

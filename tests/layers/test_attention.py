@@ -87,3 +87,32 @@ def test_projection_init_is_the_2d_glorot_of_the_paper_whatever_the_head_count(h
     for kernel in (layer.query_kernel, layer.key_kernel, layer.value_kernel, layer.output_kernel):
         std = float(np.std(kernel.numpy()))
         assert abs(std - expected) / expected < 0.03, (kernel.name, std, expected)
+
+
+@pytest.mark.parametrize("use_bias", [True, False])
+@pytest.mark.parametrize("value_dim", [None, 10])
+def test_self_attention_path_matches_keras(use_bias, value_dim):
+    # source=None: the self-attention path (queries, keys and values all from `query`).
+    ours, theirs, query, _ = _pair(use_bias, value_dim)
+    lengths = np.array([5, 2, 4])
+    real = np.arange(T)[None, :] < lengths[:, None]
+    causal = np.tril(np.ones((T, T), dtype=bool))
+    out, weights = ours(query, bias=padding_bias(real) + causal_bias(T), return_weights=True)
+    ref, ref_weights = theirs(query, query, attention_mask=causal[None] & real[:, None, :],
+                              return_attention_scores=True)
+    assert np.abs(np.asarray(out) - np.asarray(ref)).max() <= 1e-5
+    assert np.abs(np.asarray(weights) - np.asarray(ref_weights)).max() <= 1e-5
+
+
+def test_incremental_decoding_projections_equal_the_self_attention_path():
+    # The decoder's incremental path projects with project_query / project_key_value and
+    # attends with `attend`; it must equal the self-attention path.
+    ours, _, query, _ = _pair(True, 10)
+    q, k, v = ours.project_query_key_value(query)
+    np.testing.assert_allclose(np.asarray(q), np.asarray(ours.project_query(query)), atol=1e-6)
+    k2, v2 = ours.project_key_value(query)
+    np.testing.assert_allclose(np.asarray(k), np.asarray(k2), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(v), np.asarray(v2), atol=1e-6)
+    bias = causal_bias(T)
+    out, _ = ours.attend(q, k, v, bias)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(ours(query, bias=bias)), atol=1e-5)
