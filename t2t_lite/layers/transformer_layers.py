@@ -85,6 +85,17 @@ def _residual(config, name):
 
 
 class EncoderLayer(keras.layers.Layer):
+    """One of the encoder's N identical layers (section 3.1): self-attention, then the
+    position-wise feed-forward network, each wrapped in a Residual (dropout, residual add,
+    LayerNorm after or before, per config.norm_position).
+
+    Args:
+      config: the ModelConfig (d_model, d_ff, h, d_k, d_v, dropouts, norm position, epsilon).
+
+    Called on x [B, S, d_model] with the source padding bias [B, 1, 1, S]; returns [B, S, d_model]
+    (and the attention weights [B, H, S, S] with return_weights=True).
+    """
+
     def __init__(self, config, **kwargs):
         super().__init__(**kwargs)
         self.self_attention = _attention(config, "self_attention")
@@ -109,6 +120,18 @@ class EncoderLayer(keras.layers.Layer):
 
 
 class DecoderLayer(keras.layers.Layer):
+    """One of the decoder's N identical layers (section 3.1): masked self-attention,
+    encoder-decoder attention over the encoder output, then the feed-forward network, each in a
+    Residual.
+
+    Args:
+      config: the ModelConfig, as for EncoderLayer.
+
+    Called on the shifted targets' x [B, T, d_model] with the encoder output, the causal and
+    source padding biases; `step` runs one position against a fixed-size key/value cache for
+    incremental decoding.
+    """
+
     def __init__(self, config, **kwargs):
         super().__init__(**kwargs)
         self.self_attention = _attention(config, "self_attention")

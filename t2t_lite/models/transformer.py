@@ -13,7 +13,7 @@ from keras import ops
 from t2t_lite.config import ModelConfig
 from t2t_lite.layers.attention import causal_bias, padding_bias
 from t2t_lite.layers.embedding import PositionEncoding, SharedEmbedding
-from t2t_lite.layers.transformer_layers import DecoderLayer, EncoderLayer
+from t2t_lite.layers.transformer_layers import DecoderLayer, EncoderLayer, LayerNorm
 from t2t_lite.models.registry import register_model
 
 
@@ -56,11 +56,9 @@ class Transformer(keras.Model):
             setattr(self, layer.name, layer)
         pre = config.norm_position == "pre"
         eps = config.layer_norm_epsilon
-        self.encoder_final_norm = (keras.layers.LayerNormalization(epsilon=eps,
-                                                                    name="encoder_final_norm")
+        self.encoder_final_norm = (LayerNorm(epsilon=eps, name="encoder_final_norm")
                                    if pre else None)
-        self.decoder_final_norm = (keras.layers.LayerNormalization(epsilon=eps,
-                                                                    name="decoder_final_norm")
+        self.decoder_final_norm = (LayerNorm(epsilon=eps, name="decoder_final_norm")
                                    if pre else None)
         self._build_all()
 
