@@ -84,7 +84,7 @@ def run(args):
     for xla in (False, True):
         decode = tf.function(
             lambda x: translate(model, x, beam_size=args.beam_size, alpha=args.alpha,
-                                extra_length=args.extra_length),
+                                extra_length=args.extra_length, growing_cache=not xla),
             jit_compile=xla)
         start = time.perf_counter()
         sequences, _ = decode(inputs)

@@ -61,7 +61,8 @@ def _write_position(sequences, tokens, position):
 
 
 def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_size=4, alpha=0.6,
-                max_decode_length=256, decode_lengths=None, eos_id=1, early_stopping=True):
+                max_decode_length=256, decode_lengths=None, eos_id=1, early_stopping=True,
+                growing_cache=False):
     """Returns the n-best continuations for every example, best first.
 
     Args:
@@ -74,6 +75,8 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_si
       decode_lengths: optional int32 [B], per-example limits (EOS included), clipped to [1, L].
       eos_id: the end-of-sequence id.
       early_stopping: stop once no alive beam can improve the n-best (False only for testing).
+      growing_cache: the cache's tensors grow along axis 1 each step (graph mode only; XLA
+        needs the fixed-size cache).
 
     Returns:
       sequences: int32 [B, K, L], each ending with EOS and padded with 0, best first.
@@ -162,8 +165,17 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_si
 
     state = (tf.constant(0), alive_seqs, alive_log_probs, finished_seqs, finished_scores,
              finished_flags, cache)
+    shape_invariants = None
+    if growing_cache:
+        def time_may_grow(tensor):
+            shape = tensor.shape.as_list()
+            shape[1] = None
+            return tf.TensorShape(shape)
+        shape_invariants = tf.nest.map_structure(lambda t: t.shape, state[:-1]) + (
+            tf.nest.map_structure(time_may_grow, cache),)
     _, _, _, finished_seqs, finished_scores, finished_flags, _ = tf.while_loop(
-        not_done, step, state, maximum_iterations=max_decode_length)
+        not_done, step, state, maximum_iterations=max_decode_length,
+        shape_invariants=shape_invariants)
 
     # Every real hypothesis ends with EOS, so the finished set always holds at least one; the
     # remaining slots (only possible when a limit allows fewer than K sequences) are marked -inf.

@@ -49,7 +49,8 @@ def decode_width(model, inputs, extra_length):
     return tf.clip_by_value(width, 1, limit)
 
 
-def translate(model, inputs, beam_size=4, alpha=0.6, extra_length=50, max_decode_length=None):
+def translate(model, inputs, beam_size=4, alpha=0.6, extra_length=50, max_decode_length=None,
+              growing_cache=True):
     """n-best translations of inputs.
 
     Args:
@@ -61,6 +62,9 @@ def translate(model, inputs, beam_size=4, alpha=0.6, extra_length=50, max_decode
         (int or scalar int tensor).
       max_decode_length: output width L (an int, or a scalar tensor outside XLA); by default
         S + extra_length capped at the model's max_length (see decode_width).
+      growing_cache: the self-attention cache grows by one position per step (eager and graph
+        mode: the per-step beam reorder copies i + 1 positions, not L). False for XLA, which
+        needs the fixed-size cache.
 
     Returns:
       sequences: int32 [B, K, L] ids ending with EOS, 0-padded, best first.
@@ -73,11 +77,15 @@ def translate(model, inputs, beam_size=4, alpha=0.6, extra_length=50, max_decode
     decode_lengths = tf.minimum(input_lengths(inputs) + tf.cast(extra_length, tf.int32),
                                 max_decode_length)
     encoded = model.encode(inputs, training=False)
-    cache, static = model.init_decode_state(encoded, max_decode_length)
-    return beam_search(model.decode_step, cache, static, batch_size=tf.shape(inputs)[0],
+    cache, static = model.init_decode_state(encoded, max_decode_length, growing=growing_cache)
+
+    def tokens_to_logits(ids, index, cache, static):
+        return model.decode_step(ids, index, cache, static, growing=growing_cache)
+
+    return beam_search(tokens_to_logits, cache, static, batch_size=tf.shape(inputs)[0],
                        vocab_size=model.vocab_size, beam_size=beam_size, alpha=alpha,
                        max_decode_length=max_decode_length, decode_lengths=decode_lengths,
-                       eos_id=EOS_ID)
+                       eos_id=EOS_ID, growing_cache=growing_cache)
 
 
 def translate_fn(model, beam_size=4, jit_compile=False):
@@ -94,6 +102,7 @@ def translate_fn(model, beam_size=4, jit_compile=False):
         tf.TensorSpec([], tf.int32)])
     def translate_batch(inputs, alpha, extra_length):
         return translate(model, inputs, beam_size=beam_size, alpha=alpha,
-                         extra_length=extra_length, max_decode_length=width)
+                         extra_length=extra_length, max_decode_length=width,
+                         growing_cache=not jit_compile)
 
     return translate_batch

@@ -168,18 +168,25 @@ class DecoderLayer(keras.layers.Layer):
                                                         training)
         return (x, self_weights, cross_weights) if return_weights else x
 
-    def step(self, x, index, cache, cross_key, cross_value, cross_bias, training=False):
+    def step(self, x, index, cache, cross_key, cross_value, cross_bias, training=False,
+             growing=False):
         """One position: x [B, 1, d] at `index`; cache holds keys/values [B, L, H, k] so far.
 
-        The new key/value is written into the fixed-size buffers with a slice update at `index`,
-        so shapes never change between steps (XLA compiles the loop once).
+        Fixed-size cache (growing=False): the new key/value is written into the buffers with a
+        slice update at `index`, so shapes never change between steps (XLA compiles the loop
+        once). Growing cache (graph mode): it is appended, so the cache holds index + 1 positions
+        and the beam search's per-step reorder and the attention touch only those, not L.
         """
         h = self.self_attention_residual.before(x)
         query, key, value = self.self_attention.project_query_key_value(h)
-        start = [0, index, 0, 0]
-        cache = {"key": ops.slice_update(cache["key"], start, ops.cast(key, cache["key"].dtype)),
-                 "value": ops.slice_update(cache["value"], start,
-                                           ops.cast(value, cache["value"].dtype))}
+        key, value = ops.cast(key, cache["key"].dtype), ops.cast(value, cache["value"].dtype)
+        if growing:
+            cache = {"key": ops.concatenate([cache["key"], key], axis=1),
+                     "value": ops.concatenate([cache["value"], value], axis=1)}
+        else:
+            start = [0, index, 0, 0]
+            cache = {"key": ops.slice_update(cache["key"], start, key),
+                     "value": ops.slice_update(cache["value"], start, value)}
         length = ops.shape(cache["key"])[1]
         # Positions after `index` hold zeros (not yet decoded): mask them out.
         visible = ops.arange(length) <= index

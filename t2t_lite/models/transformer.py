@@ -127,12 +127,14 @@ class Transformer(keras.Model):
                 "encoder_decoder": cross}
 
     # ---- incremental decoding ------------------------------------------------------------------
-    def init_decode_state(self, encoded, max_decode_length):
-        """Fixed-size self-attention caches (zeros) and the once-computed cross-attention state.
+    def init_decode_state(self, encoded, max_decode_length, growing=False):
+        """Self-attention caches and the once-computed cross-attention state.
 
-        cache:  {"layer_i": {"key": [B, L, H, d_k], "value": [B, L, H, d_v]}}
+        cache:  {"layer_i": {"key": [B, L, H, d_k], "value": [B, L, H, d_v]}}: fixed-size zeros
+                (XLA), or with growing=True empty (L = 0) and appended to by each decode_step
         static: {"cross_bias": [B, 1, 1, S], "layer_i": {"key": [B, S, H, d_k], "value": ...}}
         """
+        length = 0 if growing else max_decode_length
         outputs = encoded["outputs"]
         batch = ops.shape(outputs)[0]
         heads = self.config.num_heads
@@ -140,15 +142,17 @@ class Transformer(keras.Model):
         cache, static = {}, {"cross_bias": padding_bias(encoded["padding_mask"])}
         for i, layer in enumerate(self.decoder_layers):
             cache[f"layer_{i}"] = {
-                "key": ops.zeros((batch, max_decode_length, heads, self.config.key_dim), dtype),
-                "value": ops.zeros((batch, max_decode_length, heads, self.config.value_dim), dtype),
+                "key": ops.zeros((batch, length, heads, self.config.key_dim), dtype),
+                "value": ops.zeros((batch, length, heads, self.config.value_dim), dtype),
             }
             key, value = layer.cross_attention.project_key_value(outputs)
             static[f"layer_{i}"] = {"key": key, "value": value}
         return cache, static
 
-    def decode_step(self, ids, index, cache, static, training=False):
-        """ids [B] (the decoder input at position `index`) -> (logits [B, vocab], updated cache)."""
+    def decode_step(self, ids, index, cache, static, training=False, growing=False):
+        """ids [B] (the decoder input at position `index`) -> (logits [B, vocab], updated cache).
+
+        `growing` must match init_decode_state's."""
         ids = ops.cast(ids, "int32")[:, None]
         index = ops.cast(index, "int32")
         x = self.positions(self.embedding(ids), offset=index)
@@ -158,5 +162,5 @@ class Transformer(keras.Model):
             name = f"layer_{i}"
             x, new_cache[name] = layer.step(x, index, cache[name], static[name]["key"],
                                             static[name]["value"], static["cross_bias"],
-                                            training=training)
+                                            training=training, growing=growing)
         return self._logits(x)[:, 0, :], new_cache
