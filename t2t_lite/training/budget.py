@@ -41,7 +41,7 @@ class BudgetPlan:
                 f"lr {peak_learning_rate:.2e}, held to step {self.decay_start}, then linear "
                 f"decay to 0 at step {self.total_steps}; "
                 f"dev evaluation every {self.eval_every} steps; checkpoints averaged at steps "
-                f"{', '.join(map(str, self.average_steps))}")
+                f"{', '.join(map(str, self.average_steps)) or 'none left (the run is complete)'}")
 
 
 def plan(step, seconds_left, seconds_per_step, max_steps, average_last, warmup_fraction=0.2,
@@ -61,7 +61,8 @@ def plan(step, seconds_left, seconds_per_step, max_steps, average_last, warmup_f
         training_seconds = max(seconds_left * (1.0 - eval_fraction) * 0.97, 0.0)
         fits = step + int(training_seconds / max(seconds_per_step, 1e-9))
         total = min(max_steps, fits)
-    total = max(total, step + 1, 1)
+    # A finished run (re-run after its last step) plans no more steps: total = step.
+    total = max(total, step, 1)
     if warmup_steps is None or step < warmup_steps:
         warmup_steps = max(1, round(warmup_fraction * total))
     warmup_steps = min(warmup_steps, total)

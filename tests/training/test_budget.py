@@ -41,6 +41,14 @@ def test_a_shortened_plan_fits_its_averaging_window_into_the_steps_left():
     assert tiny.average_steps == tuple(range(101, tiny.total_steps + 1))
 
 
+def test_a_finished_run_plans_no_more_steps():
+    """Re-running a finished 300-step demo once trained a 301st step at a tiny learning rate."""
+    done = budget.plan(300, None, 0.0, max_steps=300, average_last=5)
+    assert done.total_steps == 300 and done.average_steps == ()
+    out_of_time = budget.plan(120, 0.0, 1.0, max_steps=5000, average_last=5)
+    assert out_of_time.total_steps == 120
+
+
 def test_plan_without_a_time_budget_uses_the_step_cap():
     plan = budget.plan(0, None, 0.0, max_steps=300, average_last=5)
     assert (plan.total_steps, plan.warmup_steps, plan.steps_that_fit) == (300, 60, None)
