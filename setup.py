@@ -56,7 +56,9 @@ setup(
     install_requires=INSTALL_REQUIRES,
     extras_require={
         # ctranslate2: the exporter's --format=ctranslate2 (and its tests, hence in "test").
-        "test": ["pytest==9.2.0", "matplotlib==3.11.2", "ctranslate2==4.8.5"],
+        # pytest-xdist: the quick tier runs on both cores (`-n 2`).
+        "test": ["pytest==9.2.0", "pytest-xdist==3.8.0", "matplotlib==3.11.2",
+                 "ctranslate2==4.8.5"],
         "ctranslate2": ["ctranslate2==4.8.5"],
         "viz": ["matplotlib==3.11.2"],
     },
