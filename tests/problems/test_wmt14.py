@@ -16,7 +16,7 @@ from t2t_lite.errors import UserError
 from t2t_lite.problems import wmt14
 
 _spec = importlib.util.spec_from_file_location(
-    "http_fixture", pathlib.Path(__file__).with_name("http_fixture.py"))
+    "http_fixture", pathlib.Path(__file__).parent.parent / "data" / "http_fixture.py")
 http_fixture = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(http_fixture)
 
