@@ -23,20 +23,9 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from t2t_lite import hparams  # noqa: E402
+from ceiling import matmul_flops_per_second  # noqa: E402
 from t2t_lite.decoding.translate import translate  # noqa: E402
 from t2t_lite.models.transformer import Transformer  # noqa: E402
-
-
-def matmul_flops_per_second(size=2048, repeats=10):
-    """FLOP/s of one large square float32 matmul (the machine's practical compute ceiling)."""
-    a = tf.random.normal([size, size])
-    b = tf.random.normal([size, size])
-    multiply = tf.function(lambda: tf.matmul(a, b))
-    multiply().numpy()
-    start = time.perf_counter()
-    for _ in range(repeats):
-        multiply().numpy()
-    return 2 * size ** 3 * repeats / (time.perf_counter() - start)
 
 
 def decode_step_flops(config, vocab_size, rows, cache_width, source_length):

@@ -33,6 +33,8 @@ import sys
 import tempfile
 import time
 
+from ceiling import matmul_flops_per_second  # bench/ is the script's folder
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PROTOCOL = "@@"  # prefix of the workers' answer lines (TensorFlow may print on stdout too)
@@ -40,23 +42,6 @@ PROTOCOL = "@@"  # prefix of the workers' answer lines (TensorFlow may print on 
 
 # ------------------------------------------------------------------------------------------------
 # shared by both workers (no t2t_lite import: the Model Garden worker runs in the peer venv)
-def matmul_flops_per_second(dtype, size=2048, repeats=8):
-    import tensorflow as tf
-
-    a = tf.cast(tf.random.normal([size, size]), dtype)
-    b = tf.cast(tf.random.normal([size, size]), dtype)
-    f = tf.function(lambda x, y: tf.matmul(x, y))
-    f(a, b).numpy()
-    best = float("inf")
-    for _ in range(2):
-        start = time.perf_counter()
-        for _ in range(repeats):
-            c = f(a, b)
-        c.numpy()
-        best = min(best, time.perf_counter() - start)
-    return 2 * size ** 3 * repeats / best
-
-
 def load_batches(path):
     import numpy as np
 

@@ -31,6 +31,8 @@ import sys
 import tempfile
 import time
 
+from ceiling import matmul_flops_per_second  # bench/ is the script's folder
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
@@ -107,19 +109,6 @@ def add_arguments(parser):
         parser.add_argument("--peer_python",
                             default=os.path.join(ROOT, "runs", "peer_venv", "bin", "python"))
     return parser
-
-
-def _matmul_flops_per_second(size=2048, repeats=4):
-    import tensorflow as tf
-
-    a, b = tf.random.normal([size, size]), tf.random.normal([size, size])
-    f = tf.function(tf.matmul)
-    f(a, b).numpy()
-    start = time.perf_counter()
-    for _ in range(repeats):
-        c = f(a, b)
-    c.numpy()
-    return 2 * size ** 3 * repeats / (time.perf_counter() - start)
 
 
 def _decoder_flops_per_token(beam_size, vocab_size, num_layers, d_model, d_ff, **_):
@@ -281,7 +270,7 @@ def measure(args):
                 seconds = time.perf_counter() - start
             if best[name] is None or seconds < best[name][0]:
                 best[name] = (seconds, tokens)
-            ceiling = max(ceiling, _matmul_flops_per_second())
+            ceiling = max(ceiling, matmul_flops_per_second())
     for run in contenders.values():
         if isinstance(run, _ModelGarden):
             run.close()
