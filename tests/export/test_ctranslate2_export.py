@@ -25,6 +25,7 @@ from t2t_lite.errors import UserError  # noqa: E402
 from t2t_lite.export import ctranslate2_export, serving_module  # noqa: E402
 from t2t_lite.models.transformer import Transformer  # noqa: E402
 from t2t_lite.model_dir import files as model_dir_lib  # noqa: E402
+from t2t_lite.training.loss import token_statistics  # noqa: E402
 
 SYMBOLS = 17  # ids 3 .. 19
 VOCAB = SYMBOLS + 3
@@ -53,9 +54,8 @@ def _train(model, steps, seed=0):
     def step(inputs, targets):
         with tf.GradientTape() as tape:
             logits = model({"inputs": inputs, "targets": targets}, training=True)
-            loss = keras.losses.sparse_categorical_crossentropy(targets, logits, from_logits=True)
-            weights = tf.cast(targets != 0, tf.float32)
-            loss = tf.reduce_sum(loss * weights) / tf.reduce_sum(weights)
+            stats = token_statistics(logits, targets, label_smoothing=0.0)
+            loss = stats["loss"] / stats["tokens"]
         grads = tape.gradient(loss, model.trainable_weights)
         optimizer.apply_gradients(zip(grads, model.trainable_weights))
         return loss
