@@ -3,6 +3,7 @@
     t2t-lite-decoder --model_dir=M --decode_from_file=in.en --decode_to_file=out.de
     t2t-lite-decoder --export_dir=E < in.en > out.de
     t2t-lite-decoder --model_dir=M --nbest=4 --print_scores ...   # score\\thyp\\tscore\\thyp ...
+    t2t-lite-decoder --engine=ctranslate2 --export_dir=C [--compute_type=int8] ...
 
 Writes exactly one line per input line, in input order. Progress and a final summary (empty,
 truncated and invalid-UTF-8 line counts) go to stderr.
@@ -31,6 +32,14 @@ flags.DEFINE_integer("extra_length", None,
 flags.DEFINE_integer("nbest", 1, "Hypotheses per line, tab-separated (at most the beam size).")
 flags.DEFINE_bool("print_scores", False, "Precede each hypothesis with its score and a tab.")
 flags.DEFINE_integer("batch_tokens", 4096, "Source tokens (with padding) per batch.")
+flags.DEFINE_enum("engine", "tensorflow", ["tensorflow", "ctranslate2"],
+                  "What runs the search: TensorFlow (a checkpoint or SavedModel), or CTranslate2 "
+                  "(--export_dir: a folder from t2t-lite-exporter --format=ctranslate2; "
+                  "--model_dir: converted on the fly).")
+flags.DEFINE_enum("compute_type", "default", ["default", "auto", "float32", "int8",
+                                              "int8_float32", "int16", "bfloat16", "int8_bfloat16"],
+                  "With --engine=ctranslate2: CTranslate2's compute type (default: the folder's "
+                  "own; int8 quantizes float32 weights while loading).")
 
 
 def _translator():
@@ -38,6 +47,10 @@ def _translator():
         raise cli.UserError("give exactly one of --model_dir and --export_dir")
     if FLAGS.beam_size is not None and FLAGS.beam_size < 1:
         raise cli.UserError(f"--beam_size must be >= 1, got {FLAGS.beam_size}")
+    if FLAGS.engine == "ctranslate2":
+        return _ctranslate2_translator()
+    if FLAGS.compute_type != "default":
+        raise cli.UserError("--compute_type applies to --engine=ctranslate2 only")
     if FLAGS.model_dir:
         from t2t_lite.export import serving_module
         return serving_module.from_model_dir(FLAGS.model_dir, FLAGS.checkpoint_path,
@@ -55,6 +68,18 @@ def _translator():
         raise cli.UserError(f"{version_dir} was exported with beam size {beam_size}; re-export "
                             f"with --beam_size={FLAGS.beam_size} or decode with --model_dir")
     return translator
+
+
+def _ctranslate2_translator():
+    from t2t_lite.export import ctranslate2_engine
+    if FLAGS.model_dir:
+        return ctranslate2_engine.from_model_dir(FLAGS.model_dir, FLAGS.checkpoint_path,
+                                                 compute_type=FLAGS.compute_type,
+                                                 beam_size=FLAGS.beam_size)
+    if FLAGS.checkpoint_path:
+        raise cli.UserError("--checkpoint_path needs --model_dir (an export holds one checkpoint)")
+    return ctranslate2_engine.CTranslate2Translator(
+        FLAGS.export_dir, compute_type=FLAGS.compute_type, beam_size=FLAGS.beam_size)
 
 
 def _read_input():
