@@ -70,13 +70,19 @@ def list_problems():
     return sorted(_PROBLEMS)
 
 
-def problem(name, **params):
-    """Returns a new Problem instance registered under `name`; params go to its constructor."""
+def problem_class(name):
+    """The Problem class registered under `name` (UserError naming the known ones if none)."""
     _load_builtins()
     cls = _PROBLEMS.get(name)
     if cls is None:
         known = ", ".join(sorted(_PROBLEMS)) or "(none)"
         raise UserError(f"unknown problem {name!r}; known problems: {known}")
+    return cls
+
+
+def problem(name, **params):
+    """Returns a new Problem instance registered under `name`; params go to its constructor."""
+    cls = problem_class(name)
     try:
         inspect.signature(cls).bind(**params)
     except TypeError as e:

@@ -187,14 +187,13 @@ def _unchanged(source, output):
 
 
 def output_postprocessor(problem_name):
-    """postprocess_output(source, output) of the named problem; unchanged text for no name, a
-    problem not registered in this process (a user module), or one that needs parameters."""
+    """postprocess_output(source, output) of the named problem (a classmethod: it needs none of
+    the data paths the metadata does not record); unchanged text for no name or a problem not
+    registered in this process (a user module)."""
     if not problem_name:
         return _unchanged
     try:
-        # Built only to reach its class: the hook is a classmethod, free of the parameters
-        # (data paths, languages) that the model's metadata does not record.
-        return type(registry.problem(problem_name)).postprocess_output
+        return registry.problem_class(problem_name).postprocess_output
     except UserError:
         return _unchanged
 
