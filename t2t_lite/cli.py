@@ -14,9 +14,8 @@ TF_CPP_MIN_LOG_LEVEL of the user's) shows it all.
 import atexit
 import logging
 import os
-import re
+import subprocess
 import sys
-import threading
 
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -25,6 +24,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from absl import app  # noqa: E402
 
+from t2t_lite import stderr_filter  # noqa: E402
 from t2t_lite.errors import UserError  # noqa: E402
 
 
@@ -124,35 +124,16 @@ def _own_info_only(record):
         _PACKAGE_DIR)
 
 
-# glog/absl-style lines: "I0000 00:00:1796056222.613050    5086 port.cc:153] ..." (C++) and
-# "I1130 16:30:27.159414 140406283434880 problem.py:173] ..." (absl Python).
-_LOG_LINE = re.compile(rb"^([IWEF])\d{4} [\d:.]+\s+\d+ (\S+?):\d+\] (.*)")
-_HARMLESS_ERRORS = (b"cuInit", b"cuda", b"CUDA", b"TensorRT")
-_NOISE_PREFIXES = (b"WARNING: All log messages before absl::InitializeLog()",
-                   b"To enable the following instructions:")
-
-
-def is_noise(line):
-    """True for a stderr line a user need not see at the default verbosity."""
-    if line.startswith(_NOISE_PREFIXES):
-        return True
-    match = _LOG_LINE.match(line)
-    if not match:
-        return False
-    level, source, message = match.groups()
-    if source.endswith(b".py"):
-        return False  # absl logging from Python: t2t_lite's own reports (TF's INFO is off)
-    if level in (b"I", b"W"):
-        return True
-    return any(word in message for word in _HARMLESS_ERRORS)
+is_noise = stderr_filter.is_noise
 
 
 _filter_installed = False
 
 
 def filter_stderr():
-    """Routes file descriptor 2 through a thread that drops `is_noise` lines (once per process;
-    child processes inherit the filtered descriptor)."""
+    """Routes file descriptor 2 through a filter process that drops `is_noise` lines (once per
+    process; child processes inherit the filtered descriptor). A process, not a thread: what a
+    native crash writes last still reaches the terminal."""
     global _filter_installed
     if _filter_installed:
         return
@@ -160,24 +141,26 @@ def filter_stderr():
     sys.stderr.flush()
     terminal = os.dup(2)
     read_end, write_end = os.pipe()
+    try:
+        child = subprocess.Popen([sys.executable, stderr_filter.__file__], stdin=read_end,
+                                 stdout=terminal, stderr=terminal, start_new_session=True)
+    except OSError:  # no filter rather than no tool
+        for descriptor in (read_end, write_end, terminal):
+            os.close(descriptor)
+        return
+    os.close(read_end)
     os.dup2(write_end, 2)
     os.close(write_end)
-
-    def pump():
-        with os.fdopen(read_end, "rb") as source, os.fdopen(terminal, "wb", buffering=0) as sink:
-            for line in source:
-                if not is_noise(line):
-                    sink.write(line)
-
-    thread = threading.Thread(target=pump, name="stderr-filter", daemon=True)
-    thread.start()
 
     def restore():
         try:
             sys.stderr.flush()
         except (OSError, ValueError):
             pass
-        os.dup2(os.dup(terminal), 2)  # the pipe's last write end closes: the pump sees EOF
-        thread.join(timeout=5)
+        os.dup2(terminal, 2)  # the pipe's last write end closes: the filter sees EOF
+        try:
+            child.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # a grandchild still holds the pipe
+            pass
 
     atexit.register(restore)

@@ -52,3 +52,27 @@ def test_a_reader_that_goes_away_gets_no_traceback():
     stderr = process.stderr.read().decode()
     process.wait(timeout=120)
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
+
+
+CRASHING_TOOL = '''
+import os
+from t2t_lite import cli
+
+def main(argv):
+    os.write(2, b"I0000 00:00:1796056312.341546    6118 port.cc:153] start-up noise\\n")
+    os.write(2, b"F0000 00:00:1796056312.341546    6118 tensor.cc:1] Check failed: the cause\\n")
+    os.abort()  # a native crash: no atexit, no flush
+
+cli.run(main)
+'''
+
+
+def test_a_native_crash_keeps_its_last_lines_and_the_filter_its_noise(tmp_path):
+    script = tmp_path / "crashing_tool.py"
+    script.write_text(CRASHING_TOOL)
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                            cwd=ROOT, timeout=120)
+    assert result.returncode != 0
+    assert b"Check failed: the cause" in result.stderr
+    assert b"start-up noise" not in result.stderr
