@@ -2,6 +2,8 @@
 import keras
 from keras import ops
 
+from t2t_lite.training.fused_adam import FusedAdam
+
 
 @keras.saving.register_keras_serializable(package="t2t_lite")
 class PaperSchedule(keras.optimizers.schedules.LearningRateSchedule):
@@ -62,7 +64,7 @@ def peak_learning_rate(schedule, train_config):
 
 def make_optimizer(model_config, train_config, budget_variables=None):
     """Adam with the paper's beta1=0.9, beta2=0.98, eps=1e-9 (from the set) and the schedule."""
-    optimizer = keras.optimizers.Adam(
+    optimizer = FusedAdam(
         learning_rate=make_schedule(model_config, train_config, budget_variables),
         beta_1=train_config.adam_beta1, beta_2=train_config.adam_beta2,
         epsilon=train_config.adam_epsilon)
