@@ -90,7 +90,7 @@ def run_demo(run_dir, problem="translate_ende_gettext", hparams_set="small_cpu",
 
     checkpoint = resolve_checkpoint(model_dir)  # the average just written
 
-    if run.state.get("exported_from") != checkpoint or not _export_exists(run.state):
+    if run.state.get("exported_from") != checkpoint or not _export_exists(run.state, export_dir):
         out, timings["export"] = run.tool("exporter", f"--model_dir={model_dir}",
                                           f"--export_dir={export_dir}",
                                           f"--checkpoint_path={checkpoint}")
@@ -125,9 +125,13 @@ def _newest_version(export_dir):
     return os.path.join(export_dir, str(max(versions)))
 
 
-def _export_exists(state):
+def _export_exists(state, export_dir):
+    """Whether state.json's export is a SavedModel of this run's own export folder (a state file
+    pointing elsewhere would make the demo run someone else's graph: it re-exports instead)."""
     path = state.get("export_path")
-    return bool(path) and os.path.isfile(os.path.join(path, "saved_model.pb"))
+    return (isinstance(path, str)
+            and os.path.dirname(os.path.abspath(path)) == os.path.abspath(export_dir)
+            and os.path.isfile(os.path.join(path, "saved_model.pb")))
 
 
 def _write_test_split(run, data_dir, test_sentences):

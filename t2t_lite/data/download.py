@@ -4,10 +4,11 @@ A `RemoteFile` names a URL and what it must hash to. `download` streams it into
 `<name>.partial`, resumes an interrupted transfer with an HTTP Range request, verifies size and
 checksum, and only then renames it to `<name>`, so a file under its final name is always complete.
 `extract` unpacks tar (plain, .gz, .tgz, .bz2, .xz) and zip archives, refusing members that would
-land outside the destination (absolute paths, `..`), links of any kind, and decompression bombs
-(a cap on total bytes and on each member's expansion ratio); nothing reaches the destination
-unless the whole extraction succeeds, and a marker file written after success makes a second call
-a no-op. Reading the extracted text is `text_io`'s job.
+land outside the destination (absolute paths, `..`), links of any kind, members clashing as file
+and folder, and decompression bombs (a cap on total bytes and on the expansion ratio of each
+member and of the whole archive); nothing reaches the destination unless the whole extraction
+succeeds, and a marker file written after success makes a second call a no-op. Reading the
+extracted text is `text_io`'s job.
 
 Only the standard library is used (urllib), so downloads work wherever Python does.
 """
@@ -325,8 +326,14 @@ class _Budget:
             raise self.stop(member, f"would take the total past {self.max_bytes} bytes",
                              "max_extract_bytes")
 
+    def check_ratio(self, member: str, written: int, compressed: int, what: str) -> None:
+        if written > _RATIO_GRACE_BYTES and written > self.max_ratio * max(compressed, 1):
+            raise self.stop(member, f"{what} more than {self.max_ratio:g}:1 ({written} bytes "
+                            f"from {compressed})", "max_extract_ratio")
+
     def copy(self, member: str, src, out, compressed_done: Callable[[], int]) -> None:
-        """Copies member `src` to `out`; compressed_done() counts the archive bytes consumed."""
+        """Copies member `src` to `out`; compressed_done() counts the archive bytes consumed so
+        far, earlier members included."""
         start = compressed_done()
         written = 0
         while chunk := src.read(_CHUNK_BYTES):
@@ -335,10 +342,11 @@ class _Budget:
             if self.total > self.max_bytes:
                 raise self.stop(member, f"takes the total past {self.max_bytes} bytes",
                                  "max_extract_bytes")
-            compressed = max(compressed_done() - start, 1)
-            if written > _RATIO_GRACE_BYTES and written > self.max_ratio * compressed:
-                raise self.stop(member, f"expands more than {self.max_ratio:g}:1 "
-                                 f"({written} bytes from {compressed})", "max_extract_ratio")
+            consumed = compressed_done()
+            self.check_ratio(member, written, consumed - start, "expands")
+            # Many members each under the grace size would pass the per-member check: the
+            # archive as a whole is held to the same ratio.
+            self.check_ratio(member, self.total, consumed, "takes the archive's expansion to")
             out.write(chunk)
 
 
@@ -360,6 +368,24 @@ def _inside(dest: pathlib.Path, relative: str) -> bool:
 
 def _refuse(member: str, reason: str) -> UserError:
     return UserError(f"refusing to extract unsafe archive member {member!r}: {reason}")
+
+
+def _staged_path(staging: pathlib.Path, name: str, is_dir: bool) -> pathlib.Path:
+    """Where member `name` is written in the staging folder, its parent folders made. A member
+    that clashes with an earlier one (a file where a folder must go, or the reverse) is refused
+    like any unsafe member; a later file of the same name replaces the earlier, as tar does."""
+    target = staging / name
+    try:
+        if is_dir:
+            target.mkdir(parents=True, exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.is_dir():
+                raise IsADirectoryError(name)
+    except OSError:  # FileExistsError, NotADirectoryError, IsADirectoryError
+        raise _refuse(name, "clashes with an earlier member (a file and a folder of the same "
+                      "name)") from None
+    return target
 
 
 def _check_tar_member(member: tarfile.TarInfo, dest: pathlib.Path) -> None:
@@ -390,12 +416,9 @@ def _extract_tar(archive: pathlib.Path, dest: pathlib.Path, staging: pathlib.Pat
             _check_tar_member(member, dest)
             if wanted is not None and member.name not in wanted:
                 continue
-            target = staging / member.name
-            if member.isdir():
-                target.mkdir(parents=True, exist_ok=True)
-            else:
+            target = _staged_path(staging, member.name, member.isdir())
+            if not member.isdir():
                 budget.check_declared(member.name, member.size)
-                target.parent.mkdir(parents=True, exist_ok=True)
                 with tar.extractfile(member) as src, open(target, "wb") as out:
                     budget.copy(member.name, src, out, raw.tell)
             extracted.append(member.name)
@@ -427,14 +450,18 @@ def _extract_zip(archive: pathlib.Path, dest: pathlib.Path, staging: pathlib.Pat
             raise budget.stop(chosen[-1].filename, f"would take the total past "
                                f"{budget.max_bytes} bytes ({declared} declared)",
                                "max_extract_bytes")
+        if chosen:
+            budget.check_ratio(chosen[-1].filename, declared,
+                               sum(i.compress_size for i in chosen),
+                               "would take the archive's expansion to")
+        consumed = 0  # compressed bytes of the members already written
         for info in chosen:
-            target = staging / info.filename
-            if info.is_dir():
-                target.mkdir(parents=True, exist_ok=True)
-            else:
-                target.parent.mkdir(parents=True, exist_ok=True)
+            target = _staged_path(staging, info.filename, info.is_dir())
+            if not info.is_dir():
                 with zf.open(info) as src, open(target, "wb") as out:
-                    budget.copy(info.filename, src, out, lambda size=info.compress_size: size)
+                    budget.copy(info.filename, src, out,
+                                lambda end=consumed + info.compress_size: end)
+            consumed += info.compress_size
             extracted.append(info.filename)
     return extracted
 
@@ -447,7 +474,23 @@ def _extract_gzip(archive: pathlib.Path, staging: pathlib.Path, budget: _Budget)
     return [name]
 
 
+def _blocked(dest: pathlib.Path, name: str, is_dir: bool) -> bool:
+    """Whether something already in dest (a file where a folder goes, or the reverse) stops
+    member `name` from moving in."""
+    target = dest / name
+    folders = list(target.parents)[:len(pathlib.PurePosixPath(name).parts) - 1]
+    if any(folder.exists() and not folder.is_dir() for folder in folders):
+        return True
+    return target.exists() and target.is_dir() != is_dir
+
+
 def _move_into_place(staging: pathlib.Path, dest: pathlib.Path, names: list) -> None:
+    names = list(dict.fromkeys(names))  # a tar may hold one name twice: the last copy won
+    # Every move is checked before the first, so a refusal leaves dest as it was.
+    for name in names:
+        if _blocked(dest, name, (staging / name).is_dir()):
+            raise UserError(f"cannot extract member {name!r} into {dest}: a file or folder of "
+                            "that name is in the way; move it and rerun")
     for name in names:
         source, target = staging / name, dest / name
         if source.is_dir():

@@ -64,8 +64,11 @@ class CTranslate2Translator:
             self.settings["beam_size"] = int(beam_size)  # a search setting in CTranslate2
         self.settings["engine"] = f"ctranslate2 ({compute_type})"
         vocab_file = self.settings.get("vocab_file")
-        if not vocab_file or not os.path.isfile(os.path.join(folder, vocab_file)):
-            raise UserError(f"{folder} holds no vocabulary file (t2t_lite.json: vocab_file)")
+        # A file name, never a path: a folder someone sends must not read files outside it.
+        if (not isinstance(vocab_file, str) or os.path.basename(vocab_file) != vocab_file
+                or not os.path.isfile(os.path.join(folder, vocab_file))):
+            raise UserError(f"{folder} holds no vocabulary file named by t2t_lite.json's "
+                            f"vocab_file ({vocab_file!r}, a file name in the folder)")
         self.tokenizer = tokenizers.load_tokenizer(os.path.join(folder, vocab_file))
         self.tokens = ctranslate2_export.vocabulary_tokens(os.path.join(folder, vocab_file))
         self.token_ids = {token: i for i, token in enumerate(self.tokens)}

@@ -4,10 +4,11 @@ Checkpoints hold `model` (and `optimizer` while training). TensorFlow writes the
 and updates the `checkpoint` state file last with an atomic rename, so a kill at any moment leaves
 the previous checkpoint as the latest one that loads. Deleting old checkpoints is the other way
 round: TensorFlow lists the new checkpoint, deletes the oldest files (`.index` first), then lists
-again; a kill in between leaves the list naming a checkpoint whose files are gone. Such an entry
-(no `.index`) is skipped with a warning wherever listed checkpoints are loaded. A checkpoint with
-files missing or damaged otherwise is the user's to look at: loading it is a UserError naming the
-file, never a traceback.
+again; a kill in between leaves the list naming old checkpoints whose files are gone, never the
+newest. Such an entry (no `.index`, older than the newest) is skipped with a warning wherever
+listed checkpoints are loaded. A checkpoint with files missing or damaged otherwise, the newest
+included, is the user's to look at: loading it is a UserError naming the file, never a traceback,
+and never a quiet fall back to an older one that would then be trained over it.
 """
 import os
 import time
@@ -29,19 +30,20 @@ class CheckpointKeeper:
         self._last_step = None
 
     def restore_latest(self):
-        """Restores the newest listed checkpoint that still has its files; returns its path (None
-        when nothing is listed). A damaged newest checkpoint is a UserError, not a fallback: the
-        user decides whether to lose it."""
+        """Restores the newest listed checkpoint; returns its path (None when nothing is listed).
+        A damaged or missing newest checkpoint is a UserError, not a fallback: the user decides
+        whether to lose it."""
         listed = _listed(self.manager.directory)
         if not listed:
             return None
-        present = _present(listed)
-        if not present:
-            raise UserError(f"{self.manager.directory} lists checkpoints, but none has its files "
-                            f"(no {listed[-1]}.index); move its `checkpoint` file away to start "
-                            "from scratch")
-        path = present[-1]
-        restore(self.manager.checkpoint, path)
+        path = listed[-1]
+        try:
+            restore(self.manager.checkpoint, path)
+        except UserError as error:
+            state = os.path.join(self.manager.directory, "checkpoint")
+            raise UserError(f"cannot resume: {error}. Put the file back; or, to resume from an "
+                            f"older checkpoint, delete {os.path.basename(path)}'s lines from "
+                            f"{state} and name that one in its model_checkpoint_path") from None
         return path
 
     def due(self, step):
@@ -69,15 +71,17 @@ def _listed(directory):
 
 
 def _present(paths):
-    """The paths whose `.index` exists; the others (deleted, see the module doc) with a warning."""
+    """`paths` less the older ones whose `.index` is gone (an interrupted clean-up, see the module
+    doc), each with a warning. The newest stays whatever its state: restoring it names what is
+    missing."""
     kept = []
-    for path in paths:
+    for path in paths[:-1]:
         if tf.io.gfile.exists(path + ".index"):
             kept.append(path)
         else:
             logging.warning("skipping checkpoint %s: it is listed but its files are gone (an "
-                            "interrupted save or clean-up)", path)
-    return kept
+                            "interrupted clean-up)", path)
+    return kept + paths[-1:]
 
 
 def missing_files(path):
@@ -134,7 +138,8 @@ def restore(checkpoint, path, partial=False):
 
 
 def checkpoint_paths(model_dir):
-    """The checkpoints the state file lists, oldest first, less any whose files are gone."""
+    """The checkpoints the state file lists, oldest first, less older ones whose files are gone
+    (the newest is kept: loading it says what is missing)."""
     return _present(_listed(model_dir))
 
 
@@ -175,8 +180,9 @@ def average_checkpoints(model_dir, num_last, output_dir=None):
 
     Writes a checkpoint with the same structure (`model/...`) to output_dir (default
     model_dir/averaged), numbered like the newest input, which the decoder and exporter prefer.
-    Listed checkpoints whose files are gone are skipped (with a warning); fewer than `num_last`
-    are averaged if fewer exist. Returns (written path, averaged paths).
+    Older listed checkpoints whose files are gone are skipped (with a warning); a newest one with
+    files missing is a UserError. Fewer than `num_last` are averaged if fewer exist. Returns
+    (written path, averaged paths).
     """
     from t2t_lite import models
     from t2t_lite.model_dir import files

@@ -11,7 +11,9 @@ Layout:
     M/.lock             held by the running trainer (fcntl), so a second trainer refuses
 
 A model_dir is data: someone may send you one. Tools build the configs from configs.json's values;
-they never parse config.gin, whose `import` lines would run code on the reader's machine.
+they never bind config.gin, whose `import` lines would run code on the reader's machine (a
+model_dir from before configs.json is read only when gin's parser finds bindings alone in it).
+run.json names the vocabulary by file name, never a path out of the model_dir.
 """
 import dataclasses
 import fcntl
@@ -73,12 +75,21 @@ def _write_atomic(path, text):
 
 
 def read_run_info(model_dir):
+    """run.json as a dict, checked enough that its readers get what they index (one-line
+    UserErrors for a damaged or foreign file)."""
     path = os.path.join(model_dir, RUN_INFO)
     if not os.path.isfile(path):
         raise UserError(f"{model_dir} is not a t2t_lite model_dir (no {RUN_INFO}); train into it "
                         "with t2t-lite-trainer first")
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            info = json.load(f)
+    except (OSError, ValueError) as error:
+        raise UserError(f"cannot read {path}: {' '.join(str(error).split())[:300]}") from None
+    size = info.get("vocab_size") if isinstance(info, dict) else None
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise UserError(f"{path} is not a t2t_lite run.json (needs a positive vocab_size)")
+    return info
 
 
 def write_run_info(model_dir, problem_name, hparams_set, gin_params, vocab_path, vocab_size,
@@ -157,10 +168,44 @@ def load_configs(model_dir):
         return _load_legacy_configs(model_dir)
     data = _read_configs_json(model_dir)
     try:
-        return tuple(cls(**data[key]) for key, cls in zip(_CONFIG_KEYS, _CONFIG_CLASSES))
+        return tuple(cls(**_typed_values(key, cls, data[key]))
+                     for key, cls in zip(_CONFIG_KEYS, _CONFIG_CLASSES))
     except (ValueError, TypeError) as error:
         raise UserError(f"bad configuration in {os.path.join(model_dir, CONFIGS)}: "
                         f"{' '.join(str(error).split())[:300]}") from None
+
+
+def _typed(field_type, value):
+    """`value` from JSON as a config field of `field_type` holds it (bool is not a number, an
+    int is a float, a whole float such as a gin `1e5` is an int), else ValueError. A field
+    annotated with anything but a plain class (Optional[...], a string) is left to the class."""
+    if not isinstance(field_type, type):
+        return value
+    if field_type is bool or isinstance(value, bool):
+        if field_type is bool and isinstance(value, bool):
+            return value
+    elif field_type is float and isinstance(value, (int, float)):
+        return value
+    elif field_type is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    elif isinstance(value, field_type):
+        return value
+    raise ValueError(f"must be {field_type.__name__}, got {value!r:.60}")
+
+
+def _typed_values(key, cls, values):
+    """configs.json's `key` section with each value checked against its field's type (else
+    ValueError): the dataclasses check ranges, not types, and a string where a size goes would
+    otherwise fail deep inside the model as a traceback."""
+    types = {field.name: field.type for field in dataclasses.fields(cls)}
+    typed = dict(values)
+    for name, value in values.items():
+        if name in types:
+            try:
+                typed[name] = _typed(types[name], value)
+            except ValueError as error:
+                raise ValueError(f"{key}.{name} {error}") from None
+    return typed
 
 
 def _load_legacy_configs(model_dir):
@@ -172,6 +217,13 @@ def _load_legacy_configs(model_dir):
 
 
 def vocab_path(model_dir, info=None):
-    """The vocabulary copy in model_dir (`info`: run.json already read, to spare reading it)."""
+    """The vocabulary copy in model_dir (`info`: run.json already read, to spare reading it).
+
+    run.json names it by file name alone: a path would read (and an export would ship) a file
+    from outside the model_dir."""
     info = info if info is not None else read_run_info(model_dir)
-    return os.path.join(model_dir, info["vocab_file"])
+    name = info.get("vocab_file")
+    if not isinstance(name, str) or name in ("", ".", "..") or os.path.basename(name) != name:
+        raise UserError(f"{os.path.join(model_dir, RUN_INFO)} names the vocabulary {name!r}; it "
+                        "must be a file name inside the model_dir")
+    return os.path.join(model_dir, name)

@@ -65,7 +65,9 @@ class LocalServer:
         self._httpd.omit_length = omit_length
         self._httpd.requests = []
         self._httpd.cut_after = {}
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        # A short poll keeps shutdown() quick: serve_forever checks for it only between polls.
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,),
+                                        daemon=True)
 
     @property
     def requests(self):

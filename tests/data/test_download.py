@@ -308,6 +308,72 @@ def test_decompression_bombs_stop_early_and_leave_nothing(tmp_path, make, name):
     assert _leftovers(out) == []
 
 
+def _zip_of_zeros(path, members, size):
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        for name in members:
+            zf.writestr(name, bytes(size))
+    return path
+
+
+@pytest.mark.parametrize("make,name", [(_tgz_bomb, "split.tgz"), (_zip_of_zeros, "split.zip")])
+def test_bomb_split_into_small_members_stops_early_and_leaves_nothing(tmp_path, make, name):
+    # Each 512 KiB member stays under the per-member grace size; the archive as a whole does not.
+    members = [f"part{i:02d}.txt" for i in range(16)]
+    archive = make(tmp_path / name, members, 2**19)
+    out = tmp_path / "out"
+    with pytest.raises(UserError, match=r"archive's expansion to more than 200:1.*deleted what "
+                                        r"was written.*max_extract_ratio"):
+        dl.extract(archive, out)
+    assert _leftovers(out) == []
+    dest = dl.extract(archive, out, max_extract_ratio=10**6)  # the caller's to raise
+    assert sorted(p.name for p in dest.glob("part*")) == members
+
+
+def _tar_of(entries) -> bytes:
+    """A plain tar of (name, bytes) files and (name, None) folders, in order."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in entries:
+            info = tarfile.TarInfo(name)
+            if data is None:
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            else:
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("entries,member", [
+    ([("ok.txt", b"ok"), ("x", b"file"), ("x/y", b"under a file")], "x/y"),
+    ([("ok.txt", b"ok"), ("x", None), ("x", b"file over a folder")], "x"),
+])
+def test_members_clashing_as_file_and_folder_are_refused_and_leave_nothing(tmp_path, entries,
+                                                                           member):
+    archive = tmp_path / "clash.tar"
+    archive.write_bytes(_tar_of(entries))
+    out = tmp_path / "out"
+    with pytest.raises(UserError, match=f"unsafe archive member '{member}': clashes"):
+        dl.extract(archive, out)
+    assert _leftovers(out) == []
+
+
+def test_a_member_named_twice_keeps_the_last_copy(tmp_path):
+    archive = tmp_path / "twice.tar"
+    archive.write_bytes(_tar_of([("x.txt", b"first\n"), ("x.txt", b"second\n")]))
+    assert (dl.extract(archive, tmp_path / "out") / "x.txt").read_bytes() == b"second\n"
+
+
+def test_a_folder_in_the_way_stops_extraction_before_anything_moves(tmp_path):
+    archive = tmp_path / "two.tar"
+    archive.write_bytes(_tar_of([("a.txt", b"a"), ("b.txt", b"b")]))
+    out = tmp_path / "out"
+    (out / "b.txt").mkdir(parents=True)
+    with pytest.raises(UserError, match="member 'b.txt' into .* is in the way"):
+        dl.extract(archive, out)
+    assert _leftovers(out) == ["b.txt"]
+
+
 def test_total_size_cap_stops_and_removes_earlier_members(tmp_path):
     noise = random.Random(0).randbytes(700_000)  # incompressible: the ratio check stays quiet
     archive = tmp_path / "big.tgz"

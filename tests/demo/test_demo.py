@@ -52,3 +52,17 @@ def test_output_names_the_results_and_rerun_reuses_finished_stages(demo_run):
     assert "$ t2t-lite-exporter" in first and "$ t2t-lite-exporter" not in second
     assert "$ t2t-lite-decoder" in first and "$ t2t-lite-decoder" not in second
     assert "resumed from" in second
+
+
+def test_a_state_file_pointing_outside_the_run_is_not_trusted(tmp_path):
+    from t2t_lite.demo import _export_exists
+
+    export_dir = tmp_path / "run" / "export"
+    for folder in (export_dir / "1", tmp_path / "elsewhere" / "1"):
+        folder.mkdir(parents=True)
+        (folder / "saved_model.pb").write_bytes(b"")
+    assert _export_exists({"export_path": str(export_dir / "1")}, str(export_dir))
+    assert not _export_exists({"export_path": str(tmp_path / "elsewhere" / "1")}, str(export_dir))
+    assert not _export_exists({"export_path": str(export_dir / ".." / ".." / "elsewhere" / "1")},
+                              str(export_dir))
+    assert not _export_exists({"export_path": ["not", "a", "path"]}, str(export_dir))

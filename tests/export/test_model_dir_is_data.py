@@ -68,3 +68,31 @@ def test_own_gin_file_comes_in_through_gin_file(tmp_path):
     mine = tmp_path / "mine.gin"
     mine.write_text("ModelConfig.num_layers = 3\n")
     assert hparams.load("tiny", gin_files=[str(mine)])[0].num_layers == 3
+
+
+@pytest.mark.parametrize("statement", ["import\t{module}", "import  {module} as alias",
+                                       "from\t{module} import x", "include\t'{gin}'"])
+def test_legacy_gin_code_is_found_however_it_is_spaced(model_dir, tmp_path, monkeypatch,
+                                                       statement):
+    # gin's tokenizer reads `import<TAB>module` as an import: a prefix check on the line missed it.
+    module = f"evil_{abs(hash(statement))}"  # a fresh name: an imported module is not re-run
+    marker = tmp_path / "code_ran"
+    (tmp_path / f"{module}.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\nx = 1\n")
+    (tmp_path / "included.gin").write_text(f"import {module}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    copy = tmp_path / "model"
+    shutil.copytree(model_dir, copy)
+    (copy / model_dir_lib.CONFIGS).unlink()
+    config = copy / model_dir_lib.CONFIG
+    line = statement.format(module=module, gin=tmp_path / "included.gin")
+    config.write_text(config.read_text() + line + "\n")
+    with pytest.raises(UserError, match="would run or load code"):
+        model_dir_lib.load_configs(str(copy))
+    assert not marker.exists()
+
+
+def test_legacy_model_dir_of_plain_bindings_still_loads(model_dir, tmp_path):
+    copy = tmp_path / "model"
+    shutil.copytree(model_dir, copy)
+    (copy / model_dir_lib.CONFIGS).unlink()
+    assert model_dir_lib.load_configs(str(copy)) == model_dir_lib.load_configs(model_dir)
