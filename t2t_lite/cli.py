@@ -142,7 +142,7 @@ def filter_stderr():
     terminal = os.dup(2)
     read_end, write_end = os.pipe()
     try:
-        child = subprocess.Popen([sys.executable, stderr_filter.__file__], stdin=read_end,
+        child = subprocess.Popen([sys.executable, "-I", stderr_filter.__file__], stdin=read_end,
                                  stdout=terminal, stderr=terminal, start_new_session=True)
     except OSError:  # no filter rather than no tool
         for descriptor in (read_end, write_end, terminal):

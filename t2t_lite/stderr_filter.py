@@ -41,5 +41,6 @@ def copy_without_noise(source, sink):
 
 if __name__ == "__main__":
     # Ctrl-C is for the tool: the filter forwards until the tool's last write end closes.
+    # (Started with python -I: nothing beside this file can shadow the standard library.)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     copy_without_noise(sys.stdin.buffer, sys.stdout.buffer)
