@@ -1,4 +1,4 @@
-"""CTranslate2 as a decoding engine behind the file decoder (`t2t-lite-decoder --engine=ctranslate2`).
+"""CTranslate2 as the file decoder's search engine (`t2t-lite-decoder --engine=ctranslate2`).
 
 `CTranslate2Translator` offers the interface batch_decode.py drives (`describe`, `tokenize`,
 `translate_ids`), so the decoder's guarantees hold unchanged: every line tokenized once, one line
