@@ -12,7 +12,8 @@ POS tags are not predicted, as in that paper; EVALB does not score them.
 `delinearise` turns any model output back into a tree over the source words, repairing what a
 decoder can get wrong: closing brackets with nothing open are dropped, unclosed ones are closed,
 empty constituents are removed, surplus XX are dropped, missing words are attached to the root, and
-text with no usable bracket becomes a flat tree. It never fails, so every input line yields a tree.
+text with no usable bracket becomes a flat tree. It never fails, so every input line yields a tree
+(`parse_output` spells brackets inside words -LRB- / -RRB-, so the line stays one tree).
 """
 import re
 
@@ -265,9 +266,24 @@ def delinearise(output, words):
     return attach(tree), repairs
 
 
+# The PTB's spelling of brackets inside words: a raw "(" would end the tree text early.
+BRACKET_ESCAPES = (("(", "-LRB-"), (")", "-RRB-"))
+
+
+def escape_brackets(word):
+    """ "(" -> "-LRB-", ")" -> "-RRB-" inside a word, as the treebank writes them."""
+    for bracket, escaped in BRACKET_ESCAPES:
+        word = word.replace(bracket, escaped)
+    return word
+
+
 def parse_output(output, source):
-    """Decoder output + source line -> one-line bracketed tree (the parsing problems' hook)."""
-    words = source.split()
+    """Decoder output + source line -> one-line bracketed tree (the parsing problems' hook).
+
+    The tree's words are the source's, with brackets spelt -LRB- / -RRB- so that the line is
+    always one well-formed tree (treebank text already spells them so).
+    """
+    words = [escape_brackets(word) for word in source.split()]
     if not words:
         return ""
     tree, _ = delinearise(output, words)

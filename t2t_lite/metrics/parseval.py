@@ -19,9 +19,12 @@ Where this module differs, and why:
     deletes TOP but would count PTB's empty-labelled wrapper as a matched bracket).
   * A test line that is not a tree is scored as a flat tree (one root bracket over the words), and a
     test tree whose words differ from the gold's scores no match with all its brackets counted;
-    EVALB drops such sentences as errors, which can only flatter a parser. Both are counted.
-  * A gold line that is not a tree (unbalanced, empty, unknown format) is skipped with its test
-    line, and counted by reason.
+    EVALB drops such sentences as errors ("Length unmatch", "Words unmatch"), which can only
+    flatter a parser. Both are counted. Words that differ only by what each tree's own tags delete
+    (a parse without the punctuation) are no difference, as in EVALB.
+  * A gold line that is not a tree (unbalanced, empty, unknown format), or a tree of traces only,
+    is skipped with its test line, and counted by reason. The test file may also leave such trees
+    out (one line per scoreable gold tree, as the decoder writes for datagen's test .tsv).
 """
 import collections
 import dataclasses
@@ -96,9 +99,27 @@ def brackets(tree, keep, params=COLLINS):
     return found
 
 
-def same_words(gold, test, params=COLLINS):
-    return ([params.word(w) for _, w in _leaves(gold)]
-            == [params.word(w) for _, w in _leaves(test)])
+def _words(tree, params, keep=None):
+    """The words of a tree's non-trace leaves (those kept, if keep is given), EQ_WORD applied."""
+    leaves = _leaves(tree)
+    keep = [True] * len(leaves) if keep is None else keep
+    return [params.word(word) for (_, word), kept in zip(leaves, keep) if kept]
+
+
+def keep_for_test(gold, test, params=COLLINS):
+    """Keep flags for the test tree's non-trace leaves, or None when its words are not the gold's.
+
+    Over the gold's very words, the gold's flags (its tags decide what is punctuation, so XX-tagged
+    output is scored). Otherwise, as EVALB: each tree drops the words its own tags delete, and the
+    sentence is scored if what is left is the same (a parse without the punctuation, say).
+    """
+    gold_keep, _ = gold_layout(gold, params)
+    if _words(gold, params) == _words(test, params):
+        return gold_keep
+    test_keep = [tag not in params.delete_labels for tag, _ in _leaves(test)]
+    if _words(gold, params, gold_keep) == _words(test, params, test_keep):
+        return test_keep
+    return None
 
 
 @dataclasses.dataclass
@@ -147,25 +168,39 @@ def score_trees(gold, test, params=COLLINS):
     keep, _ = gold_layout(gold, params)
     gold_brackets = brackets(gold, keep, params)
     gold_count = sum(gold_brackets.values())
-    if not same_words(gold, test, params):
+    test_keep = keep_for_test(gold, test, params)
+    if test_keep is None:
         test_brackets = brackets(test, [True] * len(_leaves(test)), params)
         return 0, gold_count, sum(test_brackets.values())
-    test_brackets = brackets(test, keep, params)
+    test_brackets = brackets(test, test_keep, params)
     return (sum((gold_brackets & test_brackets).values()), gold_count,
             sum(test_brackets.values()))
 
 
+def gold_skip_reason(gold):
+    """Why a gold item is no sentence to score (None if it is one): the TreeError's reason, or
+    only_traces for a tree with no word but -NONE- (datagen skips both, so the decoder's input
+    has no line for them; EVALB does not score them either)."""
+    if isinstance(gold, trees.TreeError):
+        return gold.reason
+    return None if _leaves(gold) else "only_traces"
+
+
 def evaluate(gold_items, test_items, params=COLLINS):
-    """Pairs gold and test items (Tree, or TreeError for text that is no tree) -> Result."""
+    """Pairs gold and test items (Tree, or TreeError for text that is no tree) -> Result.
+
+    A test item paired with a skipped gold item is not looked at (it may be None).
+    """
     result = Result()
     for gold, test in zip(gold_items, test_items):
-        if isinstance(gold, trees.TreeError):
-            result.gold_skipped[gold.reason] += 1
+        reason = gold_skip_reason(gold)
+        if reason:
+            result.gold_skipped[reason] += 1
             continue
         if isinstance(test, trees.TreeError):
             result.test_flat += 1
             test = flat_tree(gold)
-        elif not same_words(gold, test, params):
+        elif keep_for_test(gold, test, params) is None:
             result.word_mismatch += 1
         counts = score_trees(gold, test, params)
         result.all.add(*counts)
@@ -179,7 +214,7 @@ def evaluate_files(gold_path, test_path, params=COLLINS):
 
     The gold may be .mrg-style (trees over several lines) or one tree per line; the test has one
     tree per line (as EVALB wants, and t2t-lite-decoder writes), so a line that is no tree stays
-    in step with the gold and is scored flat.
+    in step with the gold and is scored flat. See `align_test_lines` for how they pair up.
     """
     for path in (gold_path, test_path):
         if not os.path.isfile(path):
@@ -188,10 +223,26 @@ def evaluate_files(gold_path, test_path, params=COLLINS):
         test_items = [read_test_line(line) for line in f]
     with open(gold_path, encoding="utf-8", errors="replace") as f:
         gold_items = list(trees.read_trees(f))
-    if len(gold_items) != len(test_items):
-        raise UserError(f"{gold_path} holds {len(gold_items)} trees (bad ones included) but "
-                        f"{test_path} has {len(test_items)} lines; they must pair up in order")
+    test_items = align_test_lines(gold_items, test_items, gold_path, test_path)
     return evaluate(gold_items, test_items, params)
+
+
+def align_test_lines(gold_items, test_items, gold_path, test_path):
+    """Test items in step with the gold items.
+
+    The test has a line per gold tree, bad ones included (as EVALB pairs files), or a line per
+    scoreable gold tree: datagen's test .tsv leaves bad trees out, so the decoder's output of it
+    has no line for them, and those gold trees get None. Any other count is an error.
+    """
+    if len(test_items) == len(gold_items):
+        return test_items
+    scoreable = [gold_skip_reason(gold) is None for gold in gold_items]
+    if len(test_items) != sum(scoreable):
+        raise UserError(f"{gold_path} holds {len(gold_items)} trees ({sum(scoreable)} scoreable, "
+                        f"the rest bad) but {test_path} has {len(test_items)} lines; the test "
+                        "needs one line per gold tree, or one per scoreable tree, in order")
+    lines = iter(test_items)
+    return [next(lines) if ok else None for ok in scoreable]
 
 
 def read_test_line(line):

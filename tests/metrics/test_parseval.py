@@ -126,3 +126,34 @@ def test_cli(tmp_path):
                           f"--test={tmp_path / 'missing.txt'}"], capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 1 and run.stderr.strip().startswith("error: file not found")
+
+
+@pytest.mark.parametrize("gold,test,expected", [
+    # EVALB deletes each tree's own punctuation before comparing words: a parse without the
+    # punctuation is the same sentence, scored in full.
+    ("(S (NP (PRP he)) (VP (VBD ran)) (. .))", "(S (NP (XX he)) (VP (XX ran)))", (3, 3, 3)),
+    ("(S (NP (PRP he)) (PRN (, ,)) (VP (VBD ran)))", "(S (NP (XX he)) (VP (XX ran)))", (3, 3, 3)),
+    # ... and so is one with punctuation the gold lacks, if it is tagged as punctuation.
+    ("(S (NP (PRP he)) (VP (VBD ran)))", "(S (NP (XX he)) (VP (XX ran) (. .)))", (3, 3, 3)),
+    # Other words (EVALB's "Length unmatch" / "Words unmatch"): no match, every bracket counted.
+    ("(S (NP (PRP he)) (VP (VBD ran)))", "(S (NP (XX he)) (VP (XX ran) (XX away)))", (0, 3, 3)),
+    ("(S (NP (PRP he)) (VP (VBD ran)))", "(S (NP (XX she)) (VP (XX ran)))", (0, 3, 3)),
+])
+def test_word_differences_follow_evalb(gold, test, expected):
+    assert counts(gold, test) == expected
+    result = parseval.evaluate([trees.parse(gold)], [parseval.read_test_line(test)])
+    assert result.word_mismatch == (expected[0] == 0)
+
+
+def test_test_file_may_leave_out_bad_gold_trees(tmp_path):
+    gold = tmp_path / "gold.mrg"
+    gold.write_text("( (S (NP (DT a)) (VP (VB b))) )\n(S (NP (DT a)\n"
+                    "( (S (NP-SBJ (-NONE- *)) ) )\n(S (VP (VB c)))\n")
+    test = tmp_path / "test.txt"
+    test.write_text("(S (NP (XX a)) (VP (XX b)))\n(S (VP (XX c)))\n")  # the 2 scoreable trees
+    result = parseval.evaluate_files(str(gold), str(test))
+    assert dict(result.gold_skipped) == {"unbalanced": 1, "only_traces": 1}
+    assert (result.all.sentences, result.all.matched, result.all.gold) == (2, 5, 5)
+    test.write_text("(S (NP (XX a)) (VP (XX b)))\n")  # neither count: an error naming both
+    with pytest.raises(parseval.UserError, match="4 trees [(]2 scoreable.* has 1 lines"):
+        parseval.evaluate_files(str(gold), str(test))

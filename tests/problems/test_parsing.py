@@ -8,6 +8,8 @@ from t2t_lite import registry
 from t2t_lite.data import datagen, text_io, trees
 from t2t_lite.errors import UserError
 from t2t_lite.export import batch_decode
+from t2t_lite.metrics import parseval
+from t2t_lite.problems.parsing import ParsingProblem
 
 PTB = """( (S 
     (NP-SBJ-1 (DT The) (NN cat) )
@@ -187,3 +189,34 @@ def test_decoder_hook_writes_trees_and_translation_stays_unchanged():
     # a problem that cannot be built without parameters, or one not registered here
     assert batch_decode.output_postprocessor("translate_gettext")("x", "y") == "y"
     assert batch_decode.output_postprocessor("user_problem_not_imported")("x", "y") == "y"
+
+
+@pytest.mark.parametrize("source,output", [
+    ("f(x) = ( y )", "(S (NP XX XX ) (VP XX (NP XX ) XX ) )"),
+    ("( ) (S", "(S XX XX XX )"),
+    (") (", "garbage ( ) XX"),
+])
+def test_decoder_hook_spells_brackets_in_words_so_the_line_stays_one_tree(source, output):
+    line = batch_decode.output_postprocessor("parsing_wsj")(source, output)
+    # One well-formed tree over the source words, brackets spelt as the treebank does.
+    assert trees.parse(line).words() == [trees.escape_brackets(w) for w in source.split()]
+    assert trees.escape_brackets("f(x)") == "f-LRB-x-RRB-"
+
+
+def test_readme_recipe_pairs_decoder_output_with_a_test_section_holding_bad_trees(tmp_path):
+    """cut -f1 D/parsing_wsj-test.tsv | decoder > parsed; parseval --gold=<cat R/23/*.mrg>: the
+    .tsv leaves bad trees out, so parseval pairs the lines with the scoreable gold trees."""
+    good = ["( (S (NP-SBJ (DT The) (NN cat)) (VP (VBD sat)) (. .)) )",
+            "( (S (NP-SBJ (PRP It)) (VP (VBD ran) (NP (-NONE- *T*-1))) (. .)) )"]
+    sections = {s: good for s in range(2, 23)}
+    sections[23] = [good[0], "( (S (NP (DT broken) )", "( (S (NP-SBJ (-NONE- *)) ) )", good[1]]
+    write_sections(tmp_path, sections)
+    problem = registry.problem("parsing_wsj", raw_dir=str(tmp_path))
+    test = [s for s in problem.generate_samples("test", None) if not isinstance(s, text_io.Skipped)]
+    parsed = tmp_path / "wsj23.parsed"  # a perfect parser's output, through the decoder's hook
+    parsed.write_text("".join(ParsingProblem.postprocess_output(source, target) + "\n"
+                              for source, target in test))
+    gold = tmp_path / "parsed" / "mrg" / "wsj" / "23" / "wsj_2300.mrg"
+    result = parseval.evaluate_files(str(gold), str(parsed))
+    assert dict(result.gold_skipped) == {"unbalanced": 1, "only_traces": 1}
+    assert result.all.sentences == 2 and result.all.scores()["f1"] == 100.0
