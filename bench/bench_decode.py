@@ -9,6 +9,10 @@ setting: sentences/s, target tokens/s (best hypotheses, EOS included), and the d
 FLOP/s as a fraction of one large float32 (2048^3) matmul's FLOP/s measured just before; decoding
 is a chain of small [B*K, d] x [d, *] products plus cache reads and beam gathers, so it reaches
 only a small part of that.
+
+--precision=bfloat16 decodes with the opt-in bfloat16 twin (t2t_lite/decoding/precision.py);
+--profile=DIR traces one decode (XLA off) with the TensorFlow profiler and prints op time per
+step by part of the beam step (bench/PROFILE.md, "Where a beam-4 decode step spends its time").
 """
 import argparse
 import os
@@ -24,6 +28,7 @@ import tensorflow as tf  # noqa: E402
 
 from t2t_lite import hparams  # noqa: E402
 from ceiling import matmul_flops_per_second  # noqa: E402
+from t2t_lite.decoding import precision  # noqa: E402
 from t2t_lite.decoding.translate import translate  # noqa: E402
 from t2t_lite.models.transformer import Transformer  # noqa: E402
 
@@ -59,10 +64,64 @@ def hypothesis_lengths(sequences):
     return (sequences.numpy() == 1).argmax(axis=-1) + 1
 
 
+def _step_part(path, op_type):
+    """A profiler op event (name scope path, op type) -> the part of a decode it belongs to."""
+    if "while/body" not in path:
+        return "encoder and decode setup (once per batch)"
+    if op_type in ("_MklMatMul", "_MklNativeFusedMatMul", "MatMul"):
+        return "matmuls: projections, feed-forward, logits"
+    if "BatchMatMul" in op_type:
+        return "attention score/context batched matmuls"
+    if "Transpose" in op_type:
+        return "transposes"
+    if op_type == "ConcatV2":
+        return "concats (cache append, finished merge)"
+    if op_type == "GatherV2":
+        return "gathers (cache reorder, beams, embedding)"
+    if "layer_norm" in path:
+        return "layer norms"
+    if op_type in ("TopKV2", "LogSoftmax", "Exp", "Max", "Sum", "Log", "Sub", "SelectV2",
+                   "FloorMod", "FloorDiv", "LogicalAnd"):
+        return "candidate selection (top-k, log-softmax / log-sum-exp)"
+    if "Softmax" in op_type:
+        return "attention softmax"
+    return "other elementwise and small ops"
+
+
+def profile(decode, inputs, steps, logdir):
+    """Op time per decode step by part, from one decode traced with the TensorFlow profiler
+    (summed over threads: shares, not wall time)."""
+    import collections
+    import glob
+
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    tf.profiler.experimental.start(logdir)
+    decode(inputs)[0].numpy()
+    tf.profiler.experimental.stop()
+    space = xplane_pb2.XSpace()
+    with open(sorted(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True))[-1],
+              "rb") as f:
+        space.ParseFromString(f.read())
+    totals = collections.Counter()
+    skip = ("$", "__inference", "EagerLocal", "KernelAndDevice", "ExecutorState")
+    for plane in space.planes:
+        for line in plane.lines:
+            for event in line.events:
+                name = plane.event_metadata[event.metadata_id].name
+                if ":" in name and not name.startswith(skip):
+                    totals[_step_part(*name.rsplit(":", 1))] += event.duration_ps
+    total = sum(totals.values()) or 1
+    lines = [f"op time per step ({steps} steps, {logdir}):"]
+    lines += [f"  {part:56} {ps / 1e9 / steps:7.1f} ms {ps / total:6.1%}"
+              for part, ps in totals.most_common()]
+    return "\n".join(lines)
+
+
 def run(args):
     config = hparams.load(args.hparams_set)[0]
     keras.utils.set_random_seed(0)
-    model = Transformer(config, args.vocab_size)
+    model = precision.twin(Transformer(config, args.vocab_size), args.precision)
     inputs = random_inputs(args.batch_size, args.source_length, args.vocab_size)
     print(f"model {args.hparams_set}: layers={config.num_layers} d_model={config.d_model} "
           f"d_ff={config.d_ff} heads={config.num_heads} vocab={args.vocab_size}; "
@@ -70,7 +129,7 @@ def run(args):
           f"alpha={args.alpha}, extra_length={args.extra_length}")
     print(f"{'xla':>5} {'compile s':>10} {'batch s':>9} {'sent/s':>8} {'tok/s':>9} "
           f"{'steps':>6} {'GFLOP/s':>8} {'matmul GFLOP/s':>15} {'ratio':>6}")
-    for xla in (False, True):
+    for xla in (False, True) if not args.profile else (False,):
         decode = tf.function(
             lambda x: translate(model, x, beam_size=args.beam_size, alpha=args.alpha,
                                 extra_length=args.extra_length, growing_cache=not xla),
@@ -95,6 +154,8 @@ def run(args):
         print(f"{str(xla):>5} {first_call - seconds:>10.1f} {seconds:>9.2f} "
               f"{args.batch_size / seconds:>8.1f} {lengths.sum() / seconds:>9.0f} {steps:>6d} "
               f"{flops / seconds / 1e9:>8.1f} {peak / 1e9:>15.1f} {flops / seconds / peak:>6.1%}")
+        if args.profile:
+            print(profile(decode, inputs, steps, args.profile))
 
 
 def main():
@@ -107,6 +168,11 @@ def main():
     parser.add_argument("--alpha", type=float, default=0.6)
     parser.add_argument("--extra_length", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--precision", default="float32", choices=["float32", "bfloat16"],
+                        help="bfloat16: the opt-in bfloat16 decoding twin")
+    parser.add_argument("--profile", default="",
+                        help="a directory: trace one decode (XLA off) and print op time per step "
+                             "by part")
     run(parser.parse_args())
 
 

@@ -1,5 +1,6 @@
-"""Beam-4 decoding, side by side: t2t_lite (checkpoint module and SavedModel), TF Model Garden's
-Seq2SeqTransformer beam search, and CTranslate2 (from t2t_lite's export), at equal model size.
+"""Beam-4 decoding, side by side: t2t_lite (checkpoint module and SavedModel, float32; the opt-in
+bfloat16 beam search as its own row), TF Model Garden's Seq2SeqTransformer beam search, and
+CTranslate2 (from t2t_lite's export), at equal model size.
 
     .venv/bin/python bench/peers_decode.py [--decode_sentences=128 --decode_source_length=20 \
         --decode_extra_length=10 --decode_batch=64 --decode_rounds=2 \
@@ -102,9 +103,10 @@ def add_arguments(parser):
     group.add_argument("--decode_alpha", type=float, default=0.6)
     group.add_argument("--decode_rounds", type=int, default=2)
     group.add_argument("--decode_vocab_size", type=int, default=8000)
-    group.add_argument("--decode_engines", default="checkpoint,savedmodel,model_garden,"
-                       "ctranslate2,ctranslate2_int8",
-                       help="comma-separated subset of the rows")
+    group.add_argument("--decode_engines", default="checkpoint,savedmodel,checkpoint_bf16,"
+                       "model_garden,ctranslate2,ctranslate2_int8",
+                       help="comma-separated subset of the rows (checkpoint_bf16: the opt-in "
+                            "bfloat16 beam search, only on CPUs with bfloat16 units)")
     if "--peer_python" not in parser._option_string_actions:
         parser.add_argument("--peer_python",
                             default=os.path.join(ROOT, "runs", "peer_venv", "bin", "python"))
@@ -213,6 +215,16 @@ def measure(args):
     if "savedmodel" in engines:
         version_dir = exporter.save(module, os.path.join(root, "export"))
         contenders["t2t_lite SavedModel"] = tf_engine(tf.saved_model.load(version_dir))
+    if "checkpoint_bf16" in engines:
+        from t2t_lite.training import precision
+
+        if set(precision.BF16_CPU_FLAGS) & precision.cpu_flags():
+            bf16_module = serving_module.TranslationModule(
+                model, tokenizer, beam_size=beam, alpha=alpha, extra_length=extra,
+                precision="bfloat16")
+            contenders["t2t_lite checkpoint, bfloat16"] = tf_engine(bf16_module)
+        else:
+            notes["t2t_lite checkpoint, bfloat16"] = "skipped: this CPU has no bfloat16 units"
     for name in ("ctranslate2", "ctranslate2_int8"):
         if name not in engines:
             continue

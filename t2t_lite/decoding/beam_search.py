@@ -5,14 +5,18 @@ The search never sees a model. Each step it calls
     tokens_to_logits(ids [B*K] int32, index int32 scalar, cache, static) -> (logits [B*K, V], cache)
 
 where `ids` are the tokens at position `index` (position 0 holds the start token, pad id 0).
-`cache` is gathered along the surviving beams every step; `static` (e.g. encoder outputs) is tiled
-to B*K once and never gathered.
+`cache` is gathered along the surviving beams every step; `static` (e.g. encoder outputs) is never
+gathered: it is tiled to B*K once, or with tile_static=False left at B rows for a
+tokens_to_logits that serves the K consecutive rows of an example from that example's one row.
 
 Two sets of K hypotheses are kept per example, as in tensor2tensor and flax:
   alive    - sequences without EOS, ranked by raw log probability (the ones we extend);
   finished - sequences ending in EOS, ranked by log probability / GNMT length penalty.
 Each step expands alive beams to the top 2K candidates, so that at least K of them do not end in
-EOS (at most one EOS candidate comes from each beam). An EOS candidate becomes a finished
+EOS (at most one EOS candidate comes from each beam). The full [B, K*V] table of candidate scores
+is never built: the global top 2K lie among each beam's own top 2K tokens, so each beam row
+contributes its top 2K logits (found block-wise, see _row_top_k) normalised by its log-sum-exp,
+and the search ranks those K * 2K. An EOS candidate becomes a finished
 hypothesis only if it ranks among the top K candidates, i.e. only if a width-K beam would really
 have chosen it (as in fairseq and Hugging Face); this makes beam 1 with alpha 0 exactly greedy.
 
@@ -54,6 +58,72 @@ def _gather_flat_beams(nested, beam_indices, beam_size):
     return tf.nest.map_structure(lambda t: tf.gather(t, flat_indices), nested)
 
 
+def _block_size(vocab_size, k):
+    """A divisor of vocab_size near 64 that leaves at least 4k blocks, or None (plain top_k)."""
+    for size in (64, 50, 80, 40, 100, 32, 125, 128, 48, 96):
+        if vocab_size % size == 0 and vocab_size // size >= 4 * k:
+            return size
+    return None
+
+
+def _row_top_k(logits, k, vocab_size):
+    """top_k over each row of logits [N, V] -> (values [N, k], token ids [N, k]), same result.
+
+    One top_k over 8k entries per row cost as much as the rest of the bookkeeping together. Cut
+    each row into blocks; a block holding one of the row's top k holds a value at least as large
+    as the k-th, so the top k blocks by their maxima hold the top k. Only those k blocks go
+    through top_k. Blocks are taken in index order, so ties resolve to the lower token id, as in
+    one top_k over the row.
+    """
+    block = _block_size(vocab_size, k)
+    if block is None:
+        return tf.math.top_k(logits, k=k)
+    rows = tf.shape(logits)[0]
+    blocks = tf.reshape(logits, [rows, vocab_size // block, block])
+    _, best_blocks = tf.math.top_k(tf.reduce_max(blocks, axis=2), k=k)
+    best_blocks = tf.sort(best_blocks, axis=1)
+    candidates = tf.reshape(tf.gather(blocks, best_blocks, batch_dims=1), [rows, k * block])
+    values, picks = tf.math.top_k(candidates, k=k)
+    tokens = tf.gather(best_blocks, picks // block, batch_dims=1) * block + picks % block
+    return values, tokens
+
+
+def _top_candidates(logits, alive_log_probs, must_end, beam_size, vocab_size, eos_id):
+    """The top 2K (alive log prob + next-token log prob) over every beam and token.
+
+    logits [B*K, V]; alive_log_probs [B, K]; must_end bool [B]: only EOS is allowed (with its own
+    log probability). Returns log probs, beam indices and tokens, each [B, 2K], best first; the
+    same as top_k over the [B, K*V] table of alive_log_probs + log_softmax(logits), ties
+    included (lower beam, then lower token first).
+    """
+    logits = tf.cast(logits, tf.float32)
+    row_k = min(2 * beam_size, vocab_size)
+    row_top, row_tokens = _row_top_k(logits, row_k, vocab_size)
+    # log_softmax as the LogSoftmax kernel computes it, (x - max) - log(sum(exp(x - max))),
+    # for the few entries kept.
+    row_max = row_top[:, :1]
+    log_sum = tf.math.log(tf.reduce_sum(tf.exp(logits - row_max), axis=1, keepdims=True))
+    row_log_probs = (row_top - row_max) - log_sum
+    eos_log_probs = (logits[:, eos_id:eos_id + 1] - row_max) - log_sum
+
+    # Rows at their example's last position: EOS first, every other slot dead (token 0).
+    batch_size = tf.shape(alive_log_probs)[0]
+    row_must_end = tf.reshape(tf.repeat(must_end, beam_size), [-1, 1])
+    first = tf.range(row_k)[None, :] == 0
+    ended_log_probs = tf.where(first, eos_log_probs, NEG_INF)
+    ended_tokens = tf.where(first, eos_id, 0)
+    row_log_probs = tf.where(row_must_end, ended_log_probs, row_log_probs)
+    row_tokens = tf.where(row_must_end, ended_tokens, row_tokens)
+
+    candidates = alive_log_probs[:, :, None] + tf.reshape(row_log_probs,
+                                                          [batch_size, beam_size, row_k])
+    top_log_probs, picks = tf.math.top_k(tf.reshape(candidates, [batch_size, beam_size * row_k]),
+                                         k=2 * beam_size)
+    top_tokens = tf.gather(tf.reshape(row_tokens, [batch_size, beam_size * row_k]), picks,
+                           batch_dims=1)
+    return top_log_probs, picks // row_k, top_tokens
+
+
 def _write_position(sequences, tokens, position):
     """sequences [B, K, L+1] with column `position` set to tokens [B, K]; XLA-friendly (no scatter)."""
     is_position = tf.equal(tf.range(tf.shape(sequences)[-1]), position)
@@ -62,7 +132,7 @@ def _write_position(sequences, tokens, position):
 
 def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_size=4, alpha=0.6,
                 max_decode_length=256, decode_lengths=None, eos_id=1, early_stopping=True,
-                growing_cache=False):
+                growing_cache=False, tile_static=True):
     """Returns the n-best continuations for every example, best first.
 
     Args:
@@ -75,8 +145,10 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_si
       decode_lengths: optional int32 [B], per-example limits (EOS included), clipped to [1, L].
       eos_id: the end-of-sequence id.
       early_stopping: stop once no alive beam can improve the n-best (False only for testing).
-      growing_cache: the cache's tensors grow along axis 1 each step (graph mode only; XLA
-        needs the fixed-size cache).
+      growing_cache: the cache's tensors grow each step along their axes of initial size 0
+        (graph and eager mode; XLA needs a fixed-size cache).
+      tile_static: repeat `static` to B*K rows; False passes it at B rows (tokens_to_logits then
+        serves rows b*K .. b*K + K - 1 from example b).
 
     Returns:
       sequences: int32 [B, K, L], each ending with EOS and padded with 0, best first.
@@ -98,7 +170,8 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_si
 
     seq_width = max_decode_length + 1  # column 0 holds the start token
     cache = tile_beams(cache, beam_size)
-    static = tile_beams(static, beam_size)
+    if tile_static:
+        static = tile_beams(static, beam_size)
 
     # Only beam 0 starts alive; the others are dead copies until the first expansion fills them.
     initial_log_probs = tf.concat([[0.0], tf.fill([beam_size - 1], NEG_INF)], axis=0)
@@ -124,20 +197,10 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_si
     def step(i, alive_seqs, alive_log_probs, finished_seqs, finished_scores, finished_flags, cache):
         ids = tf.reshape(tf.gather(alive_seqs, i, axis=2), [-1])
         logits, cache = tokens_to_logits(ids, i, cache, static)
-        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
-        log_probs = tf.reshape(log_probs, [batch_size, beam_size, vocab_size])
-
-        # At an example's last allowed position, EOS is the only choice (with its own log prob).
         new_length = i + 1
-        must_end = tf.greater_equal(new_length, decode_lengths)[:, None, None]
-        is_eos_token = tf.equal(tf.range(vocab_size), eos_id)[None, None, :]
-        log_probs = tf.where(must_end & ~is_eos_token, NEG_INF, log_probs)
-
-        candidate_log_probs = tf.reshape(alive_log_probs[:, :, None] + log_probs,
-                                         [batch_size, beam_size * vocab_size])
-        top_log_probs, top_indices = tf.math.top_k(candidate_log_probs, k=2 * beam_size)
-        top_beams = top_indices // vocab_size
-        top_tokens = top_indices % vocab_size
+        must_end = tf.greater_equal(new_length, decode_lengths)
+        top_log_probs, top_beams, top_tokens = _top_candidates(
+            logits, alive_log_probs, must_end, beam_size, vocab_size, eos_id)
         top_seqs = _write_position(_gather_beams(alive_seqs, top_beams), top_tokens, new_length)
         top_is_eos = tf.equal(top_tokens, eos_id)
         is_real = top_log_probs > _DEAD
@@ -168,9 +231,8 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_si
     shape_invariants = None
     if growing_cache:
         def time_may_grow(tensor):
-            shape = tensor.shape.as_list()
-            shape[1] = None
-            return tf.TensorShape(shape)
+            # The time axis is the one that starts empty.
+            return tf.TensorShape([None if size == 0 else size for size in tensor.shape.as_list()])
         shape_invariants = tf.nest.map_structure(lambda t: t.shape, state[:-1]) + (
             tf.nest.map_structure(time_may_grow, cache),)
     _, _, _, finished_seqs, finished_scores, finished_flags, _ = tf.while_loop(

@@ -79,13 +79,15 @@ def translate(model, inputs, beam_size=4, alpha=0.6, extra_length=50, max_decode
     encoded = model.encode(inputs, training=False)
     cache, static = model.init_decode_state(encoded, max_decode_length, growing=growing_cache)
 
+    # The encoder state stays at B rows: each example's K beams attend to its one copy.
     def tokens_to_logits(ids, index, cache, static):
-        return model.decode_step(ids, index, cache, static, growing=growing_cache)
+        return model.decode_step(ids, index, cache, static, growing=growing_cache,
+                                 queries_per_example=beam_size)
 
     return beam_search(tokens_to_logits, cache, static, batch_size=tf.shape(inputs)[0],
                        vocab_size=model.vocab_size, beam_size=beam_size, alpha=alpha,
                        max_decode_length=max_decode_length, decode_lengths=decode_lengths,
-                       eos_id=EOS_ID, growing_cache=growing_cache)
+                       eos_id=EOS_ID, growing_cache=growing_cache, tile_static=False)
 
 
 def translate_fn(model, beam_size=4, jit_compile=False):

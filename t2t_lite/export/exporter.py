@@ -66,8 +66,11 @@ def save(module, export_dir):
 
 
 def export(model_dir, export_dir, checkpoint_path=None, beam_size=None, alpha=None,
-           extra_length=None):
-    """Exports a model_dir's checkpoint (default: averaged, else latest); returns the version dir."""
+           extra_length=None, precision="float32"):
+    """Exports a model_dir's checkpoint (default: averaged, else latest); returns the version dir.
+
+    precision: the exported beam search's, "float32" (default) or the opt-in "bfloat16"."""
     module = serving_module.from_model_dir(model_dir, checkpoint_path, beam_size=beam_size,
-                                           alpha=alpha, extra_length=extra_length)
+                                           alpha=alpha, extra_length=extra_length,
+                                           precision=precision)
     return save(module, export_dir)

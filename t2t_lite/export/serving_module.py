@@ -29,6 +29,7 @@ import json
 
 import tensorflow as tf
 
+from t2t_lite.decoding import precision as decode_precision
 from t2t_lite.decoding.beam_search import length_penalty
 from t2t_lite.decoding.translate import clamp_to_limit, translate
 from t2t_lite.ids import EOS_ID, PAD_ID
@@ -47,10 +48,15 @@ class _Untracked:
 
 
 class TranslationModule(tf.Module):
-    """A Transformer and its tokenizer with fixed beam size and default alpha / extra length."""
+    """A Transformer and its tokenizer with fixed beam size and default alpha / extra length.
+
+    precision: the beam search's compute precision, "float32" (the default) or the opt-in
+    "bfloat16" / "auto" (see t2t_lite/decoding/precision.py); scoring and attention plots always
+    run the float32 model.
+    """
 
     def __init__(self, model, tokenizer, beam_size=4, alpha=0.6, extra_length=50, metadata=None,
-                 name="t2t_lite_translation"):
+                 name="t2t_lite_translation", precision="float32"):
         super().__init__(name=name)
         # Keras 3 variables wrap tf.Variables. Saving the Keras model itself records the wrappers,
         # whose restore never reaches the tf.Variables the traced graph reads: session-based
@@ -59,6 +65,12 @@ class TranslationModule(tf.Module):
         # are tracked (tests/export runs serving_default through a TF1 session to keep it so).
         self._model = _Untracked(model)
         self.model_variables = [getattr(v, "value", v) for v in model.variables]
+        self.precision, precision_reason = decode_precision.choose(precision)
+        decoder = decode_precision.twin(model, self.precision)
+        self._decoder = _Untracked(decoder)
+        # A bfloat16 twin holds its own copy of the weights: tracked, so an export restores it.
+        self.decoder_variables = ([] if decoder is model else
+                                  [getattr(v, "value", v) for v in decoder.variables])
         self.tokenizer = tokenizer
         self.beam_size = int(beam_size)
         self.max_length = int(model.config.max_length)
@@ -66,6 +78,9 @@ class TranslationModule(tf.Module):
         # Clamped as translate() clamps it, so any configured value fits the int32 signature.
         self.default_extra_length = clamp_to_limit(extra_length, self.max_length)
         metadata = dict(metadata or {})
+        if self.precision != "float32":
+            metadata.update(decode_precision=self.precision,
+                            decode_precision_reason=precision_reason)
         metadata.update(beam_size=self.beam_size, alpha=self.default_alpha,
                         extra_length=self.default_extra_length, max_length=self.max_length,
                         max_source_tokens=self.max_length - 1)
@@ -76,6 +91,11 @@ class TranslationModule(tf.Module):
     @property
     def model(self):
         return self._model.value
+
+    @property
+    def decoder_model(self):
+        """The model the beam search runs: `model`, or its bfloat16 twin."""
+        return self._decoder.value
 
     # ---- preprocessing ------------------------------------------------------------------------
     @tf.function(input_signature=[STRINGS])
@@ -112,8 +132,8 @@ class TranslationModule(tf.Module):
     @tf.function(input_signature=[IDS, ALPHA, EXTRA_LENGTH])
     def translate_ids(self, ids, alpha, extra_length):
         """ids as `tokenize` gives them (rows may carry extra 0 padding) -> n-best texts."""
-        sequences, scores = translate(self.model, ids, beam_size=self.beam_size, alpha=alpha,
-                                      extra_length=extra_length)
+        sequences, scores = translate(self.decoder_model, ids, beam_size=self.beam_size,
+                                      alpha=alpha, extra_length=extra_length)
         shape = tf.shape(sequences)  # [B, K, L]
         texts = self.tokenizer.decode(tf.reshape(sequences, [-1, shape[2]]))
         texts = tf.reshape(texts, shape[:2])
@@ -177,8 +197,10 @@ class TranslationModule(tf.Module):
 
 
 def from_model_dir(model_dir, checkpoint_path=None, beam_size=None, alpha=None,
-                   extra_length=None):
-    """A TranslationModule for a trained model_dir; settings default to its DecodeConfig."""
+                   extra_length=None, precision="float32"):
+    """A TranslationModule for a trained model_dir; settings default to its DecodeConfig.
+
+    precision: "float32" (default), or the opt-in "bfloat16" / "auto" beam search."""
     from t2t_lite.model_dir import loaded
 
     run = loaded.load(model_dir, checkpoint_path)
@@ -188,4 +210,4 @@ def from_model_dir(model_dir, checkpoint_path=None, beam_size=None, alpha=None,
         beam_size=decode_config.beam_size if beam_size is None else beam_size,
         alpha=decode_config.alpha if alpha is None else alpha,
         extra_length=decode_config.extra_length if extra_length is None else extra_length,
-        metadata=run.metadata())
+        metadata=run.metadata(), precision=precision)

@@ -140,15 +140,65 @@ class MultiHeadAttention(keras.layers.Layer):
         context = tf.matmul(dropped, value)  # [B, H, T, v]
         context = tf.transpose(context, [0, 2, 1, 3])  # [B, T, H, v]
         shape = tf.shape(context)
-        flat = tf.reshape(context, [-1, self.num_heads * self.value_dim])
+        output = self._output_projection(
+            tf.reshape(context, [-1, self.num_heads * self.value_dim]))
+        # Explicit sizes, never -1: an empty batch must keep its shape.
+        output = tf.reshape(output, tf.concat([shape[:2], [self.output_kernel.shape[-1]]], 0))
+        return output, weights
+
+    def _output_projection(self, flat):
+        """Concatenated heads [N, H*d_v] -> [N, d_model]: one 2-D matmul."""
         kernel = tf.reshape(tf.cast(self.output_kernel, flat.dtype),
                             [self.num_heads * self.value_dim, -1])
         output = tf.matmul(flat, kernel)
         if self.output_bias is not None:
             output = tf.nn.bias_add(output, tf.cast(self.output_bias, output.dtype))
-        # Explicit sizes, never -1: an empty batch must keep its shape.
-        output = tf.reshape(output, tf.concat([shape[:2], [self.output_kernel.shape[-1]]], 0))
-        return output, weights
+        return output
+
+    # ---- one decoding position -----------------------------------------------------------------
+    def _scaled_query(self, query):
+        # The same multiply as attend(), so a step computes the numbers of the full pass.
+        return query * tf.cast(self.key_dim ** -0.5, query.dtype)
+
+    def attend_cached(self, query, key, value, training=False):
+        """One position per row against its own heads-first cache, every cached position visible:
+        q [N, 1, H, k] (unscaled), k [N, H, t, k], v [N, H, t, v] -> output [N, 1, d].
+
+        With a single query position, [N, 1, H, k] and [N, H, 1, k] are the same memory, so
+        neither the query, the cache nor the context is transposed (a transpose of the cache per
+        step and layer cost more than the attention itself).
+        """
+        rows = tf.shape(query)[0]
+        query = tf.reshape(self._scaled_query(query),
+                           [rows, self.num_heads, 1, self.key_dim])
+        logits = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32)  # [N, H, 1, t]
+        weights = tf.nn.softmax(logits, axis=-1)
+        dropped = self.attention_dropout(tf.cast(weights, value.dtype), training=training)
+        context = tf.reshape(tf.matmul(dropped, value), [rows, self.num_heads * self.value_dim])
+        return tf.reshape(self._output_projection(context), [rows, 1, -1])
+
+    def attend_grouped(self, query, key, value, bias, queries_per_example, training=False):
+        """Several single-position rows per example against that example's one set of keys:
+        q [B*G, 1, H, k] (unscaled; rows b*G .. b*G+G-1 belong to example b), heads-first
+        k [B, H, S, k], v [B, H, S, v], bias [B, 1, 1, S] -> output [B*G, 1, d].
+
+        Beam search's G = K beams share their example's encoder keys/values: the G queries of an
+        example become its query positions, so the keys are read once per example instead of
+        being tiled to B*K rows.
+        """
+        examples, rows = tf.shape(key)[0], tf.shape(query)[0]
+        group = int(queries_per_example)
+        query = tf.reshape(self._scaled_query(query),
+                           [examples, group, self.num_heads, self.key_dim])
+        query = tf.transpose(query, [0, 2, 1, 3])  # [B, H, G, k]
+        logits = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32)  # [B, H, G, S]
+        if bias is not None:
+            logits = logits + tf.cast(bias, tf.float32)
+        weights = tf.nn.softmax(logits, axis=-1)
+        dropped = self.attention_dropout(tf.cast(weights, value.dtype), training=training)
+        context = tf.transpose(tf.matmul(dropped, value), [0, 2, 1, 3])  # [B, G, H, v]
+        context = tf.reshape(context, [rows, self.num_heads * self.value_dim])
+        return tf.reshape(self._output_projection(context), [rows, 1, -1])
 
     def attend(self, query, key, value, bias=None, training=False):
         """Projected q [B,T,H,k], k [B,S,H,k], v [B,S,H,v] -> (output [B,T,d], weights [B,H,T,S])."""

@@ -128,8 +128,8 @@ class DecoderLayer(keras.layers.Layer):
       config: the ModelConfig, as for EncoderLayer.
 
     Called on the shifted targets' x [B, T, d_model] with the encoder output, the causal and
-    source padding biases; `step` runs one position against a fixed-size key/value cache for
-    incremental decoding.
+    source padding biases; `step` runs one position against a key/value cache (growing, or
+    fixed-size for XLA) for incremental decoding.
     """
 
     def __init__(self, config, **kwargs):
@@ -153,9 +153,12 @@ class DecoderLayer(keras.layers.Layer):
         attended, cross_weights = self.cross_attention.attend(
             self.cross_attention.project_query(h), cross_key, cross_value, cross_bias, training)
         x = self.cross_attention_residual.after(x, attended, training)
+        return self._feed_forward_block(x, training), cross_weights
+
+    def _feed_forward_block(self, x, training):
         h = self.feed_forward_residual.before(x)
-        x = self.feed_forward_residual.after(x, self.feed_forward(h, training=training), training)
-        return x, cross_weights
+        return self.feed_forward_residual.after(x, self.feed_forward(h, training=training),
+                                                training)
 
     def call(self, x, encoder_outputs, self_bias, cross_bias, training=False, return_weights=False):
         """Teacher-forced pass over the whole target prefix."""
@@ -169,31 +172,55 @@ class DecoderLayer(keras.layers.Layer):
         return (x, self_weights, cross_weights) if return_weights else x
 
     def step(self, x, index, cache, cross_key, cross_value, cross_bias, training=False,
-             growing=False):
-        """One position: x [B, 1, d] at `index`; cache holds keys/values [B, L, H, k] so far.
+             growing=False, queries_per_example=1):
+        """One position: x [N, 1, d] at `index`; cache holds this layer's keys/values so far.
 
-        Fixed-size cache (growing=False): the new key/value is written into the buffers with a
-        slice update at `index`, so shapes never change between steps (XLA compiles the loop
-        once). Growing cache (graph mode): it is appended, so the cache holds index + 1 positions
-        and the beam search's per-step reorder and the attention touch only those, not L.
+        Growing cache (growing=True, graph and eager mode): heads-first keys [N, H, t, k] and
+        values [N, H, t, v] holding exactly the positions decoded so far; the new position is
+        appended, so the beam search's per-step reorder and the attention touch index + 1
+        positions, and the attention needs no transpose and no mask.
+        Fixed-size cache (growing=False, for XLA): [N, L, H, k] buffers written with a slice
+        update at `index`, so shapes never change between steps; later positions are masked.
+
+        cross_key / cross_value are heads-first [N / G, H, S, k] for G = queries_per_example
+        consecutive rows per example (G = beam size when beam search leaves them untiled).
         """
         h = self.self_attention_residual.before(x)
         query, key, value = self.self_attention.project_query_key_value(h)
         key, value = ops.cast(key, cache["key"].dtype), ops.cast(value, cache["value"].dtype)
         if growing:
-            cache = {"key": ops.concatenate([cache["key"], key], axis=1),
-                     "value": ops.concatenate([cache["value"], value], axis=1)}
+            cache, attended = self._attend_growing_cache(query, key, value, cache, h.dtype,
+                                                         training)
         else:
-            start = [0, index, 0, 0]
-            cache = {"key": ops.slice_update(cache["key"], start, key),
-                     "value": ops.slice_update(cache["value"], start, value)}
+            cache, attended = self._attend_fixed_cache(query, key, value, cache, index, h.dtype,
+                                                       training)
+        x = self.self_attention_residual.after(x, attended, training)
+        h = self.cross_attention_residual.before(x)
+        attended = self.cross_attention.attend_grouped(
+            self.cross_attention.project_query(h), cross_key, cross_value, cross_bias,
+            queries_per_example, training)
+        x = self.cross_attention_residual.after(x, attended, training)
+        return self._feed_forward_block(x, training), cache
+
+    def _attend_growing_cache(self, query, key, value, cache, dtype, training):
+        # [N, 1, H, d] is [N, H, 1, d] in memory: a reshape, not a transpose, makes it heads-first.
+        rows = tf.shape(key)[0]
+        heads_first = lambda t: tf.reshape(t, [rows, t.shape[2], 1, t.shape[3]])
+        cache = {"key": tf.concat([cache["key"], heads_first(key)], axis=2),
+                 "value": tf.concat([cache["value"], heads_first(value)], axis=2)}
+        attended = self.self_attention.attend_cached(
+            query, ops.cast(cache["key"], dtype), ops.cast(cache["value"], dtype), training)
+        return cache, attended
+
+    def _attend_fixed_cache(self, query, key, value, cache, index, dtype, training):
+        start = [0, index, 0, 0]
+        cache = {"key": ops.slice_update(cache["key"], start, key),
+                 "value": ops.slice_update(cache["value"], start, value)}
         length = ops.shape(cache["key"])[1]
         # Positions after `index` hold zeros (not yet decoded): mask them out.
         visible = ops.arange(length) <= index
         self_bias = ops.where(visible, 0.0, MASK_NEGATIVE)[None, None, None, :]
         attended, _ = self.self_attention.attend(
-            query, ops.cast(cache["key"], h.dtype),
-            ops.cast(cache["value"], h.dtype), self_bias, training)
-        x = self.self_attention_residual.after(x, attended, training)
-        x, _ = self._cross_and_feed_forward(x, cross_key, cross_value, cross_bias, training)
-        return x, cache
+            query, ops.cast(cache["key"], dtype), ops.cast(cache["value"], dtype), self_bias,
+            training)
+        return cache, attended

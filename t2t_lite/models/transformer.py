@@ -3,7 +3,7 @@
 Inputs and targets are int32 id matrices, 0 = pad, each sequence ending with EOS = 1. The decoder
 input is the target shifted right with 0 (pad) as the start symbol.
 
-Decoding is split for a model-agnostic search: `encode` once, `init_decode_state` once (fixed-size
+Decoding is split for a model-agnostic search: `encode` once, `init_decode_state` once (the
 self-attention caches plus the cross-attention keys/values, which never change), then
 `decode_step(ids, index, cache, static)` per position.
 """
@@ -130,29 +130,45 @@ class Transformer(keras.Model):
     def init_decode_state(self, encoded, max_decode_length, growing=False):
         """Self-attention caches and the once-computed cross-attention state.
 
-        cache:  {"layer_i": {"key": [B, L, H, d_k], "value": [B, L, H, d_v]}}: fixed-size zeros
-                (XLA), or with growing=True empty (L = 0) and appended to by each decode_step
-        static: {"cross_bias": [B, 1, 1, S], "layer_i": {"key": [B, S, H, d_k], "value": ...}}
+        cache:  {"layer_i": {"key": ..., "value": ...}}, either growing=True: heads-first
+                [B, H, 0, d_k] / [B, H, 0, d_v], appended to along axis 2 by each decode_step;
+                or fixed-size zeros [B, L, H, d_k] / [B, L, H, d_v] written in place (XLA)
+        static: {"cross_bias": [B, 1, 1, S], "layer_i": {"key": [B, H, S, d_k], "value": ...},
+                "output_matrix": [d_model, vocab]}: computed once here, heads-first so no step
+                transposes them; not per example, so a search must not tile it (translate
+                passes tile_static=False)
         """
-        length = 0 if growing else max_decode_length
         outputs = encoded["outputs"]
         batch = ops.shape(outputs)[0]
-        heads = self.config.num_heads
+        heads, key_dim, value_dim = (self.config.num_heads, self.config.key_dim,
+                                     self.config.value_dim)
         dtype = outputs.dtype
+        if growing:
+            shapes = (batch, heads, 0, key_dim), (batch, heads, 0, value_dim)
+        else:
+            shapes = ((batch, max_decode_length, heads, key_dim),
+                      (batch, max_decode_length, heads, value_dim))
         cache, static = {}, {"cross_bias": padding_bias(encoded["padding_mask"])}
+        # The pre-softmax matrix transposed once per decode, [d_model, vocab]: a step's logits
+        # matmul without transpose_b runs ~12% faster under oneDNN.
+        static["output_matrix"] = ops.transpose(ops.cast(self.embedding.embeddings, dtype))
         for i, layer in enumerate(self.decoder_layers):
-            cache[f"layer_{i}"] = {
-                "key": ops.zeros((batch, length, heads, self.config.key_dim), dtype),
-                "value": ops.zeros((batch, length, heads, self.config.value_dim), dtype),
-            }
+            cache[f"layer_{i}"] = {"key": ops.zeros(shapes[0], dtype),
+                                   "value": ops.zeros(shapes[1], dtype)}
             key, value = layer.cross_attention.project_key_value(outputs)
-            static[f"layer_{i}"] = {"key": key, "value": value}
+            static[f"layer_{i}"] = {"key": ops.transpose(key, [0, 2, 1, 3]),
+                                    "value": ops.transpose(value, [0, 2, 1, 3])}
         return cache, static
 
-    def decode_step(self, ids, index, cache, static, training=False, growing=False):
-        """ids [B] (the decoder input at position `index`) -> (logits [B, vocab], updated cache).
+    def decode_step(self, ids, index, cache, static, training=False, growing=False,
+                    queries_per_example=1):
+        """ids [N] (the decoder input at position `index`) -> (logits [N, vocab], updated cache).
 
-        `growing` must match init_decode_state's."""
+        `growing` must match init_decode_state's. `static` holds N / queries_per_example
+        examples, each serving that many consecutive rows (beam search passes its beam size and
+        leaves the encoder state untiled); the cache holds N rows. The logits use static's
+        output_matrix, the shared embedding transposed once (same numbers as `_logits`).
+        """
         ids = ops.cast(ids, "int32")[:, None]
         index = ops.cast(index, "int32")
         x = self.positions(self.embedding(ids), offset=index)
@@ -162,5 +178,9 @@ class Transformer(keras.Model):
             name = f"layer_{i}"
             x, new_cache[name] = layer.step(x, index, cache[name], static[name]["key"],
                                             static[name]["value"], static["cross_bias"],
-                                            training=training, growing=growing)
-        return self._logits(x)[:, 0, :], new_cache
+                                            training=training, growing=growing,
+                                            queries_per_example=queries_per_example)
+        if self.decoder_final_norm is not None:
+            x = self.decoder_final_norm(x)
+        logits = ops.matmul(x[:, 0, :], ops.cast(static["output_matrix"], x.dtype))
+        return ops.cast(logits, "float32"), new_cache

@@ -116,3 +116,37 @@ def test_incremental_decoding_projections_equal_the_self_attention_path():
     bias = causal_bias(T)
     out, _ = ours.attend(q, k, v, bias)
     np.testing.assert_allclose(np.asarray(out), np.asarray(ours(query, bias=bias)), atol=1e-5)
+
+
+def _heads_first(x):
+    return np.transpose(np.asarray(x), [0, 2, 1, 3])
+
+
+def test_cached_step_attention_equals_attend_on_the_transposed_cache():
+    # One query position per row against its own heads-first cache [N, H, t, k]: the decoder's
+    # growing-cache path, which transposes nothing.
+    ours, _, query, source = _pair(True, 10)
+    q = ours.project_query(query[:, :1])  # [N, 1, H, k]
+    k, v = ours.project_key_value(source)  # [N, S, H, k]
+    out = ours.attend_cached(q, _heads_first(k), _heads_first(v))
+    expected, _ = ours.attend(q, k, v)
+    assert out.shape == (BATCH, 1, D)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(expected), atol=1e-6)
+
+
+@pytest.mark.parametrize("group", [1, 3])
+def test_grouped_query_attention_equals_attention_on_tiled_keys(group):
+    # Beam search's cross-attention: `group` consecutive query rows per example share that
+    # example's keys/values, which are no longer tiled to every row.
+    ours, _, query, source = _pair(True, 10)
+    rows = np.repeat(query[:, :1], group, axis=0)
+    rows += np.random.default_rng(1).normal(size=rows.shape).astype("float32")  # distinct beams
+    q = ours.project_query(rows)
+    k, v = ours.project_key_value(source)
+    real = np.arange(S)[None, :] < np.array([[S], [4], [2]])
+    bias = padding_bias(real)
+    out = ours.attend_grouped(q, _heads_first(k), _heads_first(v), bias, group)
+    tile = lambda x: np.repeat(np.asarray(x), group, axis=0)
+    expected, _ = ours.attend(q, tile(k), tile(v), tile(bias))
+    assert out.shape == (BATCH * group, 1, D)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(expected), atol=1e-5)

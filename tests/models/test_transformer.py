@@ -50,6 +50,31 @@ def test_cached_step_decoding_equals_full_forward_pass(overrides):
         assert np.abs(np.asarray(logits) - expected[:, index]).max() <= 1e-4, index
 
 
+@pytest.mark.parametrize("norm_position", ["post", "pre"])
+def test_growing_cache_step_with_untiled_encoder_state_equals_full_pass(norm_position):
+    # Beam search's configuration: the cache grows heads-first and `beams` consecutive rows per
+    # example share that example's untiled encoder keys/values.
+    keras.utils.set_random_seed(4)
+    model = Transformer(tiny_config(norm_position=norm_position), VOCAB)
+    inputs, targets = random_batch()
+    beams = 2
+    # Each example's beams decode different targets, so rows mixed up would show.
+    beam_targets = np.concatenate([targets, np.roll(targets, 1, axis=1) * (targets > 0)])
+    beam_targets = beam_targets.reshape(beams, -1, targets.shape[1]).transpose(1, 0, 2)
+    beam_targets = beam_targets.reshape(-1, targets.shape[1])
+    expected = full_pass_logits(model, np.repeat(inputs, beams, axis=0), beam_targets)
+    decoder_inputs = np.pad(beam_targets, [[0, 0], [1, 0]])[:, :-1]
+    cache, static = model.init_decode_state(model.encode(inputs), max_decode_length=10,
+                                            growing=True)
+    cache = {name: {part: tf.repeat(t, beams, axis=0) for part, t in layer.items()}
+             for name, layer in cache.items()}
+    for index in range(targets.shape[1]):
+        logits, cache = model.decode_step(decoder_inputs[:, index], index, cache, static,
+                                          growing=True, queries_per_example=beams)
+        assert np.abs(np.asarray(logits) - expected[:, index]).max() <= 1e-4, index
+    assert cache["layer_0"]["key"].shape[2] == targets.shape[1]  # [N, H, t, k]: t grew
+
+
 def test_forward_and_decode_step_compile_under_xla():
     keras.utils.set_random_seed(2)
     model = Transformer(tiny_config(), VOCAB)

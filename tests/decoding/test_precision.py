@@ -1,0 +1,39 @@
+"""The opt-in bfloat16 decoding twin: same weights, bfloat16 compute, float32 stays the default."""
+import dataclasses
+
+import keras
+import numpy as np
+import pytest
+
+from t2t_lite import hparams
+from t2t_lite.decoding import precision
+from t2t_lite.decoding.translate import translate
+from t2t_lite.models.transformer import Transformer
+
+VOCAB = 40
+
+
+@pytest.fixture(scope="module")
+def model():
+    keras.utils.set_random_seed(5)
+    return Transformer(dataclasses.replace(hparams.load("tiny")[0], max_length=16), VOCAB)
+
+
+def test_float32_is_the_model_itself(model):
+    assert precision.twin(model, "float32") is model
+    assert precision.choose("float32")[0] == "float32"
+    with pytest.raises(ValueError):
+        precision.choose("float16")
+
+
+def test_bfloat16_twin_holds_the_same_weights_and_computes_in_bfloat16(model):
+    twin = precision.twin(model, "bfloat16")
+    assert keras.config.dtype_policy().name == "float32"  # the global policy is restored
+    assert twin.embedding.compute_dtype == "bfloat16"
+    assert all(v.dtype == "bfloat16" for v in twin.variables)
+    for ours, theirs in zip(model.variables, twin.variables):
+        np.testing.assert_allclose(np.asarray(theirs, np.float32), np.asarray(ours), rtol=2 ** -8)
+    inputs = np.array([[5, 6, 7, 1], [9, 1, 0, 0]], np.int32)
+    sequences, scores = translate(twin, inputs, beam_size=2, extra_length=3)
+    assert scores.dtype.name == "float32" and np.all(np.isfinite(scores.numpy()[:, 0]))
+    assert np.all((sequences.numpy()[:, 0] == 1).sum(axis=-1) == 1)  # each ends with one EOS
