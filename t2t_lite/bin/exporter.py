@@ -30,6 +30,10 @@ flags.DEFINE_enum("quantization", None,
                    "bfloat16", "float32"],
                   "--format=ctranslate2 only: weight type of the CTranslate2 model "
                   "(default float32, as trained).")
+flags.DEFINE_enum("decode_precision", "float32", ["float32", "bfloat16", "auto"],
+                  "--format=savedmodel: the exported beam search's precision. bfloat16 (opt-in) "
+                  "is ~1.4x faster on CPUs with bfloat16 units; near-tied hypotheses may differ "
+                  "from float32's. auto: bfloat16 only where a probe measures it faster.")
 
 
 def main(argv):
@@ -37,6 +41,9 @@ def main(argv):
         raise cli.UserError(f"--beam_size must be >= 1, got {FLAGS.beam_size}")
     if FLAGS.quantization and FLAGS.format != "ctranslate2":
         raise cli.UserError("--quantization applies to --format=ctranslate2 only")
+    if FLAGS.decode_precision != "float32" and FLAGS.format != "savedmodel":
+        raise cli.UserError("--decode_precision applies to --format=savedmodel only (CTranslate2 "
+                            "has --quantization)")
     from absl import logging
 
     # TensorFlow's INFO lines about renamed function inputs and temporary paths are noise here.
@@ -54,7 +61,8 @@ def main(argv):
 
     version_dir = exporter.export(FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path,
                                   beam_size=FLAGS.beam_size, alpha=FLAGS.alpha,
-                                  extra_length=FLAGS.extra_length)
+                                  extra_length=FLAGS.extra_length,
+                                  precision=FLAGS.decode_precision)
     print(version_dir)
 
 

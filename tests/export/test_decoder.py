@@ -122,3 +122,37 @@ def test_the_decoder_tokenizes_each_line_once(model_dir, hostile_lines):
                                             tf.constant(6))["outputs"].numpy()
     for output, best, text in zip(outputs, direct, texts):
         assert output.split("\t")[0] == batch_decode._one_line(best[0].decode("utf-8", "replace"))
+
+
+def test_bfloat16_decoding_is_wired_through_the_cli(cli, model_dir, hostile_lines, tmp_path):
+    """--decode_precision=bfloat16 gives the bfloat16 module's lines, one per input line."""
+    from t2t_lite.export import serving_module
+
+    result = cli("decoder", f"--model_dir={model_dir}", "--decode_precision=bfloat16",
+                 stdin=b"\n".join(hostile_lines))
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    lines = result.stdout.decode("utf-8").split("\n")[:-1]
+    module = serving_module.from_model_dir(model_dir, precision="bfloat16")
+    defaults = batch_decode.settings(module)
+    assert defaults["decode_precision"] == "bfloat16"
+    expected, _ = batch_decode.decode_lines(module, hostile_lines, alpha=defaults["alpha"],
+                                            extra_length=defaults["extra_length"])
+    assert lines == expected and len(lines) == len(hostile_lines)
+
+
+@pytest.mark.parametrize("tool, args, message", [
+    ("decoder", ["--export_dir=E", "--decode_precision=bfloat16"],
+     "error: --decode_precision needs --model_dir: an export's precision is fixed "
+     "(t2t-lite-exporter --decode_precision)"),
+    ("decoder", ["--model_dir=M", "--engine=ctranslate2", "--decode_precision=bfloat16"],
+     "error: --decode_precision is TensorFlow's; CTranslate2 has --compute_type"),
+    ("exporter", ["--model_dir=M", "--export_dir=C", "--format=ctranslate2",
+                  "--decode_precision=bfloat16"],
+     "error: --decode_precision applies to --format=savedmodel only (CTranslate2 has "
+     "--quantization)"),
+])
+def test_precision_flags_in_the_wrong_place_are_one_line_errors(cli, tmp_path, tool, args,
+                                                                message):
+    result = cli(tool, *args, stdin=b"hello\n")
+    assert result.returncode == 1
+    assert result.stderr.decode().strip().splitlines()[-1] == message
