@@ -217,6 +217,8 @@ def evaluate_files(gold_path, test_path, params=COLLINS):
     in step with the gold and is scored flat. See `align_test_lines` for how they pair up.
     """
     for path in (gold_path, test_path):
+        if os.path.isdir(path):
+            raise UserError(f"{path} is a folder; name a file of trees")
         if not os.path.isfile(path):
             raise UserError(f"file not found: {path}")
     with open(test_path, encoding="utf-8", errors="replace") as f:

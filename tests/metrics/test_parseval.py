@@ -126,6 +126,11 @@ def test_cli(tmp_path):
                           f"--test={tmp_path / 'missing.txt'}"], capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 1 and run.stderr.strip().startswith("error: file not found")
+    run = subprocess.run([sys.executable, "-m", "t2t_lite.bin.parseval", f"--gold={gold}",
+                          f"--test={tmp_path}"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1
+    assert run.stderr.strip().splitlines()[-1] == (
+        f"error: {tmp_path} is a folder; name a file of trees")
 
 
 @pytest.mark.parametrize("gold,test,expected", [
