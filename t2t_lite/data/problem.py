@@ -175,8 +175,14 @@ class Problem:
             self.build_vocab(data_dir, f.name)
         finally:
             os.remove(f.name)
-        logging.info("%s: vocabulary %s from a sample of %d pairs in %.1fs", self.name,
-                     self.vocab_filename(), sample_size, time.time() - start)
+        size = tokenizers.load_tokenizer(self.vocab_path(data_dir)).vocab_size
+        logging.info("%s: vocabulary %s (%d tokens) from a sample of %d pairs in %.1fs",
+                     self.name, self.vocab_filename(), size, sample_size, time.time() - start)
+        asked = getattr(self, "vocab_size", None)
+        if isinstance(asked, int) and size < asked:
+            # SentencePiece takes what a small sample supports; a user should know it did.
+            logging.warning("%s: the vocabulary has %d tokens, fewer than the %d asked: the "
+                            "training data supports no more", self.name, size, asked)
 
     def _generate_split(self, split, data_dir, tmp_dir, tokenizer):
         done = shards.read_manifest(data_dir, self.dataset_name, split)

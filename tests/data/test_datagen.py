@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite import registry
-from t2t_lite.data import shards, text_io, translation
+from t2t_lite.data import shards, text_io, tokenizers, translation
 from t2t_lite.errors import UserError
 
 GOOD = [("the cat sat on the mat number %d" % i, "die katze sass auf der matte nummer %d" % i)
@@ -152,3 +152,15 @@ def test_text_files_problem_needs_train(tmp_path):
     with pytest.raises(UserError, match="file not found"):
         registry.problem("translate_text_files", train="/nonexistent.tsv").generate_data(
             str(tmp_path))
+
+
+def test_a_vocabulary_smaller_than_asked_is_reported(tmp_path, caplog):
+    src = write_tsv(tmp_path / "v.en", [f"sentence {i}".encode() for i in range(300)])
+    tgt = write_tsv(tmp_path / "v.de", [f"satz {i}".encode() for i in range(300)])
+    problem = registry.problem("translate_text_files", train=f"{src},{tgt}", vocab_size="5000")
+    with caplog.at_level("INFO"):
+        problem.generate_data(str(tmp_path / "data"))
+    size = tokenizers.load_tokenizer(problem.vocab_path(str(tmp_path / "data"))).vocab_size
+    assert size < 5000
+    assert (f"the vocabulary has {size} tokens, fewer than the 5000 asked: the training data "
+            "supports no more") in caplog.text
