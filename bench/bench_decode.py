@@ -28,6 +28,7 @@ import tensorflow as tf  # noqa: E402
 
 from t2t_lite import hparams  # noqa: E402
 from ceiling import matmul_flops_per_second  # noqa: E402
+from op_profile import op_time_by_part  # noqa: E402
 from t2t_lite.decoding import precision  # noqa: E402
 from t2t_lite.decoding.translate import translate  # noqa: E402
 from t2t_lite.models.transformer import Transformer  # noqa: E402
@@ -91,26 +92,7 @@ def _step_part(path, op_type):
 def profile(decode, inputs, steps, logdir):
     """Op time per decode step by part, from one decode traced with the TensorFlow profiler
     (summed over threads: shares, not wall time)."""
-    import collections
-    import glob
-
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
-
-    tf.profiler.experimental.start(logdir)
-    decode(inputs)[0].numpy()
-    tf.profiler.experimental.stop()
-    space = xplane_pb2.XSpace()
-    with open(sorted(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True))[-1],
-              "rb") as f:
-        space.ParseFromString(f.read())
-    totals = collections.Counter()
-    skip = ("$", "__inference", "EagerLocal", "KernelAndDevice", "ExecutorState")
-    for plane in space.planes:
-        for line in plane.lines:
-            for event in line.events:
-                name = plane.event_metadata[event.metadata_id].name
-                if ":" in name and not name.startswith(skip):
-                    totals[_step_part(*name.rsplit(":", 1))] += event.duration_ps
+    totals = op_time_by_part(lambda: decode(inputs)[0].numpy(), logdir, _step_part)
     total = sum(totals.values()) or 1
     lines = [f"op time per step ({steps} steps, {logdir}):"]
     lines += [f"  {part:56} {ps / 1e9 / steps:7.1f} ms {ps / total:6.1%}"

@@ -20,6 +20,7 @@ import sys
 import time
 
 from ceiling import matmul_flops_per_second  # bench/ is the script's folder
+from op_profile import op_time_by_part
 
 
 def _op_group(name):
@@ -59,28 +60,11 @@ def _op_group(name):
 def op_breakdown(step, steps, logdir):
     """Runs `step` `steps` times under the TensorFlow profiler; returns a table of op time by
     part of the model (op time summed over threads: shares, not wall time)."""
-    import collections
-    import glob
+    def run():
+        for _ in range(steps):
+            step()
 
-    import tensorflow as tf
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
-
-    tf.profiler.experimental.start(logdir)
-    for _ in range(steps):
-        step()
-    tf.profiler.experimental.stop()
-    space = xplane_pb2.XSpace()
-    with open(sorted(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True))[-1],
-              "rb") as f:
-        space.ParseFromString(f.read())
-    totals = collections.Counter()
-    skip = ("$", "__inference", "EagerLocal", "KernelAndDevice", "ExecutorState")
-    for plane in space.planes:
-        for line in plane.lines:
-            for event in line.events:
-                name = plane.event_metadata[event.metadata_id].name
-                if ":" in name and not name.startswith(skip):
-                    totals[_op_group(name)] += event.duration_ps
+    totals = op_time_by_part(run, logdir, lambda path, op_type: _op_group(f"{path}:{op_type}"))
     total = sum(totals.values()) or 1
     lines = [f"op time by part ({logdir}):"]
     lines += [f"  {group:48} {ps / 1e9 / steps:8.1f} ms/step {ps / total:6.1%}"

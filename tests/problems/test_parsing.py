@@ -5,7 +5,7 @@ import os
 import pytest
 
 from t2t_lite import registry
-from t2t_lite.data import datagen, text_io, trees
+from t2t_lite.data import text_io, trees
 from t2t_lite.errors import UserError
 from t2t_lite.export import batch_decode
 from t2t_lite.metrics import parseval

@@ -8,7 +8,6 @@ import pathlib
 import tarfile
 
 import pytest
-import tensorflow as tf
 
 from t2t_lite import registry
 from t2t_lite.data import download, text_io
