@@ -40,8 +40,11 @@ def _import_ctranslate2():
     # processes share the cores (measured: 1-2 s vs 50 s for the same batch at load 6 on 2
     # cores, every time). A user's own OMP_WAIT_POLICY wins.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    ctranslate2_export._ctranslate2()  # a clear error when the package is missing
-    import ctranslate2
+    try:
+        import ctranslate2
+    except ImportError:
+        raise UserError("--engine=ctranslate2 needs the ctranslate2 package: "
+                        "pip install 't2t_lite[ctranslate2]'") from None
     return ctranslate2
 
 

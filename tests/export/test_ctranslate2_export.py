@@ -10,6 +10,7 @@ variant (post/pre-norm, both sinusoid layouts, learned positions, no attention b
 import dataclasses
 import json
 import os
+import sys
 
 import keras
 import numpy as np
@@ -277,3 +278,13 @@ def test_decoder_engine_ctranslate2_refuses_other_folders_and_settings(tmp_path,
     assert result.returncode == 1
     assert result.stderr.decode().strip().splitlines()[-1] == (
         "error: --compute_type applies to --engine=ctranslate2 only")
+
+
+def test_decoder_engine_without_the_package_says_how_to_install_it(monkeypatch):
+    from t2t_lite.export import ctranslate2_engine
+
+    monkeypatch.setitem(sys.modules, "ctranslate2", None)  # import now fails
+    with pytest.raises(UserError) as error:
+        ctranslate2_engine.CTranslate2Translator("/nonexistent")
+    assert str(error.value) == ("--engine=ctranslate2 needs the ctranslate2 package: "
+                                "pip install 't2t_lite[ctranslate2]'")
