@@ -35,6 +35,8 @@ class TranslationProblem(problem.Problem):
     # SentencePiece character coverage: 1.0 keeps every character of the sample (fine for
     # European languages); ~0.9995 suits languages with large alphabets.
     character_coverage = 1.0
+    # SentencePiece keeps pieces within one Unicode script by default; see vocab.py.
+    split_by_unicode_script = True
 
     def vocab_filename(self):
         if self.vocab_type not in VOCAB_TYPES:
@@ -46,6 +48,7 @@ class TranslationProblem(problem.Problem):
         path = self.vocab_path(data_dir)
         if self.vocab_type == "bpe":
             vocab.train_sentencepiece(sample_path, path, self.vocab_size,
-                                      character_coverage=self.character_coverage)
+                                      character_coverage=self.character_coverage,
+                                      split_by_unicode_script=self.split_by_unicode_script)
         else:
             vocab.train_wordpiece(sample_path, path, self.vocab_size)

@@ -28,8 +28,11 @@ def reservoir_sample(items, k, seed=0):
 
 
 def train_sentencepiece(text_path, model_path, vocab_size, character_coverage=1.0,
-                        model_type="bpe"):
-    """Trains a SentencePiece model (BPE by default) and writes it to model_path (.spm.model)."""
+                        model_type="bpe", split_by_unicode_script=True):
+    """Trains a SentencePiece model (BPE by default) and writes it to model_path (.spm.model).
+
+    split_by_unicode_script=False lets a piece mix scripts (punctuation and letters), e.g. a
+    linearised tree's "(NP" as one piece rather than "(" + "NP"."""
     assert model_path.endswith(tokenizers.SENTENCEPIECE_SUFFIX), model_path
     prefix = model_path[:-len(".model")]
     spm.SentencePieceTrainer.train(
@@ -37,7 +40,7 @@ def train_sentencepiece(text_path, model_path, vocab_size, character_coverage=1.
         pad_id=tokenizers.PAD_ID, eos_id=tokenizers.EOS_ID, unk_id=tokenizers.UNK_ID, bos_id=-1,
         pad_piece=tokenizers.RESERVED_TOKENS[0], eos_piece=tokenizers.RESERVED_TOKENS[1],
         unk_piece=tokenizers.RESERVED_TOKENS[2],
-        character_coverage=character_coverage,
+        character_coverage=character_coverage, split_by_unicode_script=split_by_unicode_script,
         # A small sample may not support the requested size; take what it supports.
         hard_vocab_limit=False,
         num_threads=os.cpu_count() or 1, minloglevel=2)

@@ -63,6 +63,9 @@ class ParsingProblem(translation.TranslationProblem):
     """Sentences in, linearised constituency trees out; outputs are decoded back into trees."""
 
     vocab_type = "bpe"
+    # Lets BPE learn "(NP" as one piece: SentencePiece otherwise splits it at the script change
+    # into "(" + "NP", and targets grow by one token per constituent.
+    split_by_unicode_script = False
     # A 100-word sentence linearises to ~800 characters; keep WSJ's longest sentences.
     max_chars = 4000
     dev_metric = "parseval"
