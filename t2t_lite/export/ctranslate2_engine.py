@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite.errors import UserError
-from t2t_lite.export import ctranslate2_export
+from t2t_lite.export import ctranslate2_export, serving_module
 from t2t_lite.ids import EOS_ID, PAD_ID
 
 
@@ -96,13 +96,8 @@ class CTranslate2Translator:
         """strings [B] -> ids [B, W] (at most max_length - 1 tokens, EOS, 0-padded) and the token
         counts before truncation, as TranslationModule.tokenize."""
         pieces = self.tokenizer.encode(inputs)
-        counts = pieces.row_lengths().numpy().astype(np.int32)
-        rows = [row[:self.max_length - 1] for row in pieces.to_list()]
-        ids = np.full([len(rows), max((len(r) for r in rows), default=0) + 1], PAD_ID, np.int32)
-        for i, row in enumerate(rows):
-            ids[i, :len(row)] = row
-            ids[i, len(row)] = EOS_ID
-        return {"ids": tf.constant(ids), "token_counts": tf.constant(counts)}
+        return {"ids": serving_module.ids_with_eos(pieces, self.max_length),
+                "token_counts": tf.cast(pieces.row_lengths(), tf.int32)}
 
     def translate_ids(self, ids, alpha, extra_length):
         """ids [B, W] as `tokenize` gives them -> n-best texts [B, K] and scores [B, K]."""

@@ -40,6 +40,15 @@ ALPHA = tf.TensorSpec([], tf.float32)
 EXTRA_LENGTH = tf.TensorSpec([], tf.int32)
 
 
+def ids_with_eos(pieces, max_length):
+    """ragged ids [B, (n)] -> int32 [B, W] as the model reads them: at most max_length - 1
+    tokens, EOS, 0-padded (the decoder's other engines build their ids with it too)."""
+    pieces = pieces[:, :max_length - 1]
+    eos = tf.RaggedTensor.from_tensor(
+        tf.fill([pieces.nrows(), 1], tf.constant(EOS_ID, pieces.dtype)))
+    return tf.concat([pieces, eos], axis=1).to_tensor(default_value=PAD_ID)
+
+
 class _Untracked:
     """Holds an object out of SavedModel tracking (tf.Module tracks attributes, not these)."""
 
@@ -108,11 +117,7 @@ class TranslationModule(tf.Module):
                 "token_counts": tf.cast(pieces.row_lengths(), tf.int32)}
 
     def _with_eos(self, pieces):
-        """ragged ids [B, (n)] -> int32 [B, W]: at most max_length - 1 tokens, EOS, 0-padded."""
-        pieces = pieces[:, :self.max_length - 1]
-        eos = tf.RaggedTensor.from_tensor(
-            tf.fill([pieces.nrows(), 1], tf.constant(EOS_ID, pieces.dtype)))
-        return tf.concat([pieces, eos], axis=1).to_tensor(default_value=PAD_ID)
+        return ids_with_eos(pieces, self.max_length)
 
     def _ids_with_eos(self, texts):
         """strings [B] -> int32 [B, W] (see tokenize)."""

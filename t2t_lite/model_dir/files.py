@@ -181,15 +181,13 @@ def _typed(field_type, value):
     annotated with anything but a plain class (Optional[...], a string) is left to the class."""
     if not isinstance(field_type, type):
         return value
-    if field_type is bool or isinstance(value, bool):
-        if field_type is bool and isinstance(value, bool):
+    if (field_type is bool) == isinstance(value, bool):  # neither or both
+        if field_type is float and isinstance(value, int):
             return value
-    elif field_type is float and isinstance(value, (int, float)):
-        return value
-    elif field_type is int and isinstance(value, float) and value.is_integer():
-        return int(value)
-    elif isinstance(value, field_type):
-        return value
+        if field_type is int and isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, field_type):
+            return value
     raise ValueError(f"must be {field_type.__name__}, got {value!r:.60}")
 
 
