@@ -92,6 +92,11 @@ class MultiHeadAttention(keras.layers.Layer):
     # ---- projections ---------------------------------------------------------------------------
     def _projection(self, flat, leading, kernel, bias, scale=1.0):
         """flat [N, d_in] -> [*leading, H, dim]: one 2-D matmul over every token."""
+        y = self._flat_projection(flat, kernel, bias, scale)
+        return tf.reshape(y, tf.concat([leading, [kernel.shape[1], kernel.shape[2]]], 0))
+
+    def _flat_projection(self, flat, kernel, bias, scale=1.0):
+        """flat [N, d_in] -> [N, H*dim]."""
         dtype = flat.dtype
         width = kernel.shape[1] * kernel.shape[2]
         matrix = tf.reshape(tf.cast(kernel, dtype), [kernel.shape[0], width])
@@ -101,7 +106,7 @@ class MultiHeadAttention(keras.layers.Layer):
         if bias is not None:
             bias = tf.reshape(tf.cast(bias, dtype), [width])
             y = tf.nn.bias_add(y, bias * tf.cast(scale, dtype) if scale != 1.0 else bias)
-        return tf.reshape(y, tf.concat([leading, [kernel.shape[1], kernel.shape[2]]], 0))
+        return y
 
     def _projections(self, x, parts):
         flat = tf.reshape(x, [-1, parts[0][0].shape[0]])  # d_in from the kernel: always static
@@ -218,6 +223,30 @@ class MultiHeadAttention(keras.layers.Layer):
         output, weights = self.attend_heads_first(heads_first(q), heads_first(key),
                                                   heads_first(value), bias, training)
         return (output, weights) if return_weights else output
+
+    def call_packed(self, rows, packing, bias=None, training=False, key_value=None):
+        """Attention on packed real-token rows (layers/packing.py): rows [n, d] -> [n, d].
+
+        Self-attention by default; cross-attention with key_value, the pair
+        `project_packed_key_value` returned for the source rows.
+        """
+        query = packing.unpack_heads(
+            self._flat_projection(rows, self.query_kernel, self.query_bias, self.key_dim ** -0.5),
+            self.num_heads)
+        key, value = key_value or self.project_packed_key_value(rows, packing)
+        logits = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32)  # [B, H, T, S]
+        if bias is not None:
+            logits = logits + tf.cast(bias, tf.float32)
+        weights = tf.nn.softmax(logits, axis=-1)
+        dropped = self.attention_dropout(tf.cast(weights, value.dtype), training=training)
+        context = packing.pack_heads(tf.matmul(dropped, value))  # [n, H*d_v]
+        return self._output_projection(context)
+
+    def project_packed_key_value(self, source_rows, source_packing):
+        """Packed source rows [m, d] -> heads-first padded keys and values [B, H, S, d]."""
+        pairs = [(self.key_kernel, self.key_bias), (self.value_kernel, self.value_bias)]
+        return tuple(source_packing.unpack_heads(self._flat_projection(source_rows, *pair),
+                                                 self.num_heads) for pair in pairs)
 
     def compute_output_shape(self, query_shape, source_shape=None):
         return query_shape

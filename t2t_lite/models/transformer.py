@@ -13,6 +13,7 @@ from keras import ops
 from t2t_lite.config import ModelConfig
 from t2t_lite.layers.attention import causal_bias, padding_bias
 from t2t_lite.layers.embedding import PositionEncoding, SharedEmbedding
+from t2t_lite.layers.packing import Packing
 from t2t_lite.layers.transformer_layers import DecoderLayer, EncoderLayer, LayerNorm
 from t2t_lite.models.registry import register_model
 
@@ -118,6 +119,35 @@ class Transformer(keras.Model):
     def call(self, features, training=False):
         encoded = self.encode(features["inputs"], training=training)
         return self.decode(features["targets"], encoded, training=training)
+
+    # ---- training on real tokens only ----------------------------------------------------------
+    def packed_logits(self, features, training=False):
+        """Teacher-forced logits of the real target tokens only, for training: (logits
+        [n, vocab] float32, targets [n]), in row-major order, the numbers call() gives at those
+        positions. Everything token-wise (projections, feed-forward, norms, logits) runs on the
+        real rows instead of the padded B*T; only attention's scores and context see the padded
+        layout (layers/packing.py). Not for XLA: the row count depends on the data.
+        """
+        inputs = ops.cast(features["inputs"], "int32")
+        targets = ops.cast(features["targets"], "int32")
+        source, target = Packing(inputs), Packing(targets)
+        source_bias = padding_bias(ops.not_equal(inputs, 0))
+        x = self._embed_rows(source.gather(inputs), source.positions,
+                             self.encoder_input_dropout, training)
+        for layer in self.encoder_layers:
+            x = layer.call_packed(x, source, source_bias, training)
+        if self.encoder_final_norm is not None:
+            x = self.encoder_final_norm(x)
+        y = self._embed_rows(target.gather(shift_right(targets)), target.positions,
+                             self.decoder_input_dropout, training)
+        self_bias = causal_bias(ops.shape(targets)[1])
+        for layer in self.decoder_layers:
+            y = layer.call_packed(y, target, x, source, self_bias, source_bias, training)
+        return self._logits(y), target.gather(targets)
+
+    def _embed_rows(self, ids, positions, dropout, training):
+        x = self.embedding(ids) + self.positions.vectors(positions)
+        return dropout(x, training=training)
 
     def attention_weights(self, inputs, targets):
         """Attention probabilities for plots (Figures 3-5): lists over layers of [B, H, q, k]."""

@@ -27,7 +27,7 @@ def _fused_loss_and_nll(logits, targets, weights, label_smoothing):
     @tf.custom_gradient
     def fused(logits):
         log_probs = tf.nn.log_softmax(logits, axis=-1)
-        nll = -tf.gather(log_probs, targets, batch_dims=2)  # [B, T]
+        nll = -tf.gather(log_probs, targets, batch_dims=targets.shape.rank)  # [B, T] or [n]
         if eps:
             uniform = -tf.reduce_mean(log_probs, axis=-1)  # CE against the uniform distribution
             loss = (1.0 - eps) * nll + eps * uniform
@@ -53,18 +53,29 @@ def _fused_loss_and_nll(logits, targets, weights, label_smoothing):
     return fused(logits)
 
 
+def model_logits(model, batch, training, packed=True):
+    """(logits, targets) of a teacher-forced batch for token_statistics: the real target tokens
+    only ([n, V], [n]) from a model that can pack them (Transformer.packed_logits: no work on
+    pads), else the padded [B, T, V], [B, T]. packed=False for XLA (fixed shapes)."""
+    if packed and hasattr(model, "packed_logits"):
+        return model.packed_logits(batch, training=training)
+    return model(batch, training=training), batch["targets"]
+
+
 def token_statistics(logits, targets, label_smoothing):
     """Sums over the batch's non-pad target tokens.
 
-    logits [B, T, V] float32, targets [B, T] int (0 = pad).
+    logits [B, T, V] float32, targets [B, T] int (0 = pad); or packed real tokens [n, V], [n].
     Returns dict of scalars: loss (smoothed CE sum), nll (sum), correct, tokens (float32).
     """
     logits = tf.cast(logits, tf.float32)
     targets = tf.cast(targets, tf.int32)
     weights = tf.cast(tf.not_equal(targets, 0), tf.float32)
     loss, nll = _fused_loss_and_nll(logits, targets, weights, label_smoothing)
-    correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), targets),
-                      tf.float32)
+    # Correct when the target's logit is the largest (a tie counts): a max and a gather cost
+    # about half of an argmax over the vocabulary.
+    target_logits = tf.gather(logits, targets, batch_dims=targets.shape.rank)
+    correct = tf.cast(target_logits >= tf.reduce_max(logits, axis=-1), tf.float32)
     return {
         "loss": tf.reduce_sum(loss),
         "nll": tf.reduce_sum(nll),

@@ -9,7 +9,7 @@ one batch holding all of them.
 """
 import tensorflow as tf
 
-from t2t_lite.training.loss import token_statistics
+from t2t_lite.training.loss import model_logits, token_statistics
 
 STAT_NAMES = ("loss", "nll", "correct", "tokens", "source_tokens")
 
@@ -45,14 +45,16 @@ class TrainSteps:
                                       reduce_retracing=signature is None)
         self.final_step = tf.function(self._distributed_final, input_signature=signature,
                                       reduce_retracing=signature is None)
+        self.jit_compile = jit_compile
         self._gradients_fn = tf.function(self._gradients, jit_compile=True) if jit_compile \
             else self._gradients
 
     # --- replica functions ---------------------------------------------------------------------
     def _gradients(self, batch, scale=None):
         with tf.GradientTape() as tape:
-            logits = self.model(batch, training=True)
-            stats = token_statistics(logits, batch["targets"], self.label_smoothing)
+            logits, targets = model_logits(self.model, batch, training=True,
+                                           packed=not self.jit_compile)
+            stats = token_statistics(logits, targets, self.label_smoothing)
             loss = stats["loss"]
             if scale is not None:
                 loss = loss * scale
