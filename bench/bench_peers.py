@@ -16,8 +16,9 @@ is timed.
 
 Reported: target tokens/s each (non-pad target tokens, the figure the trainers log, over all
 windows), the t2t_lite / Model Garden ratio (geometric mean over rounds of each round's ratio,
-so a load that drifts during the run cancels out), and the achieved model FLOP/s (analytic, from the padded batch
-shapes, t2t_lite.training.flops) over the fp32 matmul ceiling.
+so a load that drifts during the run cancels out), and the achieved useful model FLOP/s
+(analytic, t2t_lite.training.flops, every sentence at its real length: work on pads is not
+counted) over the fp32 matmul ceiling.
 
 Decoding (--part=decode): rows from bench/peers_decode.py (`measure(args) -> list[dict]`), when
 that module is there.
@@ -203,7 +204,8 @@ class Worker:
 
 
 def write_batches(args, path):
-    """Length-bucketed training batches from t2t_lite's pipeline; returns (vocab, shapes)."""
+    """Length-bucketed training batches from t2t_lite's pipeline; returns (vocab, per batch
+    (source lengths, target lengths) arrays)."""
     import numpy as np
 
     from t2t_lite import hparams, registry
@@ -214,13 +216,15 @@ def write_batches(args, path):
     vocab = problem.tokenizer(args.data_dir).vocab_size
     dataset = problem.dataset("train", args.data_dir, batch_tokens=args.batch_tokens,
                               max_length=train_config.max_length, seed=0)
-    arrays, shapes = {}, []
+    arrays, lengths = {}, []
     for i, batch in zip(range(args.batches), dataset):
         arrays[f"inputs_{i}"] = batch["inputs"].numpy().astype("int32")
         arrays[f"targets_{i}"] = batch["targets"].numpy().astype("int32")
-        shapes.append((arrays[f"inputs_{i}"].shape, arrays[f"targets_{i}"].shape))
+        # Real (non-pad) lengths per sentence: the work a model has to do for this batch.
+        lengths.append(((arrays[f"inputs_{i}"] != 0).sum(axis=1),
+                       (arrays[f"targets_{i}"] != 0).sum(axis=1)))
     np.savez(path, **arrays)
-    return vocab, shapes
+    return vocab, lengths
 
 
 def peer_available(python):
@@ -241,8 +245,11 @@ def measure_training(args):
     model_config, train_config, _ = hparams.load(args.hparams_set, args.gin_param)
     workdir = tempfile.mkdtemp(prefix="bench_peers_")
     batches_path = os.path.join(workdir, "batches.npz")
-    vocab, shapes = write_batches(args, batches_path)
-    flops = [s[1][0] * training_flops(model_config, vocab, s[0][1], s[1][1]) for s in shapes]
+    vocab, lengths = write_batches(args, batches_path)
+    # Useful FLOPs: every sentence at its own length. Work on pad positions is not counted
+    # (Model Garden does it; t2t_lite skips most of it, layers/packing.py).
+    flops = [sum(training_flops(model_config, vocab, int(s), int(t))
+                 for s, t in zip(sources, targets)) for sources, targets in lengths]
     env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS=os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1"),
                TF_CPP_MIN_LOG_LEVEL="2")
     gin_params = list(args.gin_param) + [f"TrainConfig.mixed_precision = '{args.precision}'"]
