@@ -122,11 +122,21 @@ class Transformer(keras.Model):
 
     # ---- training on real tokens only ----------------------------------------------------------
     def packed_logits(self, features, training=False):
-        """Teacher-forced logits of the real target tokens only, for training: (logits
-        [n, vocab] float32, targets [n]), in row-major order, the numbers call() gives at those
-        positions. Everything token-wise (projections, feed-forward, norms, logits) runs on the
-        real rows instead of the padded B*T; only attention's scores and context see the padded
-        layout (layers/packing.py). Not for XLA: the row count depends on the data.
+        """Teacher-forced logits of the real target tokens only: (logits [n, vocab] float32,
+        targets [n]), in row-major order, the numbers call() gives at those positions."""
+        hidden, targets = self.packed_hidden(features, training=training)
+        return ops.cast(self.embedding.logits(hidden), "float32"), targets
+
+    def output_matrix(self, dtype):
+        """The pre-softmax projection [vocab, d_model] (the shared embedding), in `dtype`."""
+        return ops.cast(self.embedding.embeddings, dtype)
+
+    def packed_hidden(self, features, training=False):
+        """The decoder's final hidden rows of the real target tokens only, for training:
+        (hidden [n, d_model], targets [n]); logits = hidden @ output_matrix^T. Everything
+        token-wise (projections, feed-forward, norms, logits) runs on the real rows instead of
+        the padded B*T; only attention's scores and context see the padded layout
+        (layers/packing.py). Not for XLA: the row count depends on the data.
         """
         inputs = ops.cast(features["inputs"], "int32")
         targets = ops.cast(features["targets"], "int32")
@@ -143,7 +153,9 @@ class Transformer(keras.Model):
         self_bias = causal_bias(ops.shape(targets)[1])
         for layer in self.decoder_layers:
             y = layer.call_packed(y, target, x, source, self_bias, source_bias, training)
-        return self._logits(y), target.gather(targets)
+        if self.decoder_final_norm is not None:
+            y = self.decoder_final_norm(y)
+        return y, target.gather(targets)
 
     def _embed_rows(self, ids, positions, dropout, training):
         x = self.embedding(ids) + self.positions.vectors(positions)

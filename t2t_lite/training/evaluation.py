@@ -17,7 +17,7 @@ from t2t_lite.export import batch_decode
 from t2t_lite.export.serving_module import TranslationModule
 from t2t_lite.metrics import parseval
 from t2t_lite.metrics.bleu import corpus_scores
-from t2t_lite.training.loss import model_logits, token_statistics
+from t2t_lite.training.loss import batch_statistics
 
 
 class Evaluator:
@@ -55,8 +55,7 @@ class Evaluator:
         self._pairs = None
 
     def _batch_statistics(self, batch):
-        logits, targets = model_logits(self.model, batch, training=False)
-        return token_statistics(logits, targets, self.label_smoothing)
+        return batch_statistics(self.model, batch, False, self.label_smoothing)
 
     def loss_metrics(self):
         dataset = self.problem.dataset("dev", self.data_dir, batch_tokens=self.batch_tokens,

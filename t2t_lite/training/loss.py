@@ -53,13 +53,82 @@ def _fused_loss_and_nll(logits, targets, weights, label_smoothing):
     return fused(logits)
 
 
-def model_logits(model, batch, training, packed=True):
-    """(logits, targets) of a teacher-forced batch for token_statistics: the real target tokens
-    only ([n, V], [n]) from a model that can pack them (Transformer.packed_logits: no work on
-    pads), else the padded [B, T, V], [B, T]. packed=False for XLA (fixed shapes)."""
-    if packed and hasattr(model, "packed_logits"):
-        return model.packed_logits(batch, training=training)
-    return model(batch, training=training), batch["targets"]
+def _hidden_loss_and_nll(hidden, matrix, targets, weights, label_smoothing):
+    """Per-token (smoothed loss * weights, nll * weights, target logit, max logit) of logits
+    hidden @ matrix^T, with one gradient for the projection and the loss together.
+
+    hidden [n, d], matrix [V, d] (the compute dtype), targets [n] int32, weights [n] float32.
+    With G = p * (a + b) (a, b the weighted upstream gradients of the loss and the nll), the
+    logits' gradient is G - k - onehot * u (k = a * eps / V, u = a * (1 - eps) + b). Only G is a
+    [n, V] tensor: the constant k and the one-hot u pass through the projection as a rank-one
+    term and a gather / scatter of n rows, so no [n, V] pass subtracts or scatters them. The
+    uniform term's mean logit is hidden @ mean(matrix), not a pass over the logits.
+    """
+    eps = float(label_smoothing)
+    vocab = matrix.shape[0]
+
+    @tf.custom_gradient
+    def fused(hidden, matrix):
+        logits = tf.cast(tf.matmul(hidden, matrix, transpose_b=True), tf.float32)
+        log_probs = tf.nn.log_softmax(logits, axis=-1)
+        target_logits = tf.gather(logits, targets, batch_dims=1)
+        nll = -tf.gather(log_probs, targets, batch_dims=1)
+        loss = nll
+        if eps:
+            mean_row = tf.reduce_mean(tf.cast(matrix, tf.float32), axis=0)
+            mean_logits = tf.linalg.matvec(tf.cast(hidden, tf.float32), mean_row)
+            # -mean(log_probs) = lse - mean(logits), lse = target logit + nll.
+            loss = (1.0 - eps) * nll + eps * (target_logits + nll - mean_logits)
+        max_logits = tf.reduce_max(logits, axis=-1)
+
+        def grad(loss_upstream, nll_upstream, *_):
+            a = (loss_upstream if loss_upstream is not None else 0.0) * weights  # [n]
+            b = (nll_upstream if nll_upstream is not None else 0.0) * weights
+            dense = tf.cast(tf.exp(log_probs) * (a + b)[:, None], hidden.dtype)
+            d_hidden = tf.cast(tf.matmul(dense, matrix), tf.float32)
+            d_matrix = tf.cast(tf.matmul(dense, hidden, transpose_a=True), tf.float32)
+            u = a * (1.0 - eps) + b
+            hidden32, matrix32 = tf.cast(hidden, tf.float32), tf.cast(matrix, tf.float32)
+            d_hidden -= u[:, None] * tf.gather(matrix32, targets)
+            d_matrix = tf.tensor_scatter_nd_sub(d_matrix, targets[:, None],
+                                                u[:, None] * hidden32)
+            if eps:
+                k = a * (eps / vocab)
+                d_hidden -= k[:, None] * tf.reduce_sum(matrix32, axis=0)[None, :]
+                d_matrix -= tf.linalg.matvec(hidden32, k, transpose_a=True)[None, :]
+            return tf.cast(d_hidden, hidden.dtype), tf.cast(d_matrix, matrix.dtype)
+
+        return (loss * weights, nll * weights, target_logits, max_logits), grad
+
+    return fused(hidden, matrix)
+
+
+def batch_statistics(model, batch, training, label_smoothing, packed=True):
+    """token_statistics of a teacher-forced batch. A model that can run on the real tokens
+    alone (Transformer.packed_hidden: no work on pads) gives its final hidden rows and the
+    output matrix, and the loss computes the logits itself (hidden_token_statistics); any other
+    model, or packed=False (XLA: fixed shapes), goes through its padded logits."""
+    if packed and hasattr(model, "packed_hidden"):
+        hidden, targets = model.packed_hidden(batch, training=training)
+        return hidden_token_statistics(hidden, model.output_matrix(hidden.dtype), targets,
+                                       label_smoothing)
+    return token_statistics(model(batch, training=training), batch["targets"], label_smoothing)
+
+
+def hidden_token_statistics(hidden, matrix, targets, label_smoothing):
+    """token_statistics of the logits hidden [n, d] @ matrix [V, d]^T for targets [n]: the same
+    sums, with the projection's gradient fused into the loss's (_hidden_loss_and_nll)."""
+    targets = tf.cast(targets, tf.int32)
+    weights = tf.cast(tf.not_equal(targets, 0), tf.float32)
+    loss, nll, target_logits, max_logits = _hidden_loss_and_nll(hidden, matrix, targets, weights,
+                                                                label_smoothing)
+    correct = tf.cast(target_logits >= max_logits, tf.float32)
+    return {
+        "loss": tf.reduce_sum(loss),
+        "nll": tf.reduce_sum(nll),
+        "correct": tf.reduce_sum(correct * weights),
+        "tokens": tf.reduce_sum(weights),
+    }
 
 
 def token_statistics(logits, targets, label_smoothing):

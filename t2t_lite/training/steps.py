@@ -9,7 +9,7 @@ one batch holding all of them.
 """
 import tensorflow as tf
 
-from t2t_lite.training.loss import model_logits, token_statistics
+from t2t_lite.training.loss import batch_statistics
 
 STAT_NAMES = ("loss", "nll", "correct", "tokens", "source_tokens")
 
@@ -52,9 +52,8 @@ class TrainSteps:
     # --- replica functions ---------------------------------------------------------------------
     def _gradients(self, batch, scale=None):
         with tf.GradientTape() as tape:
-            logits, targets = model_logits(self.model, batch, training=True,
-                                           packed=not self.jit_compile)
-            stats = token_statistics(logits, targets, self.label_smoothing)
+            stats = batch_statistics(self.model, batch, True, self.label_smoothing,
+                                     packed=not self.jit_compile)
             loss = stats["loss"]
             if scale is not None:
                 loss = loss * scale

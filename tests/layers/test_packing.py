@@ -8,7 +8,7 @@ import tensorflow as tf
 from t2t_lite import hparams
 from t2t_lite.layers.packing import Packing
 from t2t_lite.models.transformer import Transformer
-from t2t_lite.training.loss import model_logits, token_statistics
+from t2t_lite.training.loss import batch_statistics, token_statistics
 from t2t_lite.training.schedule import make_optimizer
 from t2t_lite.training.steps import TrainSteps
 
@@ -89,7 +89,7 @@ def test_packed_loss_and_gradients_equal_padded(norm_position):
     batch = _batch(seed=1)
     with tf.GradientTape(persistent=True) as tape:
         padded = token_statistics(model(batch, training=True), batch["targets"], 0.1)
-        packed = token_statistics(*model.packed_logits(batch, training=True), 0.1)
+        packed = batch_statistics(model, batch, True, 0.1)  # packed_hidden + fused projection
     for key in ("loss", "nll", "correct", "tokens"):
         np.testing.assert_allclose(float(packed[key]), float(padded[key]), rtol=1e-5)
     variables = model.trainable_variables
@@ -130,11 +130,13 @@ def test_training_step_packed_equals_padded_step():
         np.testing.assert_allclose(ours, reference, atol=1e-5)
 
 
-def test_model_logits_falls_back_to_padded_for_other_models():
+def test_batch_statistics_of_other_models_go_through_their_padded_logits():
     class Plain(keras.Model):
         def call(self, features, training=False):
-            return tf.one_hot(features["targets"], 5)
+            return tf.one_hot(features["targets"], 5) * 4.0
 
     batch = {"inputs": tf.constant([[3, 0]]), "targets": tf.constant([[2, 0]])}
-    logits, targets = model_logits(Plain(), batch, training=False)
-    assert logits.shape == (1, 2, 5) and targets is batch["targets"]
+    stats = batch_statistics(Plain(), batch, False, 0.0)
+    expected = token_statistics(tf.one_hot(batch["targets"], 5) * 4.0, batch["targets"], 0.0)
+    assert float(stats["tokens"]) == 1.0 and float(stats["correct"]) == 1.0
+    np.testing.assert_allclose(float(stats["loss"]), float(expected["loss"]))
