@@ -2,12 +2,16 @@
 
 For each hparams set and setting, times real training steps (the trainer's own TrainSteps:
 forward, label-smoothed loss, backward, Adam) on synthetic batches shaped like bucketed WMT-style
-batches, and reports
-    MFU = model FLOP/s (analytic, t2t_lite.training.flops) / large-matmul FLOP/s,
+batches (no pads), or with --data_dir on the first real length-bucketed batches of a data dir
+(pads included: t2t_lite trains on the real tokens only, layers/packing.py), and reports
+    MFU = model FLOP/s (analytic, t2t_lite.training.flops, at each sentence's real length) /
+          large-matmul FLOP/s,
 with the matmul ceiling measured in the same process and precision, right before each setting.
 
     python bench/bench_train.py                       # tiny, small, base; fp32/bf16; XLA off/on
     python bench/bench_train.py --sets=small --steps=20
+    python bench/bench_train.py --sets=small_cpu --precisions=float32 --xla=off --onednn=1 \
+        --data_dir=D --profile=DIR                   # real gettext batches, op-time breakdown
 oneDNN is read at process start: the script re-runs itself with TF_ENABLE_ONEDNN_OPTS=0 and =1
 (--onednn=both, the default) and prints one table.
 """
@@ -29,16 +33,18 @@ def _op_group(name):
     backward = path.startswith("gradient_tape/")
     path = path.replace("gradient_tape/", "")
     if "MatMul" in op_type or "Einsum" in op_type:
-        if re.search(r"transformer(_\d+)?/MatMul", path):
-            group = "logits matmul (shared embedding)"
-        elif "feed_forward" in path:
+        if "feed_forward" in path:
             group = "feed-forward matmuls"
         elif "attention" in path or re.search(r"decoder_layer_\d+(_\d+)?/MatMul", path):
             # (encoder-decoder attention projects under the decoder layer's name scope)
             group = ("attention scores/context matmuls" if "BatchMatMul" in op_type
                      else "attention projection matmuls")
-        else:
+        elif "_layer_" in path:
             group = "other matmuls"
+        else:
+            # The model's own MatMul, or the packed training loss's (it computes the logits
+            # itself, outside the model's scope).
+            group = "logits matmul (shared embedding)"
         return group
     if "layer_norm" in path or "final_norm" in path:
         group = "layer norms"
@@ -72,7 +78,23 @@ def op_breakdown(step, steps, logdir):
     return "\n".join(lines)
 
 
-def measure(set_name, precision, jit, steps, batch_tokens, length, vocab, profile_dir=""):
+def real_batches(problem_name, data_dir, batch_tokens, max_length, count=12):
+    """(vocab size, the first `count` length-bucketed training batches of a data dir)."""
+    import tensorflow as tf
+
+    from t2t_lite import registry
+
+    registry.list_problems()
+    problem = registry.problem(problem_name)
+    dataset = problem.dataset("train", data_dir, batch_tokens=batch_tokens,
+                              max_length=max_length, seed=0)
+    batches = [{key: tf.cast(batch[key], tf.int32) for key in ("inputs", "targets")}
+               for _, batch in zip(range(count), dataset)]
+    return problem.tokenizer(data_dir).vocab_size, batches
+
+
+def measure(set_name, precision, jit, steps, batch_tokens, length, vocab, profile_dir="",
+            data_dir="", problem="translate_ende_gettext"):
     import keras
     import numpy as np
     import tensorflow as tf
@@ -87,38 +109,49 @@ def measure(set_name, precision, jit, steps, batch_tokens, length, vocab, profil
         f"TrainConfig.mixed_precision = '{precision}'", f"TrainConfig.jit_compile = {jit}"])
     keras.mixed_precision.set_global_policy(precision)
     keras.utils.set_random_seed(0)
+    if data_dir:
+        vocab, batches = real_batches(problem, data_dir, batch_tokens, train_config.max_length)
     model = Transformer(model_config, vocab)
     optimizer = make_optimizer(model_config, train_config)
     optimizer.build(model.trainable_variables)
     strategy = tf.distribute.get_strategy()
     train_steps = TrainSteps(strategy, model, optimizer, train_config.label_smoothing, 1,
                              jit_compile=jit)
-    rows = max(1, batch_tokens // length)
-    rng = np.random.default_rng(0)
-    batch = {key: tf.constant(rng.integers(3, vocab, size=(rows, length)).astype("int32"))
-             for key in ("inputs", "targets")}
-    for _ in range(2):  # trace / compile
+    if not data_dir:
+        rows = max(1, batch_tokens // length)
+        rng = np.random.default_rng(0)
+        batches = [{key: tf.constant(rng.integers(3, vocab, size=(rows, length)).astype("int32"))
+                    for key in ("inputs", "targets")}]
+    # Useful work per batch: every sentence at its real length (pads are not counted).
+    lengths = [(np.sum(b["inputs"].numpy() != 0, axis=1), np.sum(b["targets"].numpy() != 0, axis=1))
+               for b in batches]
+    batch_flops = [sum(training_flops(model_config, vocab, int(s), int(t))
+                       for s, t in zip(*pair)) for pair in lengths]
+    batch_tokens_real = [int(np.sum(t)) for _, t in lengths]
+    for batch in batches[:2] + batches[:1]:  # trace / compile
         train_steps.final_step(batch)["loss"].numpy()
     ceiling_dtype = "bfloat16" if precision == "mixed_bfloat16" else "float32"
     # The ceiling before and after the timed steps, the higher one: on a shared machine the load
     # drifts, and a ceiling measured low would flatter the utilisation.
     ceiling = matmul_flops_per_second(ceiling_dtype)
     start = time.perf_counter()
-    for _ in range(steps):
-        stats = train_steps.final_step(batch)
+    for i in range(steps):
+        stats = train_steps.final_step(batches[i % len(batches)])
     float(stats["loss"])
     seconds = (time.perf_counter() - start) / steps
+    tokens_per_step = sum(batch_tokens_real[i % len(batches)] for i in range(steps)) / steps
+    flops_per_step = sum(batch_flops[i % len(batches)] for i in range(steps)) / steps
     ceiling = max(ceiling, matmul_flops_per_second(ceiling_dtype))
     if profile_dir:
-        print(op_breakdown(lambda: float(train_steps.final_step(batch)["loss"]), 3,
-                           os.path.join(profile_dir, f"{set_name}_{precision}_xla{int(jit)}")),
-              flush=True)
-    flops = rows * training_flops(model_config, vocab, length, length)
+        profiled = iter(range(3))
+        print(op_breakdown(lambda: float(train_steps.final_step(
+            batches[next(profiled) % len(batches)])["loss"]), 3,
+            os.path.join(profile_dir, f"{set_name}_{precision}_xla{int(jit)}")), flush=True)
     keras.mixed_precision.set_global_policy("float32")
     return {"set": set_name, "precision": precision, "xla": jit,
-            "target_tokens_per_s": rows * length / seconds, "step_s": seconds,
-            "model_tflops_per_s": flops / seconds / 1e12,
-            "matmul_tflops_per_s": ceiling / 1e12, "mfu": flops / seconds / ceiling}
+            "target_tokens_per_s": tokens_per_step / seconds, "step_s": seconds,
+            "model_tflops_per_s": flops_per_step / seconds / 1e12,
+            "matmul_tflops_per_s": ceiling / 1e12, "mfu": flops_per_step / seconds / ceiling}
 
 
 def run_here(args):
@@ -129,7 +162,7 @@ def run_here(args):
                 try:
                     results.append(measure(set_name, precision, jit, args.steps,
                                            args.batch_tokens, args.length, args.vocab,
-                                           args.profile))
+                                           args.profile, args.data_dir, args.problem))
                 except Exception as error:  # report and go on: one failing setting is data too
                     results.append({"set": set_name, "precision": precision, "xla": jit,
                                     "error": " ".join(str(error).split())[:200]})
@@ -147,6 +180,12 @@ def main():
     parser.add_argument("--batch_tokens", type=int, default=4096)
     parser.add_argument("--length", type=int, default=24, help="tokens per sentence (both sides)")
     parser.add_argument("--vocab", type=int, default=8000)
+    parser.add_argument("--data_dir", default="",
+                        help="train on the first 12 real length-bucketed batches of this data "
+                             "dir (pads included, as training sees them) instead of synthetic "
+                             "pad-free ones; --length and --vocab are then unused")
+    parser.add_argument("--problem", default="translate_ende_gettext",
+                        help="the problem of --data_dir")
     parser.add_argument("--profile", default="",
                         help="a directory: also trace 3 steps per setting with the TensorFlow "
                              "profiler and print the op-time breakdown by part of the model")

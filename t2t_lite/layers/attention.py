@@ -230,6 +230,10 @@ class MultiHeadAttention(keras.layers.Layer):
         Self-attention by default; cross-attention with key_value, the pair
         `project_packed_key_value` returned for the source rows.
         """
+        with tf.name_scope(self.name):  # not called through __call__: name its ops for profiles
+            return self._call_packed(rows, packing, bias, training, key_value)
+
+    def _call_packed(self, rows, packing, bias, training, key_value):
         query = packing.unpack_heads(
             self._flat_projection(rows, self.query_kernel, self.query_bias, self.key_dim ** -0.5),
             self.num_heads)
@@ -245,8 +249,9 @@ class MultiHeadAttention(keras.layers.Layer):
     def project_packed_key_value(self, source_rows, source_packing):
         """Packed source rows [m, d] -> heads-first padded keys and values [B, H, S, d]."""
         pairs = [(self.key_kernel, self.key_bias), (self.value_kernel, self.value_bias)]
-        return tuple(source_packing.unpack_heads(self._flat_projection(source_rows, *pair),
-                                                 self.num_heads) for pair in pairs)
+        with tf.name_scope(self.name):
+            return tuple(source_packing.unpack_heads(self._flat_projection(source_rows, *pair),
+                                                     self.num_heads) for pair in pairs)
 
     def compute_output_shape(self, query_shape, source_shape=None):
         return query_shape

@@ -120,12 +120,13 @@ class EncoderLayer(keras.layers.Layer):
 
     def call_packed(self, x, packing, bias, training=False):
         """The same layer on packed real-token rows x [n, d] (layers/packing.py)."""
-        h = self.self_attention_residual.before(x)
-        attended = self.self_attention.call_packed(h, packing, bias, training)
-        x = self.self_attention_residual.after(x, attended, training)
-        h = self.feed_forward_residual.before(x)
-        return self.feed_forward_residual.after(x, self.feed_forward(h, training=training),
-                                                training)
+        with tf.name_scope(self.name):
+            h = self.self_attention_residual.before(x)
+            attended = self.self_attention.call_packed(h, packing, bias, training)
+            x = self.self_attention_residual.after(x, attended, training)
+            h = self.feed_forward_residual.before(x)
+            return self.feed_forward_residual.after(x, self.feed_forward(h, training=training),
+                                                    training)
 
 
 class DecoderLayer(keras.layers.Layer):
@@ -184,14 +185,17 @@ class DecoderLayer(keras.layers.Layer):
                     training=False):
         """The teacher-forced pass on packed rows: x [n, d] of the shifted targets' real
         positions, encoder_rows [m, d] of the source's (layers/packing.py)."""
-        h = self.self_attention_residual.before(x)
-        attended = self.self_attention.call_packed(h, packing, self_bias, training)
-        x = self.self_attention_residual.after(x, attended, training)
-        h = self.cross_attention_residual.before(x)
-        key_value = self.cross_attention.project_packed_key_value(encoder_rows, source_packing)
-        attended = self.cross_attention.call_packed(h, packing, cross_bias, training, key_value)
-        x = self.cross_attention_residual.after(x, attended, training)
-        return self._feed_forward_block(x, training)
+        with tf.name_scope(self.name):
+            h = self.self_attention_residual.before(x)
+            attended = self.self_attention.call_packed(h, packing, self_bias, training)
+            x = self.self_attention_residual.after(x, attended, training)
+            h = self.cross_attention_residual.before(x)
+            key_value = self.cross_attention.project_packed_key_value(encoder_rows,
+                                                                      source_packing)
+            attended = self.cross_attention.call_packed(h, packing, cross_bias, training,
+                                                        key_value)
+            x = self.cross_attention_residual.after(x, attended, training)
+            return self._feed_forward_block(x, training)
 
     def step(self, x, index, cache, cross_key, cross_value, cross_bias, training=False,
              growing=False, queries_per_example=1):
