@@ -11,6 +11,11 @@ gather's sparse gradient into a dense [B, T, V] unsorted-segment-sum, the costli
 loss). On an 8k vocabulary the logits are the largest activation of the model, so every pass over
 them counts: forward is one log-softmax, a gather and a mean; backward is exp, scale and shift
 (elementwise) and one scatter of the target-token term.
+
+Training a Transformer goes one step further (`batch_statistics` -> `hidden_token_statistics`):
+the loss takes the decoder's packed hidden rows and the output matrix, so the shift and the
+target-token term pass through the projection as a rank-one update and n rows, and backward's
+only [n, V] work is exp and scale.
 """
 import tensorflow as tf
 
