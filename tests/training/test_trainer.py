@@ -83,9 +83,15 @@ def test_mirrored_two_devices_and_accumulation_match_one_device():
 
 def test_reverse_learns_to_95_percent_sequence_accuracy(data_dir, tmp_path):
     model_dir = str(tmp_path / "model")
+    # The budget schedule decays the learning rate to 0 by step 600. tiny's plain schedule is
+    # still at 3.6e-3 there, and the last step's model is then a lottery: over seeds 1-7 it gave
+    # 0.39-1.0 sequence accuracy, on padded and packed training alike (both give the same losses
+    # to 4 decimals for the first 100 steps, then diverge by rounding). Decayed: 0.995-1.0 over
+    # seeds 1-8.
     result = train(TrainOptions(problem="algorithmic_reverse", problem_params=PARAMS,
                                 data_dir=data_dir, model_dir=model_dir, hparams_set="tiny",
-                                gin_params=FAST, train_steps=600, bleu_sentences=0,
+                                gin_params=FAST + ["TrainConfig.budget_schedule = True"],
+                                train_steps=600, bleu_sentences=0,
                                 eval_batches=5, log_every=100))
     assert result.step == 600
     assert sequence_accuracy(model_dir, data_dir) >= 0.95
