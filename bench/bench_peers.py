@@ -227,6 +227,16 @@ def write_batches(args, path):
     return vocab, lengths
 
 
+def _bf16_matmul_available():
+    """bfloat16 units on this CPU, and oneDNN not capped below them (ONEDNN_MAX_CPU_ISA=AVX2
+    imitates an AVX2-only machine; oneDNN then aborts on a bfloat16 matmul)."""
+    from t2t_lite.training import precision
+
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
+    uncapped = cap == "ALL" or "BF16" in cap or "AMX" in cap
+    return uncapped and bool(set(precision.BF16_CPU_FLAGS) & precision.cpu_flags())
+
+
 def peer_available(python):
     if not os.path.exists(python):
         return f"{python} does not exist"
@@ -292,7 +302,7 @@ def measure_training(args):
             worker.read()  # ready: built, traced and warmed up
         totals = {name: {"seconds": 0.0, "target_tokens": 0.0, "flops": 0.0, "rates": []}
                   for name in workers}
-        ceilings = {"float32": [], "bfloat16": []}
+        ceilings = {"float32": [], **({"bfloat16": []} if _bf16_matmul_available() else {})}
         order = list(workers)
         start = args.warmup
         for round_index in range(args.rounds):
@@ -316,7 +326,7 @@ def measure_training(args):
             worker.close()
     # The best of the measurements: a ceiling measured low under a passing load would flatter
     # the utilisation.
-    fp32, bf16 = max(ceilings["float32"]), max(ceilings["bfloat16"])
+    fp32, bf16 = max(ceilings["float32"]), max(ceilings.get("bfloat16") or [0.0])
     peer = totals.get("model_garden")
     rows = []
     for name, total in totals.items():
@@ -331,8 +341,9 @@ def measure_training(args):
                      "target_tokens_per_s": rate, "ratio_vs_model_garden": ratio,
                      "fp32_peak": total["flops"] / total["seconds"] / fp32,
                      "note": f"{args.hparams_set} {args.precision}"})
+    bf16_note = f"bf16 {bf16 / 1e9:.0f} GFLOP/s" if bf16 else "bf16 not measured (no bf16 units)"
     extra = (f"matmul ceiling (best of {len(ceilings['float32'])}): fp32 {fp32 / 1e9:.0f} "
-             f"GFLOP/s, bf16 {bf16 / 1e9:.0f} GFLOP/s; {args.rounds} rounds x {args.steps} "
+             f"GFLOP/s, {bf16_note}; {args.rounds} rounds x {args.steps} "
              f"steps each, alternating; vs Model Garden = geometric mean of per-round ratios")
     return rows, extra
 
