@@ -204,27 +204,20 @@ class Worker:
 
 
 def write_batches(args, path):
-    """Length-bucketed training batches from t2t_lite's pipeline; returns (vocab, per batch
-    (source lengths, target lengths) arrays)."""
+    """Length-bucketed training batches from t2t_lite's pipeline (bench_train.real_batches),
+    saved to `path` for the workers; returns (vocab, [(inputs, targets)] arrays)."""
     import numpy as np
 
-    from t2t_lite import hparams, registry
+    from bench_train import real_batches  # bench/ is the script's folder
+    from t2t_lite import hparams
 
-    registry.list_problems()
     _, train_config, _ = hparams.load(args.hparams_set, args.gin_param)
-    problem = registry.problem(args.problem)
-    vocab = problem.tokenizer(args.data_dir).vocab_size
-    dataset = problem.dataset("train", args.data_dir, batch_tokens=args.batch_tokens,
-                              max_length=train_config.max_length, seed=0)
-    arrays, lengths = {}, []
-    for i, batch in zip(range(args.batches), dataset):
-        arrays[f"inputs_{i}"] = batch["inputs"].numpy().astype("int32")
-        arrays[f"targets_{i}"] = batch["targets"].numpy().astype("int32")
-        # Real (non-pad) lengths per sentence: the work a model has to do for this batch.
-        lengths.append(((arrays[f"inputs_{i}"] != 0).sum(axis=1),
-                       (arrays[f"targets_{i}"] != 0).sum(axis=1)))
-    np.savez(path, **arrays)
-    return vocab, lengths
+    vocab, batches = real_batches(args.problem, args.data_dir, args.batch_tokens,
+                                  train_config.max_length, count=args.batches)
+    pairs = [(batch["inputs"].numpy(), batch["targets"].numpy()) for batch in batches]
+    np.savez(path, **{f"{key}_{i}": array for i, pair in enumerate(pairs)
+                      for key, array in zip(("inputs", "targets"), pair)})
+    return vocab, pairs
 
 
 def _bf16_matmul_available():
@@ -250,16 +243,15 @@ def peer_available(python):
 
 def measure_training(args):
     from t2t_lite import hparams
-    from t2t_lite.training.flops import training_flops
+    from bench_train import useful_flops  # bench/ is the script's folder
 
     model_config, train_config, _ = hparams.load(args.hparams_set, args.gin_param)
     workdir = tempfile.mkdtemp(prefix="bench_peers_")
     batches_path = os.path.join(workdir, "batches.npz")
-    vocab, lengths = write_batches(args, batches_path)
+    vocab, pairs = write_batches(args, batches_path)
     # Useful FLOPs: every sentence at its own length. Work on pad positions is not counted
     # (Model Garden does it; t2t_lite skips most of it, layers/packing.py).
-    flops = [sum(training_flops(model_config, vocab, int(s), int(t))
-                 for s, t in zip(sources, targets)) for sources, targets in lengths]
+    flops = [useful_flops(model_config, vocab, inputs, targets) for inputs, targets in pairs]
     env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS=os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1"),
                TF_CPP_MIN_LOG_LEVEL="2")
     gin_params = list(args.gin_param) + [f"TrainConfig.mixed_precision = '{args.precision}'"]

@@ -93,6 +93,15 @@ def real_batches(problem_name, data_dir, batch_tokens, max_length, count=12):
     return problem.tokenizer(data_dir).vocab_size, batches
 
 
+def useful_flops(model_config, vocab, inputs, targets):
+    """Training FLOPs of a batch (int arrays, 0 = pad) with every sentence at its real length:
+    work on pads is not counted."""
+    from t2t_lite.training.flops import training_flops
+
+    return sum(training_flops(model_config, vocab, int(s), int(t))
+               for s, t in zip((inputs != 0).sum(axis=1), (targets != 0).sum(axis=1)))
+
+
 def measure(set_name, precision, jit, steps, batch_tokens, length, vocab, profile_dir="",
             data_dir="", problem="translate_ende_gettext"):
     import keras
@@ -101,7 +110,6 @@ def measure(set_name, precision, jit, steps, batch_tokens, length, vocab, profil
 
     from t2t_lite import hparams
     from t2t_lite.models.transformer import Transformer
-    from t2t_lite.training.flops import training_flops
     from t2t_lite.training.schedule import make_optimizer
     from t2t_lite.training.steps import TrainSteps
 
@@ -122,12 +130,9 @@ def measure(set_name, precision, jit, steps, batch_tokens, length, vocab, profil
         rng = np.random.default_rng(0)
         batches = [{key: tf.constant(rng.integers(3, vocab, size=(rows, length)).astype("int32"))
                     for key in ("inputs", "targets")}]
-    # Useful work per batch: every sentence at its real length (pads are not counted).
-    lengths = [(np.sum(b["inputs"].numpy() != 0, axis=1), np.sum(b["targets"].numpy() != 0, axis=1))
-               for b in batches]
-    batch_flops = [sum(training_flops(model_config, vocab, int(s), int(t))
-                       for s, t in zip(*pair)) for pair in lengths]
-    batch_tokens_real = [int(np.sum(t)) for _, t in lengths]
+    batch_flops = [useful_flops(model_config, vocab, b["inputs"].numpy(), b["targets"].numpy())
+                   for b in batches]
+    batch_tokens_real = [int(np.sum(b["targets"].numpy() != 0)) for b in batches]
     for batch in batches[:2] + batches[:1]:  # trace / compile
         train_steps.final_step(batch)["loss"].numpy()
     ceiling_dtype = "bfloat16" if precision == "mixed_bfloat16" else "float32"

@@ -32,11 +32,8 @@ flags.DEFINE_integer("extra_length", None,
 flags.DEFINE_integer("nbest", 1, "Hypotheses per line, tab-separated (at most the beam size).")
 flags.DEFINE_bool("print_scores", False, "Precede each hypothesis with its score and a tab.")
 flags.DEFINE_integer("batch_tokens", 4096, "Source tokens (with padding) per batch.")
-flags.DEFINE_enum("decode_precision", "float32", ["float32", "bfloat16", "auto"],
-                  "With --model_dir (TensorFlow): the beam search's precision. bfloat16 (opt-in) "
-                  "is ~1.4x faster on CPUs with bfloat16 units; near-tied hypotheses may differ "
-                  "from float32's. auto: bfloat16 only where a probe measures it faster. An "
-                  "export's precision is fixed when it is exported.")
+cli.define_decode_precision_flag("With --model_dir (TensorFlow; an export's precision is fixed "
+                                 "when it is exported)")
 flags.DEFINE_enum("engine", "tensorflow", ["tensorflow", "ctranslate2"],
                   "What runs the search: TensorFlow (a checkpoint or SavedModel), or CTranslate2 "
                   "(--export_dir: a folder from t2t-lite-exporter --format=ctranslate2; "

@@ -30,10 +30,7 @@ flags.DEFINE_enum("quantization", None,
                    "bfloat16", "float32"],
                   "--format=ctranslate2 only: weight type of the CTranslate2 model "
                   "(default float32, as trained).")
-flags.DEFINE_enum("decode_precision", "float32", ["float32", "bfloat16", "auto"],
-                  "--format=savedmodel: the exported beam search's precision. bfloat16 (opt-in) "
-                  "is ~1.4x faster on CPUs with bfloat16 units; near-tied hypotheses may differ "
-                  "from float32's. auto: bfloat16 only where a probe measures it faster.")
+cli.define_decode_precision_flag("--format=savedmodel only")
 
 
 def main(argv):

@@ -130,19 +130,24 @@ class MultiHeadAttention(keras.layers.Layer):
                                      (self.value_kernel, self.value_bias)])
 
     # ---- attention -----------------------------------------------------------------------------
-    def attend_heads_first(self, query, key, value, bias=None, training=False):
-        """Scaled q [B,H,T,k], k [B,H,S,k], v [B,H,S,v] -> (output [B,T,d], weights [B,H,T,S]).
-
-        `query` must already be multiplied by 1/sqrt(d_k).
-        """
-        logits = tf.matmul(query, key, transpose_b=True)  # [B, H, T, S]
+    def _context(self, query, key, value, bias, training):
+        """The attention core every path shares: scaled q [..., T, k], k [..., S, k],
+        v [..., S, v] -> (context [..., T, v], weights [..., T, S])."""
+        logits = tf.matmul(query, key, transpose_b=True)
         # Softmax in float32 even under mixed precision: masked logits are ~-1e9.
         logits = tf.cast(logits, tf.float32)
         if bias is not None:
             logits = logits + tf.cast(bias, tf.float32)
         weights = tf.nn.softmax(logits, axis=-1)
         dropped = self.attention_dropout(tf.cast(weights, value.dtype), training=training)
-        context = tf.matmul(dropped, value)  # [B, H, T, v]
+        return tf.matmul(dropped, value), weights
+
+    def attend_heads_first(self, query, key, value, bias=None, training=False):
+        """Scaled q [B,H,T,k], k [B,H,S,k], v [B,H,S,v] -> (output [B,T,d], weights [B,H,T,S]).
+
+        `query` must already be multiplied by 1/sqrt(d_k).
+        """
+        context, weights = self._context(query, key, value, bias, training)  # [B, H, T, v]
         context = tf.transpose(context, [0, 2, 1, 3])  # [B, T, H, v]
         shape = tf.shape(context)
         output = self._output_projection(
@@ -176,10 +181,8 @@ class MultiHeadAttention(keras.layers.Layer):
         rows = tf.shape(query)[0]
         query = tf.reshape(self._scaled_query(query),
                            [rows, self.num_heads, 1, self.key_dim])
-        logits = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32)  # [N, H, 1, t]
-        weights = tf.nn.softmax(logits, axis=-1)
-        dropped = self.attention_dropout(tf.cast(weights, value.dtype), training=training)
-        context = tf.reshape(tf.matmul(dropped, value), [rows, self.num_heads * self.value_dim])
+        context, _ = self._context(query, key, value, None, training)  # [N, H, 1, v]
+        context = tf.reshape(context, [rows, self.num_heads * self.value_dim])
         return tf.reshape(self._output_projection(context), [rows, 1, -1])
 
     def attend_grouped(self, query, key, value, bias, queries_per_example, training=False):
@@ -196,12 +199,8 @@ class MultiHeadAttention(keras.layers.Layer):
         query = tf.reshape(self._scaled_query(query),
                            [examples, group, self.num_heads, self.key_dim])
         query = tf.transpose(query, [0, 2, 1, 3])  # [B, H, G, k]
-        logits = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32)  # [B, H, G, S]
-        if bias is not None:
-            logits = logits + tf.cast(bias, tf.float32)
-        weights = tf.nn.softmax(logits, axis=-1)
-        dropped = self.attention_dropout(tf.cast(weights, value.dtype), training=training)
-        context = tf.transpose(tf.matmul(dropped, value), [0, 2, 1, 3])  # [B, G, H, v]
+        context, _ = self._context(query, key, value, bias, training)  # [B, H, G, v]
+        context = tf.transpose(context, [0, 2, 1, 3])  # [B, G, H, v]
         context = tf.reshape(context, [rows, self.num_heads * self.value_dim])
         return tf.reshape(self._output_projection(context), [rows, 1, -1])
 
@@ -238,13 +237,8 @@ class MultiHeadAttention(keras.layers.Layer):
             self._flat_projection(rows, self.query_kernel, self.query_bias, self.key_dim ** -0.5),
             self.num_heads)
         key, value = key_value or self.project_packed_key_value(rows, packing)
-        logits = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32)  # [B, H, T, S]
-        if bias is not None:
-            logits = logits + tf.cast(bias, tf.float32)
-        weights = tf.nn.softmax(logits, axis=-1)
-        dropped = self.attention_dropout(tf.cast(weights, value.dtype), training=training)
-        context = packing.pack_heads(tf.matmul(dropped, value))  # [n, H*d_v]
-        return self._output_projection(context)
+        context, _ = self._context(query, key, value, bias, training)  # [B, H, T, v]
+        return self._output_projection(packing.pack_heads(context))  # from [n, H*d_v]
 
     def project_packed_key_value(self, source_rows, source_packing):
         """Packed source rows [m, d] -> heads-first padded keys and values [B, H, S, d]."""

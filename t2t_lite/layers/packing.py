@@ -18,6 +18,7 @@ import tensorflow as tf
 class Packing:
     """The real (non-zero) positions of ids [B, T], in row-major order.
 
+    mask:       bool [B, T], True at real tokens
     rows:       [n] flat position b * T + t of each real token
     positions:  [n] its position t in the sentence (for position encodings)
     """
@@ -26,8 +27,8 @@ class Packing:
         ids = tf.convert_to_tensor(ids)
         shape = tf.shape(ids)
         self.batch, self.length = shape[0], shape[1]
-        flat_real = tf.reshape(tf.not_equal(ids, 0), [-1])
-        self._real = tf.reshape(flat_real, [self.batch, 1, self.length])
+        self.mask = tf.not_equal(ids, 0)
+        flat_real = tf.reshape(self.mask, [-1])
         self.rows = tf.cast(tf.where(flat_real)[:, 0], tf.int32)
         self.count = tf.size(self.rows)
         self.positions = self.rows % self.length
@@ -49,7 +50,7 @@ class Packing:
             # Heads-first padded row (b, h, t) reads packed row row_at[b, t] * H + h.
             row_at = tf.reshape(self._row_at, [self.batch, 1, self.length])
             unpack = row_at * heads + head[None, :, None]
-            past_end = tf.where(self._real, unpack, self.count * heads)
+            past_end = tf.where(self.mask[:, None, :], unpack, self.count * heads)
             # Packed row r * H + h comes from padded row (b * H + h) * T + t, b, t from rows[r].
             b = (self.rows // self.length)[:, None]
             t = self.positions[:, None]

@@ -84,7 +84,16 @@ def _residual(config, name):
     return Residual(config.dropout, config.norm_position, config.layer_norm_epsilon, name=name)
 
 
-class EncoderLayer(keras.layers.Layer):
+class _SublayerStack(keras.layers.Layer):
+    """What encoder and decoder layers share: the feed-forward block in its Residual."""
+
+    def _feed_forward_block(self, x, training):
+        h = self.feed_forward_residual.before(x)
+        return self.feed_forward_residual.after(x, self.feed_forward(h, training=training),
+                                                training)
+
+
+class EncoderLayer(_SublayerStack):
     """One of the encoder's N identical layers (section 3.1): self-attention, then the
     position-wise feed-forward network, each wrapped in a Residual (dropout, residual add,
     LayerNorm after or before, per config.norm_position).
@@ -113,9 +122,8 @@ class EncoderLayer(keras.layers.Layer):
     def call(self, x, bias, training=False, return_weights=False):
         h = self.self_attention_residual.before(x)
         attended, weights = self.self_attention(h, bias=bias, training=training, return_weights=True)
-        x = self.self_attention_residual.after(x, attended, training)
-        h = self.feed_forward_residual.before(x)
-        x = self.feed_forward_residual.after(x, self.feed_forward(h, training=training), training)
+        x = self._feed_forward_block(self.self_attention_residual.after(x, attended, training),
+                                     training)
         return (x, weights) if return_weights else x
 
     def call_packed(self, x, packing, bias, training=False):
@@ -123,13 +131,11 @@ class EncoderLayer(keras.layers.Layer):
         with tf.name_scope(self.name):
             h = self.self_attention_residual.before(x)
             attended = self.self_attention.call_packed(h, packing, bias, training)
-            x = self.self_attention_residual.after(x, attended, training)
-            h = self.feed_forward_residual.before(x)
-            return self.feed_forward_residual.after(x, self.feed_forward(h, training=training),
-                                                    training)
+            return self._feed_forward_block(
+                self.self_attention_residual.after(x, attended, training), training)
 
 
-class DecoderLayer(keras.layers.Layer):
+class DecoderLayer(_SublayerStack):
     """One of the decoder's N identical layers (section 3.1): masked self-attention,
     encoder-decoder attention over the encoder output, then the feed-forward network, each in a
     Residual.
@@ -164,11 +170,6 @@ class DecoderLayer(keras.layers.Layer):
             self.cross_attention.project_query(h), cross_key, cross_value, cross_bias, training)
         x = self.cross_attention_residual.after(x, attended, training)
         return self._feed_forward_block(x, training), cross_weights
-
-    def _feed_forward_block(self, x, training):
-        h = self.feed_forward_residual.before(x)
-        return self.feed_forward_residual.after(x, self.feed_forward(h, training=training),
-                                                training)
 
     def call(self, x, encoder_outputs, self_bias, cross_bias, training=False, return_weights=False):
         """Teacher-forced pass over the whole target prefix."""

@@ -127,11 +127,15 @@ def hidden_token_statistics(hidden, matrix, targets, label_smoothing):
     weights = tf.cast(tf.not_equal(targets, 0), tf.float32)
     loss, nll, target_logits, max_logits = _hidden_loss_and_nll(hidden, matrix, targets, weights,
                                                                 label_smoothing)
-    correct = tf.cast(target_logits >= max_logits, tf.float32)
+    return _sums(loss, nll, target_logits >= max_logits, weights)
+
+
+def _sums(loss, nll, correct, weights):
+    """The statistics' dict from per-token weighted loss and nll, bool correct and weights."""
     return {
         "loss": tf.reduce_sum(loss),
         "nll": tf.reduce_sum(nll),
-        "correct": tf.reduce_sum(correct * weights),
+        "correct": tf.reduce_sum(tf.cast(correct, tf.float32) * weights),
         "tokens": tf.reduce_sum(weights),
     }
 
@@ -149,10 +153,4 @@ def token_statistics(logits, targets, label_smoothing):
     # Correct when the target's logit is the largest (a tie counts): a max and a gather cost
     # about half of an argmax over the vocabulary.
     target_logits = tf.gather(logits, targets, batch_dims=targets.shape.rank)
-    correct = tf.cast(target_logits >= tf.reduce_max(logits, axis=-1), tf.float32)
-    return {
-        "loss": tf.reduce_sum(loss),
-        "nll": tf.reduce_sum(nll),
-        "correct": tf.reduce_sum(correct * weights),
-        "tokens": tf.reduce_sum(weights),
-    }
+    return _sums(loss, nll, target_logits >= tf.reduce_max(logits, axis=-1), weights)
