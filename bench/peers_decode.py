@@ -51,6 +51,10 @@ from official.nlp.modeling.models import seq2seq_transformer as s2s
 
 config = json.loads(sys.argv[1])
 ids = np.load(config["ids_file"])
+searches = config["searches"]
+if searches > 1:  # the same threads as t2t_lite's parallel searches (see measure())
+    tf.config.threading.set_intra_op_parallelism_threads(max(1, config["cores"] // searches))
+    tf.config.threading.set_inter_op_parallelism_threads(max(searches, 2))
 tf.random.set_seed(0)
 
 def stack(n):
@@ -68,10 +72,23 @@ model = s2s.Seq2SeqTransformer(
 decode = tf.function(lambda x: model(dict(inputs=x), training=False),
                      input_signature=[tf.TensorSpec([None, None], tf.int32)])
 
+pool = None
+if searches > 1:
+    import concurrent.futures
+    pool = concurrent.futures.ThreadPoolExecutor(searches)
+
+def decode_batch(batch):
+    if pool is None:
+        return decode(tf.constant(batch))["outputs"].numpy()
+    # Interleaved parts searched at once, as t2t_lite's batch_decode does.
+    parts = [batch[i::searches] for i in range(min(searches, len(batch)))]
+    return np.concatenate(list(pool.map(
+        lambda part: decode(tf.constant(part))["outputs"].numpy(), parts)))
+
 def run(rows):
     tokens = 0
     for start in range(0, len(rows), config["batch"]):
-        out = decode(tf.constant(rows[start:start + config["batch"]]))["outputs"].numpy()
+        out = decode_batch(rows[start:start + config["batch"]])
         for row in out.tolist():
             row = [t for t in row if t != 0]
             # Beam steps: up to and including EOS, or every position when none came.
@@ -104,9 +121,14 @@ def add_arguments(parser):
     group.add_argument("--decode_rounds", type=int, default=2)
     group.add_argument("--decode_vocab_size", type=int, default=8000)
     group.add_argument("--decode_engines", default="checkpoint,savedmodel,checkpoint_bf16,"
-                       "model_garden,ctranslate2,ctranslate2_int8",
+                       "model_garden,model_garden_split,ctranslate2,ctranslate2_int8",
                        help="comma-separated subset of the rows (checkpoint_bf16: the opt-in "
-                            "bfloat16 beam search, only on CPUs with bfloat16 units)")
+                            "bfloat16 beam search, only on CPUs with bfloat16 units; "
+                            "model_garden_split: Model Garden's search with each batch split "
+                            "over the cores by this bench, as t2t_lite's decoder does)")
+    group.add_argument("--decode_parallel_searches", type=int, default=0,
+                       help="t2t-lite-decoder's --parallel_searches for the t2t_lite and "
+                            "CTranslate2 rows (0: one per CPU core)")
     if "--peer_python" not in parser._option_string_actions:
         parser.add_argument("--peer_python",
                             default=os.path.join(ROOT, "runs", "peer_venv", "bin", "python"))
@@ -173,8 +195,15 @@ def measure(args):
 
     from t2t_lite import hparams
     from t2t_lite.data import tokenizers, vocab
-    from t2t_lite.export import exporter, serving_module
+    from t2t_lite.export import batch_decode, exporter, parallel_search, serving_module
     from t2t_lite.models.transformer import Transformer
+
+    # t2t-lite-decoder's threads: set before TensorFlow's first op, or in a fresh process.
+    searches = parallel_search.resolve(args.decode_parallel_searches)
+    if not parallel_search.configure_tensorflow(searches):
+        return _measure_in_subprocess(args)
+    cores = parallel_search.available_cores()
+    pool = parallel_search.thread_pool(searches)
 
     engines = [e.strip() for e in args.decode_engines.split(",") if e.strip()]
     vocab_size = args.decode_vocab_size
@@ -200,11 +229,17 @@ def measure(args):
         a, e = tf.constant(alpha), tf.constant(extra)
 
         def run(rows=batches):
-            tokens = 0
-            for batch in rows:
-                out = translator.translate_ids(tf.constant(batch), a, e)["outputs"][:, 0]
-                tokens += sum(len(t.split()) + 1 for t in out.numpy())
-            return tokens
+            # As t2t-lite-decoder translates batches: each split into `searches` parts, all
+            # queued at once.
+            rows = [row for batch in rows for row in batch]
+            parts = [part for start in range(0, len(rows), args.decode_batch)
+                     for part in parallel_search.interleaved_parts(
+                         list(range(start, min(start + args.decode_batch, len(rows)))),
+                         searches)]
+            return sum(len(text.split()) + 1
+                       for _, texts, _ in batch_decode.translate_parts(translator, rows, parts,
+                                                                       a, e, pool)
+                       for text in texts[:, 0])
         return run
 
     contenders, notes = {}, {}
@@ -238,8 +273,11 @@ def measure(args):
         quantization = "int8" if name.endswith("int8") else None
         folder = ctranslate2_export.convert(model, list(tokenizers.RESERVED_TOKENS) + symbols,
                                             os.path.join(root, name), quantization=quantization)
-        translator = ctranslate2.Translator(folder, device="cpu", inter_threads=1,
-                                            intra_threads=os.cpu_count() or 1)
+        # As the decoder's CTranslate2 engine: `searches` translators, cores // searches threads
+        # each; a batch's parts of max_batch_size sentences go to them at once.
+        translator = ctranslate2.Translator(folder, device="cpu", inter_threads=searches,
+                                            intra_threads=max(1, cores // searches))
+        part_size = -(-args.decode_batch // searches)
         sources = [[symbols[i - 3] for i in row[:-1]] for row in ids.tolist()]
         # One step more than t2t_lite's limit without its forced EOS: the same number of beam
         # steps as t2t_lite (whose last step can only choose EOS) and Model Garden.
@@ -247,22 +285,30 @@ def measure(args):
                                                  config.max_length) + 1
 
         def ct2_run(translator=translator, sources=sources, limit=limit):
-            results = translator.translate_batch(
-                sources, beam_size=beam, length_penalty=alpha, max_decoding_length=limit,
-                min_decoding_length=0, max_batch_size=args.decode_batch)
+            results = []
+            for start in range(0, len(sources), args.decode_batch):
+                results += translator.translate_batch(
+                    sources[start:start + args.decode_batch], beam_size=beam,
+                    length_penalty=alpha, max_decoding_length=limit, min_decoding_length=0,
+                    max_batch_size=part_size)
             # Tokens = beam steps (a hypothesis cut at the limit has no EOS in CTranslate2).
             return sum(len(r.hypotheses[0]) + (len(r.hypotheses[0]) < limit) for r in results)
         label = "CTranslate2 (int8)" if quantization else "CTranslate2 (fp32)"
         contenders[label] = ct2_run
-    if "model_garden" in engines:
+    model_gardens = {"model_garden": ("Model Garden beam search", 1)}
+    if searches > 1:
+        model_gardens["model_garden_split"] = (
+            f"Model Garden, each batch split in {searches} searches by this bench", searches)
+    for engine, (label, mg_searches) in model_gardens.items():
+        if engine not in engines:
+            continue
         missing = _peer_missing(args.peer_python)
         if missing:
-            notes["Model Garden beam search"] = f"skipped: {missing}"
-        else:
-            mg = _ModelGarden(args.peer_python, dict(
-                SMALL, vocab_size=vocab_size, extra_length=extra, beam_size=beam, alpha=alpha,
-                batch=args.decode_batch, ids_file=ids_file))
-            contenders["Model Garden beam search"] = mg
+            notes[label] = f"skipped: {missing}"
+            continue
+        contenders[label] = _ModelGarden(args.peer_python, dict(
+            SMALL, vocab_size=vocab_size, extra_length=extra, beam_size=beam, alpha=alpha,
+            batch=args.decode_batch, ids_file=ids_file, searches=mg_searches, cores=cores))
 
     # Warm-up (traces), then rounds alternating the order.
     for name, run in contenders.items():
@@ -282,10 +328,12 @@ def measure(args):
                 seconds = time.perf_counter() - start
             if best[name] is None or seconds < best[name][0]:
                 best[name] = (seconds, tokens)
-            ceiling = max(ceiling, matmul_flops_per_second())
+            ceiling = max(ceiling, matmul_flops_per_second(threads=searches))
     for run in contenders.values():
         if isinstance(run, _ModelGarden):
             run.close()
+    if pool is not None:
+        pool.shutdown()
 
     flops_per_token = _decoder_flops_per_token(beam, vocab_size, **SMALL)
     mg = best.get("Model Garden beam search")
@@ -301,17 +349,36 @@ def measure(args):
             ratio_vs_model_garden=round(rate / mg_rate, 2) if mg_rate else None,
             note=(f"beam {beam}, {args.decode_sentences} x {args.decode_source_length} tokens, "
                   f"mean output {tokens / args.decode_sentences:.1f} tokens (= beam steps, EOS counted); "
-                  f"{share:.1%} of the fp32 matmul ceiling {ceiling / 1e9:.0f} GFLOP/s")))
+                  f"{share:.1%} of the fp32 matmul ceiling {ceiling / 1e9:.0f} GFLOP/s; "
+                  f"{searches} parallel searches for t2t_lite and CTranslate2")))
     for name, note in notes.items():
         rows.append(dict(name=f"decode: {name}", sentences_per_s=None, target_tokens_per_s=None,
                          ratio_vs_model_garden=None, note=note))
     return rows
 
 
+def _measure_in_subprocess(args):
+    """measure(args) in a fresh process: TensorFlow's threads are fixed once it has run an op
+    (bench_peers.py --part=all trains first), and the decoder sets them before."""
+    flags = [f"--{action.dest}={getattr(args, action.dest)}"
+             for action in add_arguments(argparse.ArgumentParser())._actions
+             if action.dest != "help" and hasattr(args, action.dest)]
+    result = subprocess.run([sys.executable, os.path.abspath(__file__), *flags, "--json_rows"],
+                            stdout=subprocess.PIPE, text=True, check=True)
+    for line in result.stdout.splitlines():
+        if line.startswith(PROTOCOL):
+            return json.loads(line[len(PROTOCOL):])
+    raise RuntimeError("the decode bench printed no rows")
+
+
 def main():
     parser = add_arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
+    parser.add_argument("--json_rows", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     rows = measure(args)
+    if args.json_rows:
+        print(PROTOCOL + json.dumps(rows), flush=True)
+        return
     width = max(len(r["name"]) for r in rows)
     print(f"{'':{width}}  {'sent/s':>8}  {'tok/s':>9}  {'vs MG':>6}")
     for r in rows:

@@ -32,6 +32,10 @@ flags.DEFINE_integer("extra_length", None,
 flags.DEFINE_integer("nbest", 1, "Hypotheses per line, tab-separated (at most the beam size).")
 flags.DEFINE_bool("print_scores", False, "Precede each hypothesis with its score and a tab.")
 flags.DEFINE_integer("batch_tokens", 4096, "Source tokens (with padding) per batch.")
+flags.DEFINE_integer("parallel_searches", 0,
+                     "Beam searches run at once: each batch is split into that many interleaved "
+                     "parts, each searched on its own CPU cores (same outputs; 1.4-1.6x faster on "
+                     "a 2-core CPU). 0: one per CPU core, 1 on a GPU.")
 cli.define_decode_precision_flag("With --model_dir (TensorFlow; an export's precision is fixed "
                                  "when it is exported)")
 flags.DEFINE_enum("engine", "tensorflow", ["tensorflow", "ctranslate2"],
@@ -44,7 +48,17 @@ flags.DEFINE_enum("compute_type", "default", ["default", "auto", "float32", "int
                   "own; int8 quantizes float32 weights while loading).")
 
 
-def _translator():
+def _parallel_searches():
+    """Resolves --parallel_searches and sets TensorFlow's threads for it (before any op runs)."""
+    from t2t_lite.export import parallel_search
+
+    on_gpu = FLAGS.engine == "tensorflow" and parallel_search.tensorflow_on_gpu()
+    searches = parallel_search.resolve(FLAGS.parallel_searches, on_gpu)
+    parallel_search.configure_tensorflow(searches)
+    return searches
+
+
+def _translator(searches):
     if bool(FLAGS.model_dir) == bool(FLAGS.export_dir):
         raise cli.UserError("give exactly one of --model_dir and --export_dir")
     if FLAGS.beam_size is not None and FLAGS.beam_size < 1:
@@ -53,7 +67,7 @@ def _translator():
         if FLAGS.decode_precision != "float32":
             raise cli.UserError("--decode_precision is TensorFlow's; CTranslate2 has "
                                 "--compute_type")
-        return _ctranslate2_translator()
+        return _ctranslate2_translator(searches)
     if FLAGS.compute_type != "default":
         raise cli.UserError("--compute_type applies to --engine=ctranslate2 only")
     if FLAGS.model_dir:
@@ -79,16 +93,17 @@ def _translator():
     return translator
 
 
-def _ctranslate2_translator():
+def _ctranslate2_translator(searches):
     from t2t_lite.export import ctranslate2_engine
     if FLAGS.model_dir:
         return ctranslate2_engine.from_model_dir(FLAGS.model_dir, FLAGS.checkpoint_path,
                                                  compute_type=FLAGS.compute_type,
-                                                 beam_size=FLAGS.beam_size)
+                                                 beam_size=FLAGS.beam_size, searches=searches)
     if FLAGS.checkpoint_path:
         raise cli.UserError("--checkpoint_path needs --model_dir (an export holds one checkpoint)")
     return ctranslate2_engine.CTranslate2Translator(
-        FLAGS.export_dir, compute_type=FLAGS.compute_type, beam_size=FLAGS.beam_size)
+        FLAGS.export_dir, compute_type=FLAGS.compute_type, beam_size=FLAGS.beam_size,
+        searches=searches)
 
 
 def _read_input():
@@ -129,7 +144,8 @@ def main(argv):
     from t2t_lite.export import batch_decode  # after the flag checks: TensorFlow takes seconds
 
     raw_lines = batch_decode.split_lines(_read_input())
-    translator = _translator()
+    searches = _parallel_searches()
+    translator = _translator(searches)
     defaults = batch_decode.settings(translator)
     outputs, stats = batch_decode.decode_lines(
         translator, raw_lines,
@@ -138,7 +154,7 @@ def main(argv):
         extra_length=defaults["extra_length"] if FLAGS.extra_length is None
         else FLAGS.extra_length,
         nbest=FLAGS.nbest, print_scores=FLAGS.print_scores, batch_tokens=FLAGS.batch_tokens,
-        progress=batch_decode.Progress())
+        progress=batch_decode.Progress(), parallel_searches=searches)
     _write_output(outputs)
     print(stats.summary(), file=sys.stderr)
 

@@ -29,6 +29,7 @@ import tensorflow as tf
 from t2t_lite import registry
 from t2t_lite.decoding.translate import clamp_to_limit
 from t2t_lite.errors import UserError
+from t2t_lite.export import parallel_search
 from t2t_lite.ids import PAD_ID
 
 TOKENIZE_CHUNK = 4096  # lines per `tokenize` call
@@ -126,11 +127,29 @@ def _pad(rows):
     return tf.constant(batch)
 
 
+def translate_parts(translator, rows, parts, alpha, extra_length, pool=None):
+    """Translates id rows (1-D int arrays, EOS-terminated) part by part: parts are lists of
+    indices into rows, each one batch padded to its own width. Yields (part, texts bytes
+    [len(part), K], scores [len(part), K]) numpy, in the parts' order.
+
+    With a pool (parallel_search.thread_pool) every part is queued at once, so a search that
+    finishes early takes the next part instead of waiting for the others (a trained model's
+    sentences stop early, each at its own step)."""
+
+    def translate_part(part):
+        result = translator.translate_ids(_pad([rows[i] for i in part]), alpha, extra_length)
+        return part, result["outputs"].numpy(), result["scores"].numpy()
+
+    return parallel_search.map_parts(translate_part, parts, pool)
+
+
 def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_tokens=4096,
-                    progress=None, stats=None):
+                    progress=None, stats=None, parallel_searches=1):
     """list of str -> list (same order) of n-best lists [(text, score)] of length nbest.
 
     A text without tokens (empty or blank) is not translated; its list is empty.
+    parallel_searches: each batch's sentences are split over that many searches run at once
+    (see parallel_search.py; the process's TensorFlow threads should be set for it).
     """
     stats = stats if stats is not None else DecodeStats()
     fixed = settings(translator)
@@ -152,17 +171,23 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
     extra_length = tf.constant(clamp_to_limit(extra_length, int(fixed["max_length"])), tf.int32)
     done = len(texts) - len(to_translate)
     lengths = [len(source_ids[i]) - 1 for i in to_translate]  # tokens kept, EOS not counted
-    for positions in plan_batches(lengths, batch_tokens):
-        batch = [to_translate[p] for p in positions]
-        result = translator.translate_ids(_pad([source_ids[i] for i in batch]), alpha,
-                                          extra_length)
-        outputs, scores = result["outputs"].numpy(), result["scores"].numpy()
-        for row, index in enumerate(batch):
-            results[index] = [(outputs[row, k].decode("utf-8", errors="replace"),
-                               float(scores[row, k])) for k in range(nbest)]
-        done += len(batch)
-        if progress:
-            progress(done, len(texts))
+    # Each batch split into interleaved parts, one search each (parallel_search.py).
+    parts = [part for positions in plan_batches(lengths, batch_tokens)
+             for part in parallel_search.interleaved_parts(
+                 [to_translate[p] for p in positions], parallel_searches)]
+    pool = parallel_search.thread_pool(parallel_searches)
+    try:
+        for part, outputs, scores in translate_parts(translator, source_ids, parts, alpha,
+                                                     extra_length, pool):
+            for row, index in enumerate(part):
+                results[index] = [(outputs[row, k].decode("utf-8", errors="replace"),
+                                   float(scores[row, k])) for k in range(nbest)]
+            done += len(part)
+            if progress:
+                progress(done, len(texts))
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     return results
 
 
@@ -199,10 +224,11 @@ def output_postprocessor(problem_name):
 
 
 def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scores=False,
-                 batch_tokens=4096, progress=None, postprocess=None):
+                 batch_tokens=4096, progress=None, postprocess=None, parallel_searches=1):
     """Byte lines -> (output lines as str without newlines, DecodeStats); len(out) == len(in).
 
     postprocess(source, output) -> output: default, the translator's problem's hook.
+    parallel_searches: see translate_texts.
     """
     if postprocess is None:
         postprocess = output_postprocessor(settings(translator).get("problem"))
@@ -214,7 +240,8 @@ def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scor
         stats.invalid_utf8 += invalid
         texts.append(text)
     results = translate_texts(translator, texts, alpha, extra_length, nbest=nbest,
-                              batch_tokens=batch_tokens, progress=progress, stats=stats)
+                              batch_tokens=batch_tokens, progress=progress, stats=stats,
+                              parallel_searches=parallel_searches)
     results = [[(postprocess(text, output), score) for output, score in hyps]
                for text, hyps in zip(texts, results)]
     outputs = [format_hypotheses(hyps, print_scores) for hyps in results]

@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite.errors import UserError
-from t2t_lite.export import ctranslate2_export, serving_module
+from t2t_lite.export import ctranslate2_export, parallel_search, serving_module
 from t2t_lite.ids import EOS_ID, PAD_ID
 
 
@@ -51,17 +51,14 @@ def _import_ctranslate2():
     return ctranslate2
 
 
-def _available_cores():
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 class CTranslate2Translator:
-    """A CTranslate2 folder with the decoder's translator interface."""
+    """A CTranslate2 folder with the decoder's translator interface.
 
-    def __init__(self, folder, compute_type="default", beam_size=None, keep_alive=None):
+    searches: how many translate_ids calls may run at once (parallel_search.py), each on
+    cores // searches threads: CTranslate2's inter_threads and intra_threads."""
+
+    def __init__(self, folder, compute_type="default", beam_size=None, keep_alive=None,
+                 searches=1):
         ctranslate2 = _import_ctranslate2()
         from t2t_lite.data import tokenizers
 
@@ -81,8 +78,8 @@ class CTranslate2Translator:
         self.max_length = int(self.settings["max_length"])
         try:
             self.translator = ctranslate2.Translator(
-                folder, device="cpu", compute_type=compute_type, inter_threads=1,
-                intra_threads=_available_cores())
+                folder, device="cpu", compute_type=compute_type, inter_threads=searches,
+                intra_threads=max(1, parallel_search.available_cores() // searches))
         except (RuntimeError, ValueError) as error:
             raise UserError(f"CTranslate2 cannot load {folder} with compute type "
                             f"{compute_type}: {error}") from None
@@ -123,11 +120,12 @@ class CTranslate2Translator:
         return {"outputs": texts, "scores": tf.constant(scores)}
 
 
-def from_model_dir(model_dir, checkpoint_path=None, compute_type="default", beam_size=None):
+def from_model_dir(model_dir, checkpoint_path=None, compute_type="default", beam_size=None,
+                   searches=1):
     """Converts a model_dir's checkpoint into a temporary folder (removed at exit) and loads it."""
     _import_ctranslate2()  # before the conversion imports it
     folder = tempfile.TemporaryDirectory(prefix="t2t_lite_ct2_")
     output = os.path.join(folder.name, "model")
     ctranslate2_export.export(model_dir, output, checkpoint_path=checkpoint_path)
     return CTranslate2Translator(output, compute_type=compute_type, beam_size=beam_size,
-                                 keep_alive=folder)
+                                 keep_alive=folder, searches=searches)

@@ -1,0 +1,111 @@
+"""Parallel beam searches (t2t_lite/export/parallel_search.py): a batch split over searches run at
+once gives exactly the lines one search gives, and the decoder's threads are set for it."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from t2t_lite.errors import UserError
+from t2t_lite.export import batch_decode, parallel_search
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MORE_LINES = [b"the cat sat", b"a dog ran away !", b"we read", b"der Hund und die Katze sass",
+              b"no", b"every day she said : the house is small", b"books ?", b"and the mat"]
+
+
+def test_interleaved_parts_cover_every_item_once_and_never_come_empty():
+    assert parallel_search.interleaved_parts(list(range(7)), 3) == [[0, 3, 6], [1, 4], [2, 5]]
+    assert parallel_search.interleaved_parts([5, 6], 4) == [[5], [6]]
+    assert parallel_search.interleaved_parts([1, 2, 3], 1) == [[1, 2, 3]]
+
+
+def test_parts_come_back_in_order_from_a_pool():
+    pool = parallel_search.thread_pool(3)
+    try:
+        parts = [[i] for i in range(20)]
+        assert list(parallel_search.map_parts(lambda p: p[0] * 2, parts, pool)) == list(
+            range(0, 40, 2))
+    finally:
+        pool.shutdown()
+    assert parallel_search.thread_pool(1) is None
+
+
+def test_auto_is_one_search_per_core_and_one_on_a_gpu():
+    assert parallel_search.resolve(0) == parallel_search.available_cores()
+    assert parallel_search.resolve(0, on_gpu=True) == 1
+    assert parallel_search.resolve(3, on_gpu=True) == 3
+    with pytest.raises(UserError, match="--parallel_searches must be >= 0"):
+        parallel_search.resolve(-1)
+
+
+def test_split_batches_give_the_lines_of_one_search(model_dir, hostile_lines):
+    """Several batches (small batch_tokens), each split in 3 parts searched at once: the same
+    n-best lines and scores as one search per batch, for every hostile line."""
+    from t2t_lite.export import serving_module
+
+    module = serving_module.from_model_dir(model_dir)
+    lines = hostile_lines + MORE_LINES
+    settings = dict(alpha=0.6, extra_length=6, nbest=2, print_scores=True, batch_tokens=40)
+    one, _ = batch_decode.decode_lines(module, lines, parallel_searches=1, **settings)
+    split, stats = batch_decode.decode_lines(module, lines, parallel_searches=3, **settings)
+    assert len(split) == len(lines) == stats.lines
+    assert [line.split("\t")[1::2] for line in split] == [line.split("\t")[1::2] for line in one]
+    for a, b in zip(one, split):
+        np.testing.assert_allclose([float(s) for s in b.split("\t")[::2] if s],
+                                   [float(s) for s in a.split("\t")[::2] if s], rtol=1e-5)
+    assert sum(bool(line) for line in split) == len(lines) - 2  # the two empty lines
+
+
+PROBE = """
+import json, os, sys
+from t2t_lite.export import parallel_search
+import tensorflow as tf
+done = parallel_search.configure_tensorflow(int(sys.argv[1]))
+threads = tf.config.threading
+result = dict(configured=done, intra=threads.get_intra_op_parallelism_threads(),
+              inter=threads.get_inter_op_parallelism_threads())
+tf.constant(1.0) + 1.0  # TensorFlow's runtime starts: its threads are fixed from here on
+result["other_after_start"] = parallel_search.configure_tensorflow(int(sys.argv[1]) + 1)
+print(json.dumps(result))
+"""
+
+
+def _probe(searches, **env):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TF_NUM_")}
+    environment.update(env, TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run([sys.executable, "-c", PROBE, str(searches)], capture_output=True,
+                            text=True, cwd=REPO, env=environment, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_threads_are_set_before_tensorflow_starts_and_never_after():
+    cores = parallel_search.available_cores()
+    assert _probe(2) == dict(configured=True, intra=max(1, cores // 2), inter=2,
+                             other_after_start=False)
+    assert _probe(4) == dict(configured=True, intra=max(1, cores // 4), inter=4,
+                             other_after_start=False)
+    # One search leaves TensorFlow's own defaults (0: one per core), as does a user's setting.
+    assert _probe(1)["intra"] == 0
+    assert _probe(2, TF_NUM_INTRAOP_THREADS="3")["intra"] == 0  # TensorFlow reads it itself
+
+
+def test_cli_decodes_with_parallel_searches_and_refuses_a_negative_count(cli, model_dir,
+                                                                         checkpoint_decode,
+                                                                         hostile_lines):
+    result = cli("decoder", f"--model_dir={model_dir}", "--parallel_searches=3",
+                 "--batch_tokens=40", "--nbest=2", "--print_scores",
+                 stdin=b"\n".join(hostile_lines))
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    got = result.stdout.decode("utf-8").split("\n")[:-1]
+    want = checkpoint_decode[0].decode("utf-8").split("\n")[:-1]
+    assert [line.split("\t")[1::2] for line in got] == [line.split("\t")[1::2] for line in want]
+
+    result = cli("decoder", f"--model_dir={model_dir}", "--parallel_searches=-1",
+                 stdin=b"hello\n")
+    assert result.returncode == 1
+    assert result.stderr.decode().strip().splitlines()[-1] == (
+        "error: --parallel_searches must be >= 0 (0: one per CPU core), got -1")
