@@ -48,12 +48,13 @@ flags.DEFINE_enum("compute_type", "default", ["default", "auto", "float32", "int
                   "own; int8 quantizes float32 weights while loading).")
 
 
-def _parallel_searches():
-    """Resolves --parallel_searches and sets TensorFlow's threads for it (before any op runs)."""
+def _parallel_searches(num_lines):
+    """Resolves --parallel_searches and sets TensorFlow's threads for it (before any op runs).
+    Never more searches than lines: a single line keeps every core for its one search."""
     from t2t_lite.export import parallel_search
 
     on_gpu = FLAGS.engine == "tensorflow" and parallel_search.tensorflow_on_gpu()
-    searches = parallel_search.resolve(FLAGS.parallel_searches, on_gpu)
+    searches = min(parallel_search.resolve(FLAGS.parallel_searches, on_gpu), max(num_lines, 1))
     parallel_search.configure_tensorflow(searches)
     return searches
 
@@ -144,7 +145,7 @@ def main(argv):
     from t2t_lite.export import batch_decode  # after the flag checks: TensorFlow takes seconds
 
     raw_lines = batch_decode.split_lines(_read_input())
-    searches = _parallel_searches()
+    searches = _parallel_searches(len(raw_lines))
     translator = _translator(searches)
     defaults = batch_decode.settings(translator)
     outputs, stats = batch_decode.decode_lines(
