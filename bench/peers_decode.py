@@ -4,7 +4,7 @@ CTranslate2 (from t2t_lite's export), at equal model size.
 
     .venv/bin/python bench/peers_decode.py [--decode_sentences=128 --decode_source_length=20 \
         --decode_extra_length=10 --decode_batch=64 --decode_rounds=2 \
-        --peer_python=runs/peer_venv/bin/python]
+        --decode_parallel_searches=0 --peer_python=runs/peer_venv/bin/python]
 
 bench/bench_peers.py imports `add_arguments(parser)` and `measure(args) -> list[dict]` from here.
 
@@ -19,6 +19,13 @@ Model Garden runs in a long-lived subprocess of the peer venv (TF_USE_LEGACY_KER
 shared/peers/mg_seq2seq_train.py builds it); the parent alternates the contenders round by round
 (t2t_lite, Model Garden, CTranslate2, ..., reversed in the next round) and times a 2048^3 fp32
 matmul between them, so machine load drifts favour none. Each contender's best round counts.
+
+t2t_lite and CTranslate2 decode as t2t-lite-decoder does (--decode_parallel_searches, default
+one per core: each batch split into interleaved parts searched at once, each op on one thread;
+t2t_lite/export/parallel_search.py). This process sets TensorFlow's threads for that before its
+first op, or runs itself again in a fresh process when TensorFlow already started (bench_peers.py
+--part=all trains first); the matmul ceiling then multiplies on every core at once. Model Garden
+runs as it ships, plus a row with its batches split the same way by this bench.
 
 Rows: sentences/s, target tokens/s (output tokens, EOS counted), the ratio to Model Garden in
 sentences/s, and in the note the achieved decoder FLOP/s (analytic, beam rows x per-step matmul
