@@ -50,12 +50,25 @@ def _gather_beams(nested, beam_indices):
     return tf.nest.map_structure(lambda t: tf.gather(t, beam_indices, batch_dims=1), nested)
 
 
-def _gather_flat_beams(nested, beam_indices, beam_size):
-    """Same as _gather_beams for flattened tensors [B*K, ...] (the cache)."""
-    batch_size = tf.shape(beam_indices)[0]
-    offsets = tf.range(batch_size)[:, None] * beam_size
-    flat_indices = tf.reshape(offsets + beam_indices, [-1])
+def _gather_flat_beams(nested, beam_indices, beam_size, examples=None):
+    """Same as _gather_beams for flattened tensors [B*K, ...] (the cache). With `examples`
+    (int32 [B_new], rows of beam_indices), only those examples' beams are kept."""
+    if examples is None:
+        examples = tf.range(tf.shape(beam_indices)[0])
+    else:
+        beam_indices = tf.gather(beam_indices, examples)
+    flat_indices = tf.reshape(examples[:, None] * beam_size + beam_indices, [-1])
     return tf.nest.map_structure(lambda t: tf.gather(t, flat_indices), nested)
+
+
+def _examples_done(alive_log_probs, finished_scores, finished_flags, max_penalty):
+    """bool [B]: no alive beam of the example can still enter its n-best, even at the most
+    favourable length penalty (or none is alive)."""
+    best_alive = tf.reduce_max(alive_log_probs, axis=1)
+    best_possible = best_alive / max_penalty
+    worst_finished = tf.reduce_min(finished_scores, axis=1)
+    full = tf.reduce_all(finished_flags, axis=1)
+    return (best_alive < _DEAD) | (full & (worst_finished > best_possible))
 
 
 def _block_size(vocab_size, k):
@@ -124,6 +137,15 @@ def _top_candidates(logits, alive_log_probs, must_end, beam_size, vocab_size, eo
     return top_log_probs, picks // row_k, top_tokens
 
 
+def _write_results(results, examples, finished_seqs, finished_scores, finished_flags, rows):
+    """results (seqs [B0, K, W], scores [B0, K], flags [B0, K]) with the finished n-best of the
+    given rows of the current batch written at their examples' original rows."""
+    where = tf.gather(examples, rows)[:, None]
+    return tuple(tf.tensor_scatter_nd_update(buffer, where, tf.gather(values, rows))
+                 for buffer, values in zip(results, (finished_seqs, finished_scores,
+                                                     finished_flags)))
+
+
 def _write_position(sequences, tokens, position):
     """sequences [B, K, L+1] with column `position` set to tokens [B, K]; XLA-friendly (no scatter)."""
     is_position = tf.equal(tf.range(tf.shape(sequences)[-1]), position)
@@ -132,7 +154,7 @@ def _write_position(sequences, tokens, position):
 
 def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_size=4, alpha=0.6,
                 max_decode_length=256, decode_lengths=None, eos_id=1, early_stopping=True,
-                growing_cache=False, tile_static=True):
+                growing_cache=False, tile_static=True, retire_finished=False):
     """Returns the n-best continuations for every example, best first.
 
     Args:
@@ -149,6 +171,10 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_si
         (graph and eager mode; XLA needs a fixed-size cache).
       tile_static: repeat `static` to B*K rows; False passes it at B rows (tokens_to_logits then
         serves rows b*K .. b*K + K - 1 from example b).
+      retire_finished: drop an example from the search (its beams, cache rows and static rows)
+        as soon as it is done, instead of computing it until the whole batch is; the same
+        outputs. Needs growing_cache (the batch shrinks: no XLA) and early_stopping. Every
+        tensor of `static` must then hold one row per example (or per beam when tiled).
 
     Returns:
       sequences: int32 [B, K, L], each ending with EOS and padded with 0, best first.
@@ -158,6 +184,8 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_si
     beam_size = int(beam_size)
     if beam_size < 1:
         raise ValueError(f"beam_size must be at least 1, got {beam_size}")
+    if retire_finished and not (growing_cache and early_stopping):
+        raise ValueError("retire_finished needs growing_cache=True and early_stopping=True")
     if not tf.is_tensor(max_decode_length):
         max_decode_length = int(max_decode_length)
     if decode_lengths is None:
@@ -181,20 +209,19 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_si
     finished_scores = tf.fill([batch_size, beam_size], NEG_INF)
     finished_flags = tf.zeros([batch_size, beam_size], tf.bool)
 
+    # Per-example settings travel with their examples when finished ones retire.
+    examples = tf.range(batch_size)
+
     def not_done(i, alive_seqs, alive_log_probs, finished_seqs, finished_scores, finished_flags,
-                 cache):
-        del alive_seqs, finished_seqs, cache
+                 cache, static, decode_lengths, max_penalty, examples, results):
         in_range = i < max_decode_length
         if not early_stopping:
             return in_range
-        best_alive = tf.reduce_max(alive_log_probs, axis=1)
-        best_possible = best_alive / max_penalty
-        worst_finished = tf.reduce_min(finished_scores, axis=1)
-        full = tf.reduce_all(finished_flags, axis=1)
-        example_done = (best_alive < _DEAD) | (full & (worst_finished > best_possible))
-        return in_range & tf.logical_not(tf.reduce_all(example_done))
+        done = _examples_done(alive_log_probs, finished_scores, finished_flags, max_penalty)
+        return in_range & tf.logical_not(tf.reduce_all(done))
 
-    def step(i, alive_seqs, alive_log_probs, finished_seqs, finished_scores, finished_flags, cache):
+    def step(i, alive_seqs, alive_log_probs, finished_seqs, finished_scores, finished_flags, cache,
+             static, decode_lengths, max_penalty, examples, results):
         ids = tf.reshape(tf.gather(alive_seqs, i, axis=2), [-1])
         logits, cache = tokens_to_logits(ids, i, cache, static)
         new_length = i + 1
@@ -209,7 +236,7 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_si
         alive_candidates = tf.where(top_is_eos, NEG_INF, top_log_probs)
         alive_log_probs, alive_picks = tf.math.top_k(alive_candidates, k=beam_size)
         alive_seqs = _gather_beams(top_seqs, alive_picks)
-        cache = _gather_flat_beams(cache, _gather_beams(top_beams, alive_picks), beam_size)
+        cache_beams = _gather_beams(top_beams, alive_picks)
 
         # Finished: merge EOS candidates that a width-K beam would have chosen into the n-best.
         within_beam = tf.range(2 * beam_size)[None, :] < beam_size
@@ -223,21 +250,68 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_si
         finished_scores, finished_picks = tf.math.top_k(merged_scores, k=beam_size)
         finished_seqs = _gather_beams(merged_seqs, finished_picks)
         finished_flags = _gather_beams(merged_flags, finished_picks)
-        return (i + 1, alive_seqs, alive_log_probs, finished_seqs, finished_scores,
-                finished_flags, cache)
+        state = (alive_seqs, alive_log_probs, finished_seqs, finished_scores, finished_flags,
+                 decode_lengths, max_penalty, examples)
+        if not retire_finished:
+            cache = _gather_flat_beams(cache, cache_beams, beam_size)
+            return (i + 1,) + state[:5] + (cache, static) + state[5:] + (results,)
 
+        # A done example leaves: its n-best are final and written out, and the beam reorder's
+        # one gather of the cache keeps only the examples still searching.
+        done = _examples_done(alive_log_probs, finished_scores, finished_flags, max_penalty)
+        any_done = tf.reduce_any(done)
+        retired = tf.cast(tf.where(done)[:, 0], tf.int32)
+        keep = tf.cast(tf.where(tf.logical_not(done))[:, 0], tf.int32)
+        results = tf.cond(any_done,
+                          lambda: _write_results(results, examples, finished_seqs,
+                                                 finished_scores, finished_flags, retired),
+                          lambda: results)
+        state = tuple(tf.gather(t, keep) for t in state)
+        cache = _gather_flat_beams(cache, cache_beams, beam_size, keep)
+        static_rows = keep if not tile_static else tf.reshape(
+            keep[:, None] * beam_size + tf.range(beam_size)[None, :], [-1])
+        static = tf.cond(any_done,
+                         lambda: tf.nest.map_structure(lambda t: tf.gather(t, static_rows),
+                                                       static),
+                         lambda: static)
+        return (i + 1,) + state[:5] + (cache, static) + state[5:] + (results,)
+
+    # The n-best of every example, by its original row; written when it retires (or at the end).
+    results = (tf.zeros([batch_size, beam_size, seq_width], tf.int32),
+               tf.fill([batch_size, beam_size], NEG_INF),
+               tf.zeros([batch_size, beam_size], tf.bool))
     state = (tf.constant(0), alive_seqs, alive_log_probs, finished_seqs, finished_scores,
-             finished_flags, cache)
+             finished_flags, cache, static, decode_lengths, max_penalty, examples, results)
     shape_invariants = None
     if growing_cache:
         def time_may_grow(tensor):
-            # The time axis is the one that starts empty.
-            return tf.TensorShape([None if size == 0 else size for size in tensor.shape.as_list()])
-        shape_invariants = tf.nest.map_structure(lambda t: t.shape, state[:-1]) + (
-            tf.nest.map_structure(time_may_grow, cache),)
-    _, _, _, finished_seqs, finished_scores, finished_flags, _ = tf.while_loop(
-        not_done, step, state, maximum_iterations=max_decode_length,
-        shape_invariants=shape_invariants)
+            # The time axis is the one that starts empty; the batch axis shrinks as examples
+            # retire.
+            dims = [None if size == 0 else size for size in tensor.shape.as_list()]
+            if retire_finished and dims:
+                dims[0] = None
+            return tf.TensorShape(dims)
+
+        def batch_may_shrink(tensor):
+            dims = tensor.shape.as_list()
+            if retire_finished and dims:
+                dims[0] = None
+            return tf.TensorShape(dims)
+
+        shape_invariants = (
+            (tf.TensorShape([]),)
+            + tuple(tf.nest.map_structure(batch_may_shrink, t) for t in state[1:6])
+            + (tf.nest.map_structure(time_may_grow, cache),
+               tf.nest.map_structure(batch_may_shrink, static))
+            + tuple(tf.nest.map_structure(batch_may_shrink, t) for t in state[8:11])
+            + (tf.nest.map_structure(lambda t: t.shape, results),))
+    final = tf.while_loop(not_done, step, state, maximum_iterations=max_decode_length,
+                          shape_invariants=shape_invariants)
+    _, _, _, finished_seqs, finished_scores, finished_flags, _, _, _, _, examples, results = final
+    everyone = tf.range(tf.shape(examples)[0])
+    finished_seqs, finished_scores, finished_flags = _write_results(
+        results, examples, finished_seqs, finished_scores, finished_flags, everyone)
+
 
     # Every real hypothesis ends with EOS, so the finished set always holds at least one; the
     # remaining slots (only possible when a limit allows fewer than K sequences) are marked -inf.

@@ -78,16 +78,22 @@ def translate(model, inputs, beam_size=4, alpha=0.6, extra_length=50, max_decode
                                 max_decode_length)
     encoded = model.encode(inputs, training=False)
     cache, static = model.init_decode_state(encoded, max_decode_length, growing=growing_cache)
+    # Shared by every example, so not part of the per-example state the search may shrink.
+    output_matrix = static.pop("output_matrix")
 
     # The encoder state stays at B rows: each example's K beams attend to its one copy.
     def tokens_to_logits(ids, index, cache, static):
-        return model.decode_step(ids, index, cache, static, growing=growing_cache,
-                                 queries_per_example=beam_size)
+        return model.decode_step(ids, index, cache, dict(static, output_matrix=output_matrix),
+                                 growing=growing_cache, queries_per_example=beam_size)
 
+    # With the growing cache, an example leaves the search once its n-best are final: a
+    # trained model's sentences end at different steps, and the batch no longer computes the
+    # finished ones until its longest is done.
     return beam_search(tokens_to_logits, cache, static, batch_size=tf.shape(inputs)[0],
                        vocab_size=model.vocab_size, beam_size=beam_size, alpha=alpha,
                        max_decode_length=max_decode_length, decode_lengths=decode_lengths,
-                       eos_id=EOS_ID, growing_cache=growing_cache, tile_static=False)
+                       eos_id=EOS_ID, growing_cache=growing_cache, tile_static=False,
+                       retire_finished=growing_cache)
 
 
 def translate_fn(model, beam_size=4, jit_compile=False):

@@ -182,3 +182,41 @@ def test_per_example_decode_lengths(toys):
     # A limit of 1 allows only [EOS]: one hypothesis, the other slots empty with score -inf.
     assert toys.strip(sequences[2, 0]) == [toys.EOS]
     assert np.all(sequences[2, 1:] == 0) and np.all(scores[2, 1:] == -np.inf)
+
+
+def test_retiring_finished_examples_changes_no_output_and_saves_rows(toys):
+    """Examples that end early leave the search (retire_finished): the same sequences and scores
+    as computing every example to the end, with fewer beam rows computed, eager and in a graph,
+    with the static state per example or tiled to the beams."""
+    model = toys.RnnModel(vocab_size=12, seed=7, eos_bias=1.0)
+    batch_size = 7
+    cache, static = model.initial_state(batch_size)
+    # Different limits: examples retire at different steps, some only at their limit.
+    limits = tf.constant([2, 9, 4, 12, 1, 7, 12])
+
+    def search(retire, tile_static, rows):
+        def counting_logits(ids, index, cache, static):
+            rows.assign_add(tf.shape(ids)[0])
+            return model.tokens_to_logits(ids, index, cache, static)
+
+        # The toy serves one static row per beam row; untiled, its rows are repeated here.
+        def untiled_logits(ids, index, cache, static):
+            tiled = {"bias": tf.repeat(static["bias"], 3, axis=0)}
+            return counting_logits(ids, index, cache, tiled)
+
+        return beam_search(counting_logits if tile_static else untiled_logits, cache, static,
+                           batch_size, model.vocab_size, beam_size=3, alpha=0.6,
+                           max_decode_length=12, decode_lengths=limits, growing_cache=True,
+                           tile_static=tile_static, retire_finished=retire)
+
+    for mode in ("eager", "graph"):
+        for tile_static in (True, False):
+            rows = {retire: tf.Variable(0) for retire in (False, True)}
+            outputs = {}
+            for retire in (False, True):
+                run = lambda: search(retire, tile_static, rows[retire])  # noqa: E731
+                sequences, scores = run() if mode == "eager" else tf.function(run)()
+                outputs[retire] = sequences.numpy(), scores.numpy()
+            np.testing.assert_array_equal(outputs[True][0], outputs[False][0])
+            np.testing.assert_array_equal(outputs[True][1], outputs[False][1])
+            assert int(rows[True].numpy()) < int(rows[False].numpy()), (mode, tile_static)
