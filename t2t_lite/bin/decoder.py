@@ -34,7 +34,7 @@ flags.DEFINE_bool("print_scores", False, "Precede each hypothesis with its score
 flags.DEFINE_integer("batch_tokens", 4096, "Source tokens (with padding) per batch.")
 flags.DEFINE_integer("parallel_searches", 0,
                      "Beam searches run at once: each batch is split into that many interleaved "
-                     "parts, each searched on its own CPU cores (same outputs; 1.2-1.4x faster on "
+                     "parts, each searched on its own CPU cores (same outputs; 1.3-1.4x faster on "
                      "a 2-core CPU). 0: one per CPU core (at most 4), 1 on a GPU.")
 cli.define_decode_precision_flag("With --model_dir (TensorFlow; an export's precision is fixed "
                                  "when it is exported)")

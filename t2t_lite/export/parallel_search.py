@@ -5,7 +5,7 @@ top-k. On a CPU most of them cannot keep two cores busy, so with TensorFlow's de
 (every op spread over every core) a 2-core machine idles much of each step. Splitting each batch
 into one interleaved part per core and running the parts' searches at once, every op on one
 thread, decoded 1.4x more sentences/s with random weights (every sentence to its limit) and
-1.2x with a trained model on real lines (README, "Decoding against the peers"). The outputs are
+1.3x with a trained model on real lines (README, "Decoding against the peers"). The outputs are
 the same, since every sentence's search is independent of the others in its batch.
 CTranslate2 calls the same arrangement inter_threads.
 
