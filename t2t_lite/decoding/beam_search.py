@@ -5,9 +5,11 @@ The search never sees a model. Each step it calls
     tokens_to_logits(ids [B*K] int32, index int32 scalar, cache, static) -> (logits [B*K, V], cache)
 
 where `ids` are the tokens at position `index` (position 0 holds the start token, pad id 0).
-`cache` is gathered along the surviving beams every step; `static` (e.g. encoder outputs) is never
-gathered: it is tiled to B*K once, or with tile_static=False left at B rows for a
-tokens_to_logits that serves the K consecutive rows of an example from that example's one row.
+`cache` is gathered along the surviving beams every step; `static` (e.g. encoder outputs) is not:
+it is tiled to B*K once, or with tile_static=False left at B rows for a tokens_to_logits that
+serves the K consecutive rows of an example from that example's one row. With retire_finished,
+an example whose n-best are final leaves the batch: the cache's beam gather drops its rows, and
+`static` is gathered only at the steps where an example leaves.
 
 Two sets of K hypotheses are kept per example, as in tensor2tensor and flax:
   alive    - sequences without EOS, ranked by raw log probability (the ones we extend);
@@ -311,7 +313,6 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_si
     everyone = tf.range(tf.shape(examples)[0])
     finished_seqs, finished_scores, finished_flags = _write_results(
         results, examples, finished_seqs, finished_scores, finished_flags, everyone)
-
 
     # Every real hypothesis ends with EOS, so the finished set always holds at least one; the
     # remaining slots (only possible when a limit allows fewer than K sequences) are marked -inf.
