@@ -239,10 +239,9 @@ def measure(args):
             # As t2t-lite-decoder translates batches: each split into `searches` parts, all
             # queued at once.
             rows = [row for batch in rows for row in batch]
-            parts = [part for start in range(0, len(rows), args.decode_batch)
-                     for part in parallel_search.interleaved_parts(
-                         list(range(start, min(start + args.decode_batch, len(rows)))),
-                         searches)]
+            parts = parallel_search.split_batches(
+                [range(start, min(start + args.decode_batch, len(rows)))
+                 for start in range(0, len(rows), args.decode_batch)], searches)
             return sum(len(text.split()) + 1
                        for _, texts, _ in batch_decode.translate_parts(translator, rows, parts,
                                                                        a, e, pool)

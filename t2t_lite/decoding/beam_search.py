@@ -219,6 +219,8 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_si
         in_range = i < max_decode_length
         if not early_stopping:
             return in_range
+        if retire_finished:  # done examples have already left: go on while any is left
+            return in_range & (tf.shape(alive_log_probs)[0] > 0)
         done = _examples_done(alive_log_probs, finished_scores, finished_flags, max_penalty)
         return in_range & tf.logical_not(tf.reduce_all(done))
 
@@ -259,23 +261,23 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_si
             return (i + 1,) + state[:5] + (cache, static) + state[5:] + (results,)
 
         # A done example leaves: its n-best are final and written out, and the beam reorder's
-        # one gather of the cache keeps only the examples still searching.
+        # one gather of the cache keeps only the examples still searching. The rest of the
+        # per-example state is gathered only at the steps where one leaves.
         done = _examples_done(alive_log_probs, finished_scores, finished_flags, max_penalty)
-        any_done = tf.reduce_any(done)
-        retired = tf.cast(tf.where(done)[:, 0], tf.int32)
         keep = tf.cast(tf.where(tf.logical_not(done))[:, 0], tf.int32)
-        results = tf.cond(any_done,
-                          lambda: _write_results(results, examples, finished_seqs,
-                                                 finished_scores, finished_flags, retired),
-                          lambda: results)
-        state = tuple(tf.gather(t, keep) for t in state)
         cache = _gather_flat_beams(cache, cache_beams, beam_size, keep)
-        static_rows = keep if not tile_static else tf.reshape(
-            keep[:, None] * beam_size + tf.range(beam_size)[None, :], [-1])
-        static = tf.cond(any_done,
-                         lambda: tf.nest.map_structure(lambda t: tf.gather(t, static_rows),
-                                                       static),
-                         lambda: static)
+
+        def leave():
+            retired = tf.cast(tf.where(done)[:, 0], tf.int32)
+            static_rows = keep if not tile_static else tf.reshape(
+                keep[:, None] * beam_size + tf.range(beam_size)[None, :], [-1])
+            return (tuple(tf.gather(t, keep) for t in state),
+                    tf.nest.map_structure(lambda t: tf.gather(t, static_rows), static),
+                    _write_results(results, examples, finished_seqs, finished_scores,
+                                   finished_flags, retired))
+
+        state, static, results = tf.cond(tf.reduce_any(done), leave,
+                                         lambda: (state, static, results))
         return (i + 1,) + state[:5] + (cache, static) + state[5:] + (results,)
 
     # The n-best of every example, by its original row; written when it retires (or at the end).

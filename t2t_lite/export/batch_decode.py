@@ -172,9 +172,9 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
     done = len(texts) - len(to_translate)
     lengths = [len(source_ids[i]) - 1 for i in to_translate]  # tokens kept, EOS not counted
     # Each batch split into interleaved parts, one search each (parallel_search.py).
-    parts = [part for positions in plan_batches(lengths, batch_tokens)
-             for part in parallel_search.interleaved_parts(
-                 [to_translate[p] for p in positions], parallel_searches)]
+    parts = parallel_search.split_batches(
+        [[to_translate[p] for p in positions] for positions in plan_batches(lengths, batch_tokens)],
+        parallel_searches)
     pool = parallel_search.thread_pool(parallel_searches)
     try:
         for part, outputs, scores in translate_parts(translator, source_ids, parts, alpha,

@@ -10,7 +10,7 @@ the same, since every sentence's search is independent of the others in its batc
 CTranslate2 calls the same arrangement inter_threads.
 
 `configure_tensorflow` sets the threads; it must run before TensorFlow executes its first op, so
-the decoder calls it first thing. `interleaved_parts` and `map_parts` split and run a batch.
+the decoder calls it first thing. `split_batches` and `map_parts` split and run batches.
 """
 import concurrent.futures
 import os
@@ -79,6 +79,12 @@ def interleaved_parts(items, parts):
     the same lengths: the parts' searches take about as long, and no core waits for another."""
     parts = max(1, min(int(parts), len(items)))
     return [items[start::parts] for start in range(parts)]
+
+
+def split_batches(batches, searches):
+    """Batches (lists of items) -> their parts, batch after batch, each batch in at most
+    `searches` interleaved parts."""
+    return [part for batch in batches for part in interleaved_parts(list(batch), searches)]
 
 
 def map_parts(function, parts, pool=None):
