@@ -35,6 +35,9 @@ def test_every_artefact_exists(demo_run):
     assert os.path.isfile(os.path.join(results["export"], "saved_model.pb"))
     assert results["test_sentences"] == 12
     assert 0.0 <= results["bleu"] <= 100.0 and "nrefs:1" in results["bleu_signature"]
+    # The decoder's own rate excludes start-up and model load, so it beats the stage's.
+    assert results["decode_sentences_per_second"] > results[
+        "decode_sentences_per_second_with_startup"] > 0
 
 
 def test_one_translated_line_per_test_sentence(demo_run):
@@ -48,6 +51,7 @@ def test_output_names_the_results_and_rerun_reuses_finished_stages(demo_run):
     run_dir, first, second = demo_run
     for text in (first, second):
         assert "test BLEU" in text and f"run folder: {run_dir}" in text
+        assert "lines/s in the decoder" in text
     # The re-run finds the step budget spent, so it neither exports nor decodes again.
     assert "$ t2t-lite-exporter" in first and "$ t2t-lite-exporter" not in second
     assert "$ t2t-lite-decoder" in first and "$ t2t-lite-decoder" not in second
@@ -66,3 +70,13 @@ def test_a_state_file_pointing_outside_the_run_is_not_trusted(tmp_path):
     assert not _export_exists({"export_path": str(export_dir / ".." / ".." / "elsewhere" / "1")},
                               str(export_dir))
     assert not _export_exists({"export_path": ["not", "a", "path"]}, str(export_dir))
+
+
+def test_the_decoder_rate_is_read_from_its_own_summary_line():
+    from t2t_lite.demo import decoder_rate
+    from t2t_lite.export.batch_decode import DecodeStats
+
+    summary = DecodeStats(lines=562, seconds=5.8, empty=1, max_source_tokens=127).summary()
+    output = f"decoded 400/562 lines (70.0 lines/s)\n{summary}\n"
+    assert decoder_rate(output) == float(f"{562 / 5.8:.1f}")
+    assert decoder_rate("I0000 some TensorFlow log line\n") is None
