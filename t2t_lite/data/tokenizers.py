@@ -42,12 +42,12 @@ class Tokenizer(tf.Module):
         """Local path of the vocabulary file (inside the SavedModel's assets once reloaded)."""
         return self.vocab_asset.asset_path.numpy().decode("utf-8")
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string)])
     def encode(self, texts):
         """tf.string [N] -> tf.RaggedTensor int32 [N, (len)] of ids, without EOS."""
         return tf.cast(self._tokenize(texts), tf.int32)
 
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec([None, None], tf.int32)])
     def decode(self, ids):
         """int32 [N, L] -> tf.string [N]; each row is cut at its first EOS or pad."""
         keep = tf.math.cumprod(tf.cast(ids > EOS_ID, tf.int32), axis=1)

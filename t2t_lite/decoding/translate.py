@@ -105,7 +105,7 @@ def translate_fn(model, beam_size=4, jit_compile=False):
     """
     width = int(model.config.max_length) if jit_compile else None
 
-    @tf.function(jit_compile=jit_compile, input_signature=[
+    @tf.function(jit_compile=jit_compile, autograph=False, input_signature=[
         tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([], tf.float32),
         tf.TensorSpec([], tf.int32)])
     def translate_batch(inputs, alpha, extra_length):

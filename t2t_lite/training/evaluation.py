@@ -47,7 +47,8 @@ class Evaluator:
         self.decode_config = decode_config
         self.beam_size = beam_size or decode_config.beam_size
         self.batch_tokens = batch_tokens
-        self._statistics = tf.function(self._batch_statistics, reduce_retracing=True)
+        self._statistics = tf.function(self._batch_statistics, reduce_retracing=True,
+                                       autograph=False)
         # Dev translations go through the decoder's own text path (tokenize once, sort, batch).
         self._module = TranslationModule(model, tokenizer, beam_size=self.beam_size,
                                          alpha=decode_config.alpha,

@@ -42,11 +42,11 @@ class TrainSteps:
                     aggregation=tf.VariableAggregation.SUM, name="accumulated_tokens")
         signature = None if element_spec is None else [element_spec]
         self.micro_step = tf.function(self._distributed_micro, input_signature=signature,
-                                      reduce_retracing=signature is None)
+                                      reduce_retracing=signature is None, autograph=False)
         self.final_step = tf.function(self._distributed_final, input_signature=signature,
-                                      reduce_retracing=signature is None)
+                                      reduce_retracing=signature is None, autograph=False)
         self.jit_compile = jit_compile
-        self._gradients_fn = tf.function(self._gradients, jit_compile=True) if jit_compile \
+        self._gradients_fn = tf.function(self._gradients, jit_compile=True, autograph=False) if jit_compile \
             else self._gradients
 
     # --- replica functions ---------------------------------------------------------------------
