@@ -46,8 +46,8 @@ class TrainSteps:
         self.final_step = tf.function(self._distributed_final, input_signature=signature,
                                       reduce_retracing=signature is None, autograph=False)
         self.jit_compile = jit_compile
-        self._gradients_fn = tf.function(self._gradients, jit_compile=True, autograph=False) if jit_compile \
-            else self._gradients
+        self._gradients_fn = (tf.function(self._gradients, jit_compile=True, autograph=False)
+                              if jit_compile else self._gradients)
 
     # --- replica functions ---------------------------------------------------------------------
     def _gradients(self, batch, scale=None):
