@@ -10,19 +10,21 @@ RUN is a `t2t-lite-demo` run folder (data/, model/, export/<n>/, test.src, test.
 
 bench/peers_decode.py measures equal work (random weights, every sentence decoded to its limit).
 This measures what a user sees: trained models stop at different steps, and a sentence that
-babbles to its limit costs whatever the search makes it cost. Model Garden is trained by the
-script the issue's peer figures came from (shared/peers/mg_seq2seq_train.py, its own recipe:
-Noam warmup 100, x0.32, dropout 0.1), on the same training pairs and with RUN's SentencePiece
-model, so both sides count the same tokens; that script then decodes the test split (beam 4,
-alpha 0.6, +50, batches of 64 sorted by length) and times it after a warm-up call. t2t_lite's
-rates are t2t-lite-decoder's own summary line (tokenizing, searching, detokenizing; without the
-process start-up and model load), best of --rounds, for the SavedModel, the checkpoint and, when
-the ctranslate2 package is installed, the CTranslate2 engine.
+babbles to its limit costs whatever the search makes it cost.
 
-Rows: lines/s, output tokens/s (SentencePiece pieces of the detokenized output, as both models
-write it), the ratio to Model Garden in lines/s, test sacreBLEU. The Model Garden run is kept in
---peer_dir and reused when its result.json is there (training takes ~8 minutes at 300 steps on
-2 cores).
+Model Garden is trained once by the script the issue's peer figures came from
+(shared/peers/mg_seq2seq_train.py, its own recipe: Noam warmup 100, x0.32, dropout 0.1), on the
+same training pairs and with RUN's SentencePiece model, so both sides count the same tokens. It
+is kept in --peer_dir (RUN/peer_model_garden) and reused; training takes ~8 minutes at 300 steps
+on 2 cores. Each round then times, in alternation (order reversed every round):
+- Model Garden's beam search of the saved model, in a peer-venv subprocess, as that script
+  decodes: beam 4, alpha 0.6, +50, batches of 64 sorted by length, after a warm-up call;
+- t2t-lite-decoder with RUN's SavedModel, its checkpoint and, when the ctranslate2 package is
+  installed, the CTranslate2 engine, each at its default settings; the rate is the decoder's own
+  summary line (tokenizing, searching, detokenizing; not process start-up or model load).
+
+Rows: best lines/s over --rounds, output tokens/s (SentencePiece pieces of the detokenized output,
+as both models write it), the ratio to Model Garden in lines/s, test sacreBLEU.
 """
 import argparse
 import json
@@ -43,6 +45,69 @@ sys.path.insert(0, ROOT)
 DEFAULT_PEER_SCRIPT = os.path.join(os.path.dirname(ROOT), "shared", "peers",
                                    "mg_seq2seq_train.py")
 SUMMARY = re.compile(r"^decoded (\d+) lines in ([0-9.]+)s \(([0-9.]+) lines/s\)")
+
+# Model Garden's decode of the saved peer model, run under the peer venv's python (never imports
+# t2t_lite): the model as shared/peers/mg_seq2seq_train.py builds it (its defaults: no biases;
+# dropout is off at inference) and its translate(): batches of 64 sorted by length, a warm-up
+# call first, the time of the whole test split. Prints one JSON line.
+MG_DECODE = r'''
+import json, os, sys, time
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+import numpy as np
+import sentencepiece as spm
+import tensorflow as tf
+from official.nlp.modeling.models import seq2seq_transformer as s2s
+
+config = json.loads(sys.argv[1])
+model_config = config["model"]
+sp = spm.SentencePieceProcessor(model_file=config["spm"])
+
+def stack(n):
+    return dict(num_layers=n, num_attention_heads=model_config["heads"],
+                intermediate_size=model_config["d_ff"], activation="relu", dropout_rate=0.0,
+                attention_dropout_rate=0.0, use_bias=False, norm_first=model_config["pre_ln"],
+                norm_epsilon=1e-6, intermediate_dropout=0.0)
+
+model = s2s.Seq2SeqTransformer(
+    vocab_size=model_config["vocab"], embedding_width=model_config["d_model"], dropout_rate=0.0,
+    padded_decode=False, decode_max_length=None, extra_decode_length=config["extra_length"],
+    beam_size=config["beam_size"], alpha=config["alpha"],
+    encoder_layer=s2s.TransformerEncoder(**stack(model_config["layers"])),
+    decoder_layer=s2s.TransformerDecoder(**stack(model_config["dec_layers"])), eos_id=1)
+dummy = tf.constant([[5, 6, 1]], tf.int32)
+model(dict(inputs=dummy, targets=dummy), training=False)
+model.load_weights(config["weights"]).expect_partial()
+decode = tf.function(lambda x: model(dict(inputs=x), training=False),
+                     input_signature=[tf.TensorSpec([None, None], tf.int32)])
+
+def translate(sources, batch=64):
+    ids = [x + [1] for x in sp.encode(list(sources))]
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    hypotheses = [None] * len(ids)
+    for start in range(0, len(order), batch):
+        rows = order[start:start + batch]
+        array = np.zeros((len(rows), max(len(ids[i]) for i in rows)), np.int32)
+        for r, i in enumerate(rows):
+            array[r, :len(ids[i])] = ids[i]
+        for r, out in zip(rows, decode(tf.constant(array))["outputs"].numpy().tolist()):
+            kept = []
+            for token in out:  # up to EOS (1) or padding (0)
+                if token in (0, 1):
+                    break
+                kept.append(token)
+            hypotheses[r] = sp.decode(kept)
+    return hypotheses
+
+with open(config["source"], encoding="utf-8") as f:
+    sources = [line.rstrip("\n") for line in f]
+translate(["Open file"])
+start = time.perf_counter()
+hypotheses = translate(sources)
+seconds = time.perf_counter() - start
+with open(config["output"], "w", encoding="utf-8") as f:
+    f.writelines(h + "\n" for h in hypotheses)
+print("@@" + json.dumps({"rate": len(sources) / seconds}), flush=True)
+'''
 
 
 def fail(message):
@@ -92,10 +157,11 @@ def read_lines(path):
         return [line.rstrip("\n") for line in f]
 
 
-def model_garden(args, files):
-    """Trains (or reuses) the peer run; returns (lines/s, hypotheses, training steps)."""
+def train_model_garden(args, files):
+    """Trains the peer model once (kept in --peer_dir); returns its result.json."""
     result_path = os.path.join(args.peer_dir, "result.json")
-    if not os.path.isfile(result_path):
+    weights = os.path.join(args.peer_dir, "ckpt", "model.index")
+    if not (os.path.isfile(result_path) and os.path.isfile(weights)):
         if not os.path.isfile(args.peer_script):
             fail(f"no Model Garden script at {args.peer_script} (--peer_script)")
         os.makedirs(args.peer_dir, exist_ok=True)
@@ -103,7 +169,7 @@ def model_garden(args, files):
         command = [args.peer_python, args.peer_script, f"--train_tsv={train}",
                    f"--test_tsv={test}", "--dev_size=1", "--skip_dev", "--warmup=100",
                    "--lr_mult=0.32", f"--max_steps={args.peer_steps}", "--minutes=100000",
-                   f"--sp_model={files['spm']}", f"--out_dir={args.peer_dir}"]
+                   f"--sp_model={files['spm']}", f"--out_dir={args.peer_dir}", "--save_weights"]
         print("$ " + " ".join(command), flush=True)
         log_path = os.path.join(args.peer_dir, "train.log")
         with open(log_path, "w") as log:
@@ -111,30 +177,33 @@ def model_garden(args, files):
         if code or not os.path.isfile(result_path):
             fail(f"the Model Garden run failed (exit {code}); see {log_path}")
     with open(result_path) as f:
-        result = json.load(f)
-    with open(os.path.join(args.peer_dir, "test.hyp.tsv"), encoding="utf-8") as f:
-        hypotheses = [line.rstrip("\n").split("\t")[2] for line in f]
-    return result["decode_sents_per_s"], hypotheses, result["steps"]
+        return json.load(f)
 
 
-def t2t_lite(engine_args, files, rounds):
-    """Best lines/s of `rounds` t2t-lite-decoder runs, and the output lines."""
-    output = tempfile.NamedTemporaryFile(suffix=".txt", delete=False).name
+def model_garden_decode(args, files, result, output):
+    """One timed decode of the test lines by the saved peer model; returns lines/s."""
+    config = dict(model=result["config"], spm=files["spm"], source=files["source"],
+                  output=output, weights=os.path.join(args.peer_dir, "ckpt", "model"),
+                  beam_size=4, alpha=0.6, extra_length=50)
+    done = subprocess.run([args.peer_python, "-c", MG_DECODE, json.dumps(config)],
+                          capture_output=True, text=True)
+    answers = [line[2:] for line in done.stdout.splitlines() if line.startswith("@@")]
+    if done.returncode or not answers:
+        fail(f"the Model Garden decode failed (exit {done.returncode}): "
+             f"{done.stderr.strip().splitlines()[-1:]}")
+    return json.loads(answers[-1])["rate"]
+
+
+def t2t_lite_decode(engine_args, files, output):
+    """One t2t-lite-decoder run over the test lines; returns its own lines/s."""
     command = [sys.executable, "-m", "t2t_lite.bin.decoder", *engine_args,
                f"--decode_from_file={files['source']}", f"--decode_to_file={output}"]
-    print("$ t2t-lite-decoder " + " ".join(command[3:]), flush=True)
-    rates = []
-    for _ in range(rounds):
-        done = subprocess.run(command, capture_output=True, text=True)
-        matches = [m for m in map(SUMMARY.match, done.stderr.splitlines()) if m]
-        if done.returncode or not matches:
-            fail(f"t2t-lite-decoder failed (exit {done.returncode}): "
-                 f"{done.stderr.strip().splitlines()[-1:]}")
-        rates.append(float(matches[-1].group(3)))
-    print(f"  lines/s per round: {rates}", flush=True)
-    hypotheses = read_lines(output)
-    os.unlink(output)
-    return max(rates), hypotheses
+    done = subprocess.run(command, capture_output=True, text=True)
+    matches = [m for m in map(SUMMARY.match, done.stderr.splitlines()) if m]
+    if done.returncode or not matches:
+        fail(f"t2t-lite-decoder {' '.join(engine_args)} failed (exit {done.returncode}): "
+             f"{done.stderr.strip().splitlines()[-1:]}")
+    return float(matches[-1].group(3))
 
 
 def main():
@@ -155,33 +224,43 @@ def main():
     from t2t_lite.metrics import bleu
 
     files = run_files(args.run_dir)
-    peer_rate, peer_hypotheses, peer_steps = model_garden(args, files)
-    rows = {"Model Garden `Seq2SeqTransformer` beam search": (peer_rate, peer_hypotheses)}
+    peer = train_model_garden(args, files)
+    peer_name = "Model Garden `Seq2SeqTransformer` beam search"
     engines = {"t2t_lite, SavedModel (`--export_dir`)": [f"--export_dir={files['export']}"],
                "t2t_lite, checkpoint (`--model_dir`)": [f"--model_dir={files['model']}"]}
-    scratch = None  # the CTranslate2 conversion's folder
+    scratch = tempfile.mkdtemp(prefix="peers_real_decode_")
     try:
-        import ctranslate2  # noqa: F401
-        from t2t_lite.export import ctranslate2_export  # noqa: F401
+        import ctranslate2  # noqa: F401  (only whether it is installed)
     except ImportError:
         print("CTranslate2 skipped: pip install 't2t_lite[ctranslate2]'", file=sys.stderr)
     else:
-        scratch = tempfile.mkdtemp(prefix="peers_real_ct2_")
-        converted = os.path.join(scratch, "model")
+        converted = os.path.join(scratch, "ctranslate2")
         subprocess.run([sys.executable, "-m", "t2t_lite.bin.exporter",
                         f"--model_dir={files['model']}", f"--export_dir={converted}",
                         "--format=ctranslate2"], check=True, capture_output=True)
         engines["CTranslate2 fp32 (`--engine=ctranslate2`)"] = [
             "--engine=ctranslate2", f"--export_dir={converted}"]
-    for name, engine_args in engines.items():
-        rows[name] = t2t_lite(engine_args, files, args.rounds)
-    if scratch:
-        shutil.rmtree(scratch)
+    outputs = {name: os.path.join(scratch, f"{i}.txt")
+               for i, name in enumerate([peer_name, *engines])}
+    rates = {name: [] for name in outputs}
+    # Alternate the contenders, reversing the order each round, so drifting load favours none.
+    order = list(outputs)
+    for round_index in range(args.rounds):
+        for name in order if round_index % 2 == 0 else order[::-1]:
+            if name == peer_name:
+                rate = model_garden_decode(args, files, peer, outputs[name])
+            else:
+                rate = t2t_lite_decode(engines[name], files, outputs[name])
+            rates[name].append(rate)
+            print(f"round {round_index + 1}: {name}: {rate:.1f} lines/s", flush=True)
+    rows = {name: (max(rates[name]), read_lines(outputs[name])) for name in outputs}
+    shutil.rmtree(scratch)
+    peer_rate = rows[peer_name][0]
 
     tokenizer = sentencepiece.SentencePieceProcessor(model_file=files["spm"])
     references = read_lines(files["reference"])
     print(f"\n{len(references)} test lines of {args.run_dir}; Model Garden trained "
-          f"{peer_steps} steps ({args.peer_dir})\n")
+          f"{peer['steps']} steps ({args.peer_dir}); best of {args.rounds} rounds\n")
     print("| engine | lines/s | output tokens/s | vs Model Garden | test BLEU |")
     print("|---|---|---|---|---|")
     for name, (rate, hypotheses) in rows.items():
