@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 
+from t2t_lite import stderr_filter
 from t2t_lite.errors import UserError
 
 STATE = "state.json"
@@ -60,6 +61,10 @@ class Run:
         with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True,
                               bufsize=1) as process:
             for line in process.stdout:
+                # The tool's own stderr filter is off (the demo set TF_CPP_MIN_LOG_LEVEL for it
+                # and filters its own stderr instead), so merged lines are filtered here.
+                if merge_stderr and stderr_filter.is_noise(line.encode("utf-8")):
+                    continue
                 lines.append(line)
                 self.echo(line.rstrip("\n"), flush=True)
         if process.returncode:

@@ -52,6 +52,9 @@ def test_output_names_the_results_and_rerun_reuses_finished_stages(demo_run):
     for text in (first, second):
         assert "test BLEU" in text and f"run folder: {run_dir}" in text
         assert "lines/s in the decoder" in text
+    # The decoder's stderr joins the demo's output (for its summary line), without TF's noise.
+    assert "$ t2t-lite-decoder" in first and "decoded 12 lines in" in first
+    assert "absl::InitializeLog" not in first and "cuda drivers" not in first
     # The re-run finds the step budget spent, so it neither exports nor decodes again.
     assert "$ t2t-lite-exporter" in first and "$ t2t-lite-exporter" not in second
     assert "$ t2t-lite-decoder" in first and "$ t2t-lite-decoder" not in second
