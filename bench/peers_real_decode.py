@@ -35,12 +35,11 @@ import subprocess
 import sys
 import tempfile
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the problem's import loads TensorFlow
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
+
+from t2t_lite import cli  # noqa: E402  sets TF_ENABLE_ONEDNN_OPTS=1 and quiet TensorFlow logs
 
 DEFAULT_PEER_SCRIPT = os.path.join(os.path.dirname(ROOT), "shared", "peers",
                                    "mg_seq2seq_train.py")
@@ -219,6 +218,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     args.peer_dir = args.peer_dir or os.path.join(args.run_dir, "peer_model_garden")
+    cli.filter_stderr()  # the problem's import loads TensorFlow, which prints start-up lines
 
     import sentencepiece
     from t2t_lite.metrics import bleu
