@@ -29,7 +29,6 @@ as both models write it), the ratio to Model Garden in lines/s, test sacreBLEU.
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -40,10 +39,11 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 from t2t_lite import cli  # noqa: E402  sets TF_ENABLE_ONEDNN_OPTS=1 and quiet TensorFlow logs
+from t2t_lite.demo import decoder_rate  # noqa: E402  reads t2t-lite-decoder's summary line
+from t2t_lite.metrics.report import read_lines  # noqa: E402
 
 DEFAULT_PEER_SCRIPT = os.path.join(os.path.dirname(ROOT), "shared", "peers",
                                    "mg_seq2seq_train.py")
-SUMMARY = re.compile(r"^decoded (\d+) lines in ([0-9.]+)s \(([0-9.]+) lines/s\)")
 
 # Model Garden's decode of the saved peer model, run under the peer venv's python (never imports
 # t2t_lite): the model as shared/peers/mg_seq2seq_train.py builds it (its defaults: no biases;
@@ -145,15 +145,10 @@ def write_peer_data(problem_name, files, folder):
             if not isinstance(pair, text_io.Skipped):
                 f.write("\t".join(text.replace("\t", " ") for text in pair) + "\n")
     test = os.path.join(folder, "test.tsv")
-    sources, references = (read_lines(files[k]) for k in ("source", "reference"))
+    sources, references = (read_lines(files[k], k) for k in ("source", "reference"))
     with open(test, "w", encoding="utf-8") as f:
         f.writelines(f"{s}\t{r}\n" for s, r in zip(sources, references))
     return train, test
-
-
-def read_lines(path):
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
 
 
 def train_model_garden(args, files):
@@ -198,11 +193,11 @@ def t2t_lite_decode(engine_args, files, output):
     command = [sys.executable, "-m", "t2t_lite.bin.decoder", *engine_args,
                f"--decode_from_file={files['source']}", f"--decode_to_file={output}"]
     done = subprocess.run(command, capture_output=True, text=True)
-    matches = [m for m in map(SUMMARY.match, done.stderr.splitlines()) if m]
-    if done.returncode or not matches:
+    rate = decoder_rate(done.stderr)
+    if done.returncode or rate is None:
         fail(f"t2t-lite-decoder {' '.join(engine_args)} failed (exit {done.returncode}): "
              f"{done.stderr.strip().splitlines()[-1:]}")
-    return float(matches[-1].group(3))
+    return rate
 
 
 def main():
@@ -253,12 +248,12 @@ def main():
                 rate = t2t_lite_decode(engines[name], files, outputs[name])
             rates[name].append(rate)
             print(f"round {round_index + 1}: {name}: {rate:.1f} lines/s", flush=True)
-    rows = {name: (max(rates[name]), read_lines(outputs[name])) for name in outputs}
+    rows = {name: (max(rates[name]), read_lines(outputs[name], name)) for name in outputs}
     shutil.rmtree(scratch)
     peer_rate = rows[peer_name][0]
 
     tokenizer = sentencepiece.SentencePieceProcessor(model_file=files["spm"])
-    references = read_lines(files["reference"])
+    references = read_lines(files["reference"], "reference")
     print(f"\n{len(references)} test lines of {args.run_dir}; Model Garden trained "
           f"{peer['steps']} steps ({args.peer_dir}); best of {args.rounds} rounds\n")
     print("| engine | lines/s | output tokens/s | vs Model Garden | test BLEU |")
