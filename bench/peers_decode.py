@@ -381,6 +381,10 @@ def main():
     parser = add_arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
     parser.add_argument("--json_rows", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    sys.path.insert(0, ROOT)
+    from t2t_lite import cli
+
+    cli.filter_stderr()  # the workers inherit it: no TensorFlow start-up lines in the table
     rows = measure(args)
     if args.json_rows:
         print(PROTOCOL + json.dumps(rows), flush=True)
