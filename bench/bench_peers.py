@@ -174,15 +174,6 @@ def model_garden_worker(config):
 
 # ------------------------------------------------------------------------------------------------
 # the parent
-def quiet_tensorflow_start_up():
-    """The workers inherit a stderr that drops TensorFlow's start-up lines (cuInit, absl), as
-    the t2t-lite tools' own does; real errors still pass."""
-    sys.path.insert(0, ROOT)
-    from t2t_lite import cli
-
-    cli.filter_stderr()
-
-
 class Worker:
     def __init__(self, name, python, role, config, env):
         self.name = name
@@ -410,7 +401,10 @@ def main():
     args = parser.parse_args()
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    quiet_tensorflow_start_up()
+    sys.path.insert(0, ROOT)
+    from t2t_lite import cli
+
+    cli.filter_stderr()  # the workers inherit it: no TensorFlow start-up lines in the table
     rows, notes = [], []
     if args.part in ("train", "all"):
         train_rows, note = measure_training(args)

@@ -381,8 +381,7 @@ def main():
     parser = add_arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
     parser.add_argument("--json_rows", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    sys.path.insert(0, ROOT)
-    from t2t_lite import cli
+    from t2t_lite import cli  # ROOT is on sys.path (top of this file)
 
     cli.filter_stderr()  # the workers inherit it: no TensorFlow start-up lines in the table
     rows = measure(args)
