@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-from t2t_lite import stderr_filter
+from t2t_lite import atomic, stderr_filter
 from t2t_lite.errors import UserError
 
 STATE = "state.json"
@@ -42,10 +42,7 @@ class Run:
         return os.path.join(self.dir, *parts)
 
     def save_state(self):
-        tmp = self.path(STATE + ".tmp")
-        with open(tmp, "w") as f:
-            json.dump(self.state, f, indent=2)
-        os.replace(tmp, self.path(STATE))
+        atomic.write_json(self.path(STATE), self.state, indent=2)
 
     def tool(self, name, *args, merge_stderr=False):
         """Runs `python -m t2t_lite.bin.<name> args`; a failure ends the demo with its message.

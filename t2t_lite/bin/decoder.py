@@ -51,7 +51,7 @@ flags.DEFINE_enum("compute_type", "default", ["default", "auto", "float32", "int
 def _parallel_searches(num_lines):
     """Resolves --parallel_searches and sets TensorFlow's threads for it (before any op runs).
     Never more searches than lines: a single line keeps every core for its one search."""
-    from t2t_lite.export import parallel_search
+    from t2t_lite.inference import parallel_search
 
     on_gpu = FLAGS.engine == "tensorflow" and parallel_search.tensorflow_on_gpu()
     searches = min(parallel_search.resolve(FLAGS.parallel_searches, on_gpu), max(num_lines, 1))
@@ -72,10 +72,10 @@ def _translator(searches):
     if FLAGS.compute_type != "default":
         raise cli.UserError("--compute_type applies to --engine=ctranslate2 only")
     if FLAGS.model_dir:
-        from t2t_lite.export import serving_module
-        return serving_module.from_model_dir(FLAGS.model_dir, FLAGS.checkpoint_path,
-                                             beam_size=FLAGS.beam_size,
-                                             precision=FLAGS.decode_precision)
+        from t2t_lite.inference import translator
+        return translator.from_model_dir(FLAGS.model_dir, FLAGS.checkpoint_path,
+                                         beam_size=FLAGS.beam_size,
+                                         precision=FLAGS.decode_precision)
     if FLAGS.decode_precision != "float32":
         raise cli.UserError("--decode_precision needs --model_dir: an export's precision is "
                             "fixed (t2t-lite-exporter --decode_precision)")
@@ -84,7 +84,8 @@ def _translator(searches):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  registers the tokenizer ops the SavedModel uses
 
-    from t2t_lite.export import batch_decode, exporter
+    from t2t_lite.export import exporter
+    from t2t_lite.inference import batch_decode
     version_dir = exporter.latest_version_dir(FLAGS.export_dir)
     translator = tf.saved_model.load(version_dir)
     beam_size = batch_decode.settings(translator)["beam_size"]
@@ -95,15 +96,17 @@ def _translator(searches):
 
 
 def _ctranslate2_translator(searches):
-    from t2t_lite.export import ctranslate2_engine
+    from t2t_lite.export import ctranslate2_export
+    from t2t_lite.inference import ctranslate2_engine
+
+    folder, keep_alive = FLAGS.export_dir, None
     if FLAGS.model_dir:
-        return ctranslate2_engine.from_model_dir(FLAGS.model_dir, FLAGS.checkpoint_path,
-                                                 compute_type=FLAGS.compute_type,
-                                                 beam_size=FLAGS.beam_size, searches=searches)
-    if FLAGS.checkpoint_path:
+        folder, keep_alive = ctranslate2_export.export_temporary(FLAGS.model_dir,
+                                                                 FLAGS.checkpoint_path)
+    elif FLAGS.checkpoint_path:
         raise cli.UserError("--checkpoint_path needs --model_dir (an export holds one checkpoint)")
     return ctranslate2_engine.CTranslate2Translator(
-        FLAGS.export_dir, compute_type=FLAGS.compute_type, beam_size=FLAGS.beam_size,
+        folder, compute_type=FLAGS.compute_type, beam_size=FLAGS.beam_size, keep_alive=keep_alive,
         searches=searches)
 
 
@@ -142,7 +145,7 @@ def main(argv):
     # Checked before decoding, which may take hours.
     if FLAGS.decode_to_file and os.path.isdir(FLAGS.decode_to_file):
         raise cli.UserError(f"--decode_to_file {FLAGS.decode_to_file} is a directory; name a file")
-    from t2t_lite.export import batch_decode  # after the flag checks: TensorFlow takes seconds
+    from t2t_lite.inference import batch_decode  # after the flag checks: TensorFlow takes seconds
 
     raw_lines = batch_decode.split_lines(_read_input())
     searches = _parallel_searches(len(raw_lines))

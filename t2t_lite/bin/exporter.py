@@ -2,12 +2,13 @@
 
     t2t-lite-exporter --model_dir=M --export_dir=E [--checkpoint_path=M/ckpt-N]
 
-Writes E/<n>/ (n = newest existing version + 1). Signatures are described in the README ("Decoding, exporting and serving").
+Writes E/<n>/ (n = newest existing version + 1). The signatures are described in
+docs/decoding.md.
 
     t2t-lite-exporter --model_dir=M --export_dir=C --format=ctranslate2 [--quantization=int8]
 
 writes a CTranslate2 model folder C (new or empty; needs `pip install 't2t_lite[ctranslate2]'`)
-for `ctranslate2.Translator(C)`; see t2t_lite/export/ctranslate2_export.py.
+for `ctranslate2.Translator(C)`; see docs/ctranslate2.md.
 """
 from absl import flags
 

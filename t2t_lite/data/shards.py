@@ -15,7 +15,8 @@ import random
 
 import tensorflow as tf
 
-TMP_SUFFIX = ".incomplete"
+from t2t_lite import atomic
+from t2t_lite.atomic import TMP_SUFFIX
 
 
 def shard_path(data_dir, prefix, split, index):
@@ -36,13 +37,6 @@ def read_manifest(data_dir, prefix, split):
         return None
     with open(path, encoding="utf-8") as f:
         return json.load(f)
-
-
-def write_json_atomically(path, obj):
-    tmp = path + TMP_SUFFIX
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1, sort_keys=True)
-    os.replace(tmp, path)
 
 
 def serialize_example(inputs, targets):
@@ -97,7 +91,7 @@ class ShardedSplitWriter:
         stats = {"num_examples": len(self._buffer),
                  "length_histogram": {str(k): v for k, v in sorted(self._lengths.items())}}
         # The sidecar lands first: a renamed shard always has its statistics.
-        write_json_atomically(self._stats_path(index), stats)
+        atomic.write_json(self._stats_path(index), stats, indent=1, sort_keys=True)
         os.replace(path + TMP_SUFFIX, path)
         self.finished.append(stats)
         self._buffer, self._lengths = [], collections.Counter()
@@ -116,5 +110,6 @@ class ShardedSplitWriter:
             "num_shards": len(self.finished),
             "length_histogram": {str(k): v for k, v in sorted(histogram.items())},
         })
-        write_json_atomically(manifest_path(self.data_dir, self.prefix, self.split), manifest)
+        atomic.write_json(manifest_path(self.data_dir, self.prefix, self.split), manifest,
+                          indent=1, sort_keys=True)
         return manifest

@@ -101,10 +101,7 @@ class WordPieceTokenizer(Tokenizer):
     """
 
     def __init__(self, vocab_path, name=None):
-        with tf.io.gfile.GFile(vocab_path, "r") as f:
-            vocab = f.read().split("\n")
-        if vocab and vocab[-1] == "":
-            vocab.pop()
+        vocab = vocabulary_tokens(vocab_path)
         _check_reserved(vocab, vocab_path)
         self._wordpiece = tf_text.FastWordpieceTokenizer(
             vocab=vocab, suffix_indicator="##", unknown_token=RESERVED_TOKENS[UNK_ID],
@@ -123,8 +120,7 @@ class SymbolTokenizer(Tokenizer):
     """A fixed vocabulary of whitespace-separated symbols (one per line of the vocab file)."""
 
     def __init__(self, vocab_path, name=None):
-        with tf.io.gfile.GFile(vocab_path, "r") as f:
-            vocab = [line for line in f.read().split("\n") if line]
+        vocab = vocabulary_tokens(vocab_path)
         _check_reserved(vocab, vocab_path)
         self._table = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
@@ -144,6 +140,20 @@ class SymbolTokenizer(Tokenizer):
 def _check_reserved(vocab, path):
     if tuple(vocab[:len(RESERVED_TOKENS)]) != RESERVED_TOKENS:
         raise ValueError(f"{path}: vocabulary must start with {RESERVED_TOKENS}, got {vocab[:3]}")
+
+
+def vocabulary_tokens(vocab_path):
+    """One token string per id, in id order, for a vocabulary file of any kind (by its suffix)."""
+    if vocab_path.endswith(SENTENCEPIECE_SUFFIX):
+        processor = sentencepiece.SentencePieceProcessor(model_file=vocab_path)
+        return [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+    with tf.io.gfile.GFile(vocab_path, "r") as f:
+        tokens = f.read().split("\n")
+    if vocab_path.endswith(SYMBOLS_SUFFIX):
+        return [t for t in tokens if t]
+    if tokens and tokens[-1] == "":
+        tokens.pop()
+    return tokens
 
 
 def load_tokenizer(vocab_path):

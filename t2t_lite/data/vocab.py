@@ -10,6 +10,7 @@ import random
 
 import sentencepiece as spm
 
+from t2t_lite import atomic
 from t2t_lite.data import tokenizers
 
 
@@ -73,8 +74,4 @@ def write_symbol_vocab(vocab_path, symbols):
 
 
 def _write_lines(path, lines):
-    tmp = path + ".incomplete"
-    with open(tmp, "w", encoding="utf-8") as f:
-        for line in lines:
-            f.write(line + "\n")
-    os.replace(tmp, path)
+    atomic.write_text(path, "".join(line + "\n" for line in lines))

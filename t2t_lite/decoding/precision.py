@@ -8,7 +8,7 @@ Translations can differ from float32's where two hypotheses are nearly tied.
 The twin is a second model of the same class and config under Keras' "bfloat16" policy, holding
 a bfloat16 copy of the weights taken when it is made (decoding serves a fixed checkpoint or
 export). Weights stored in bfloat16 rather than cast from float32 at every use (the
-mixed_bfloat16 policy) decode ~1.1x faster: a step would otherwise cast every kernel and the
+mixed_bfloat16 policy) decode faster: a step would otherwise cast every kernel and the
 [vocab, d_model] embedding again. The matmuls see the same bfloat16 weights either way; only the
 layer norms' scale and offset are rounded to bfloat16 too.
 """
@@ -19,16 +19,15 @@ PRECISIONS = ("float32", "bfloat16", "auto")
 
 def choose(requested):
     """(precision, why) for a requested decode precision: "float32", "bfloat16", or "auto"
-    (bfloat16 only where the CPU has bfloat16 units and a matmul probe runs faster, as training's
-    "auto" decides)."""
+    (bfloat16 only where the CPU has bfloat16 units and a matmul probe runs faster: cpu.py)."""
     if requested not in PRECISIONS:
         raise ValueError(f"decode precision must be one of {PRECISIONS}, got {requested!r}")
     if requested != "auto":
         return requested, "requested"
-    from t2t_lite.training import precision as training_precision
+    from t2t_lite import cpu
 
-    policy, why = training_precision.choose("auto")
-    return ("bfloat16" if policy == "mixed_bfloat16" else "float32"), why
+    use_bfloat16, why = cpu.bfloat16_pays()
+    return ("bfloat16" if use_bfloat16 else "float32"), why
 
 
 def twin(model, precision):

@@ -1,6 +1,5 @@
-"""Export and serving: text-in/text-out SavedModels, and file-level batch decoding.
+"""Writers of trained models for other runtimes: nothing here translates.
 
-    serving_module  TranslationModule: tokenizer + Transformer + beam search as tf.functions
-    exporter        versioned SavedModel folders (E/<n>/) for tf.saved_model.load and TF Serving
-    batch_decode    files of lines -> translations, one output line per input line, in order
+    exporter            versioned SavedModel folders (E/<n>/) for tf.saved_model.load and TF Serving
+    ctranslate2_export  a CTranslate2 model folder (`t2t-lite-exporter --format=ctranslate2`)
 """

@@ -23,7 +23,7 @@ How each part of t2t_lite maps onto CTranslate2's TransformerSpec:
 | feed-forward inner/outer Dense, ReLU | `ffn.linear_0` / `linear_1`, RELU |
 | layer_norm_epsilon | config `layer_norm_epsilon` |
 | ids 0 = pad (the decoder start symbol), 1 = EOS, 2 = unk; EOS appended to every source | `decoder_start_token="<pad>"`, `eos_token="</s>"`, `unk_token="<unk>"`, `add_source_eos=True` |
-| GNMT length penalty ((5 + len) / 6)^alpha, len counting EOS | no equivalent: CTranslate2 4.x divides by len^alpha; `translate_tokens` re-ranks its n-best with GNMT's penalty |
+| GNMT length penalty ((5 + len) / 6)^alpha, len counting EOS | no equivalent: CTranslate2 4.x divides by len^alpha; `inference/ctranslate2_engine.translate_tokens` re-ranks its n-best with GNMT's penalty |
 
 Refused with a UserError (CTranslate2 has one head size for queries, keys and values): d_k != d_v.
 A checkpoint the model_dir cannot load, and an existing non-empty output folder, are UserErrors too.
@@ -41,19 +41,17 @@ import tempfile
 
 import numpy as np
 
+from t2t_lite.data.tokenizers import RESERVED_TOKENS, vocabulary_tokens
 from t2t_lite.errors import UserError
+from t2t_lite.inference.ctranslate2_engine import METADATA_FILE, import_ctranslate2
 
-METADATA_FILE = "t2t_lite.json"
-PAD_TOKEN, EOS_TOKEN, UNK_TOKEN = "<pad>", "</s>", "<unk>"
+PAD_TOKEN, EOS_TOKEN, UNK_TOKEN = RESERVED_TOKENS
 
 
-def _ctranslate2():
-    try:
-        import ctranslate2  # noqa: F401
-        from ctranslate2 import specs
-    except ImportError:
-        raise UserError("--format=ctranslate2 needs the ctranslate2 package: "
-                        "pip install 't2t_lite[ctranslate2]'") from None
+def _specs():
+    import_ctranslate2("--format=ctranslate2")
+    from ctranslate2 import specs
+
     return specs
 
 
@@ -63,25 +61,6 @@ def check_convertible(config):
         raise UserError(
             f"cannot convert to CTranslate2: d_k={config.key_dim} differs from d_v="
             f"{config.value_dim}, and CTranslate2 has one head size for queries, keys and values")
-
-
-def vocabulary_tokens(vocab_path):
-    """One token string per id, in id order, for the model_dir's vocabulary file."""
-    from t2t_lite.data import tokenizers
-
-    if vocab_path.endswith(tokenizers.SENTENCEPIECE_SUFFIX):
-        import sentencepiece
-
-        processor = sentencepiece.SentencePieceProcessor(model_file=vocab_path)
-        tokens = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
-    else:
-        with open(vocab_path, encoding="utf-8") as f:
-            tokens = f.read().split("\n")
-        if tokens and tokens[-1] == "":
-            tokens.pop()
-        if vocab_path.endswith(tokenizers.SYMBOLS_SUFFIX):
-            tokens = [t for t in tokens if t]
-    return tokens
 
 
 def _check_tokens(tokens, vocab_size):
@@ -104,36 +83,15 @@ def _array(variable):
     return np.asarray(variable, dtype=np.float32)
 
 
-def _probe(project, d_model):
-    """(kernel [d_in, out], bias [out]) of an affine projection [1, S, d] -> [1, S, H, k].
-
-    Used when an attention layer does not expose separate query/key/value kernels (e.g. a fused
-    QKV weight): the projection of the identity minus the projection of zeros.
-    """
-    import tensorflow as tf
-
-    bias = np.asarray(project(tf.zeros([1, 1, d_model])), np.float32).reshape(-1)
-    kernel = np.asarray(project(tf.eye(d_model)[None]), np.float32).reshape(d_model, -1)
-    return kernel - bias[None, :], bias
-
-
-def _qkv(attention, d_model):
+def _qkv(attention):
     """[(kernel [d, H*k], bias [H*k] or None)] for query, key and value of one attention layer."""
-    names = ("query", "key", "value")
-    if all(hasattr(attention, f"{n}_kernel") for n in names):
-        result = []
-        for name in names:
-            kernel = _array(getattr(attention, f"{name}_kernel"))
-            bias = getattr(attention, f"{name}_bias", None)
-            result.append((kernel.reshape(kernel.shape[0], -1),
-                           None if bias is None else _array(bias).reshape(-1)))
-        return result
-    query = _probe(attention.project_query, d_model)
-    key = _probe(lambda x: attention.project_key_value(x)[0], d_model)
-    value = _probe(lambda x: attention.project_key_value(x)[1], d_model)
-    if not attention.use_bias:
-        query, key, value = ((k, None) for k, _ in (query, key, value))
-    return [query, key, value]
+    result = []
+    for name in ("query", "key", "value"):
+        kernel = _array(getattr(attention, f"{name}_kernel"))
+        bias = getattr(attention, f"{name}_bias", None)
+        result.append((kernel.reshape(kernel.shape[0], -1),
+                       None if bias is None else _array(bias).reshape(-1)))
+    return result
 
 
 def _set_linear(spec, kernel, bias=None):
@@ -153,8 +111,8 @@ def _set_layer_norm(spec, norm):
     spec.beta = _array(norm.beta)
 
 
-def _set_attention(spec, attention, residual, d_model, self_attention):
-    query, key, value = _qkv(attention, d_model)
+def _set_attention(spec, attention, residual, self_attention):
+    query, key, value = _qkv(attention)
     if self_attention:
         _set_fused(spec.linear[0], [query, key, value])
     else:
@@ -175,7 +133,7 @@ def _set_feed_forward(spec, feed_forward, residual):
 
 def model_spec(model, tokens):
     """A ctranslate2 TransformerSpec holding the weights of a t2t_lite Transformer."""
-    specs = _ctranslate2()
+    specs = _specs()
     config = model.config
     check_convertible(config)
     _check_tokens(tokens, model.vocab_size)
@@ -198,13 +156,13 @@ def model_spec(model, tokens):
 
     for spec, layer in zip(encoder.layer, model.encoder_layers):
         _set_attention(spec.self_attention, layer.self_attention, layer.self_attention_residual,
-                       d_model, self_attention=True)
+                       self_attention=True)
         _set_feed_forward(spec.ffn, layer.feed_forward, layer.feed_forward_residual)
     for spec, layer in zip(decoder.layer, model.decoder_layers):
         _set_attention(spec.self_attention, layer.self_attention, layer.self_attention_residual,
-                       d_model, self_attention=True)
+                       self_attention=True)
         _set_attention(spec.attention, layer.cross_attention,
-                       layer.cross_attention_residual, d_model, self_attention=False)
+                       layer.cross_attention_residual, self_attention=False)
         _set_feed_forward(spec.ffn, layer.feed_forward, layer.feed_forward_residual)
     if pre_norm:
         _set_layer_norm(encoder.layer_norm, model.encoder_final_norm)
@@ -246,7 +204,7 @@ def convert(model, tokens, output_dir, vocab_path=None, quantization=None, metad
 
     parent = os.path.dirname(os.path.abspath(output_dir))
     os.makedirs(parent, exist_ok=True)
-    tmp_dir = tempfile.mkdtemp(prefix=".incomplete-ct2-", dir=parent)
+    tmp_dir = tempfile.mkdtemp(prefix=".incomplete-", dir=parent)
     try:
         spec.save(tmp_dir)
         with open(os.path.join(tmp_dir, METADATA_FILE), "w", encoding="utf-8") as f:
@@ -260,10 +218,20 @@ def convert(model, tokens, output_dir, vocab_path=None, quantization=None, metad
     return output_dir
 
 
+def export_temporary(model_dir, checkpoint_path=None):
+    """Converts a model_dir's checkpoint into a temporary folder; returns (the model folder, the
+    TemporaryDirectory that removes it when dropped or at exit)."""
+    import_ctranslate2()  # before the conversion imports it
+    folder = tempfile.TemporaryDirectory(prefix="t2t_lite_ct2_")
+    output = os.path.join(folder.name, "model")
+    export(model_dir, output, checkpoint_path=checkpoint_path)
+    return output, folder
+
+
 def export(model_dir, output_dir, checkpoint_path=None, beam_size=None, alpha=None,
            extra_length=None, quantization=None):
     """Converts a model_dir's checkpoint (default: averaged, else latest) into output_dir."""
-    _ctranslate2()  # a clear error before the (slow) model load
+    import_ctranslate2("--format=ctranslate2")  # a clear error before the (slow) model load
     from t2t_lite.model_dir import files, loaded
 
     check_convertible(files.load_configs(model_dir)[0])
@@ -279,69 +247,3 @@ def export(model_dir, output_dir, checkpoint_path=None, beam_size=None, alpha=No
         max_source_tokens=int(model.config.max_length) - 1)
     return convert(model, vocabulary_tokens(vocab_path), output_dir, vocab_path=vocab_path,
                    quantization=quantization, metadata=metadata)
-
-
-def decode_limits(source_tokens, extra_length, max_length):
-    """CTranslate2 `max_decoding_length` for a source of `source_tokens` tokens (EOS not counted)
-    that matches t2t_lite's limit: at most source + 1 + extra_length output tokens counting EOS,
-    and at most max_length; CTranslate2 counts generated tokens without a final EOS."""
-    return max(1, min(source_tokens + 1 + extra_length, max_length) - 1)
-
-
-def length_penalty(length, alpha):
-    """t2t_lite's GNMT length penalty ((5 + length) / 6) ** alpha."""
-    return ((5.0 + length) / 6.0) ** alpha
-
-
-def translate_tokens(translator, sources, beam_size=4, alpha=0.6, extra_length=50, max_length=256,
-                     nbest=1, max_batch_size=64):
-    """t2t_lite's translations of token lists through a ctranslate2.Translator.
-
-    Args:
-      translator: a ctranslate2.Translator on a folder written by `convert`/`export`.
-      sources: list of source token lists (strings, without EOS; the model adds it).
-      beam_size, alpha, extra_length: as t2t_lite's decoder (alpha is the GNMT exponent).
-      max_length: the model's max_length (t2t_lite.json's), which bounds every output.
-      nbest: hypotheses to return per source (<= beam_size).
-
-    Returns:
-      list (same order) of n-best lists [(target tokens without EOS, score)], best first, where
-      score = log P(target + EOS | source) / ((5 + length) / 6) ** alpha, length counting EOS,
-      as t2t_lite's beam search scores. An empty source gives [([], 0.0)].
-
-    CTranslate2 takes one length limit per call, and t2t_lite one per sentence (its length +
-    extra_length): sentences are grouped by length so each gets its own limit. CTranslate2 4.x
-    normalises finished hypotheses by length ** alpha rather than GNMT's penalty, so the beam's
-    n-best (scores recovered as log probabilities) is re-ranked with the GNMT penalty here. A
-    hypothesis cut by the length limit ends without EOS in CTranslate2, its score then lacks the
-    EOS probability t2t_lite counts. `min_decoding_length=0`: t2t_lite may translate to nothing
-    (EOS first), while CTranslate2's default of 1 forbids EOS at the first step.
-    """
-    nbest = max(1, min(int(nbest), int(beam_size)))
-    results = [None] * len(sources)
-    by_length = {}
-    for index, source in enumerate(sources):
-        if not source:
-            results[index] = [([], 0.0)]
-        else:
-            source = list(source)[:max_length - 1]
-            by_length.setdefault(len(source), []).append((index, source))
-    ct2_alpha = float(alpha) if beam_size > 1 else 0.0
-    for length, items in sorted(by_length.items()):
-        outputs = translator.translate_batch(
-            [source for _, source in items], beam_size=int(beam_size),
-            num_hypotheses=int(beam_size), length_penalty=ct2_alpha,
-            max_decoding_length=decode_limits(length, extra_length, max_length),
-            min_decoding_length=0, return_scores=True, return_end_token=True,
-            max_batch_size=max_batch_size)
-        for (index, _), output in zip(items, outputs):
-            hypotheses = []
-            for tokens, score in zip(output.hypotheses, output.scores):
-                length_with_eos = len(tokens)
-                if tokens and tokens[-1] == EOS_TOKEN:
-                    tokens = tokens[:-1]
-                log_prob = score * length_with_eos ** ct2_alpha
-                hypotheses.append((tokens, log_prob / length_penalty(length_with_eos, alpha)))
-            hypotheses.sort(key=lambda h: -h[1])
-            results[index] = hypotheses[:nbest]
-    return results

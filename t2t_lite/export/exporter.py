@@ -12,7 +12,7 @@ import tempfile
 import tensorflow as tf
 
 from t2t_lite.errors import UserError
-from t2t_lite.export import serving_module
+from t2t_lite.inference import translator
 
 METADATA_FILE = os.path.join("assets.extra", "t2t_lite.json")
 
@@ -70,7 +70,7 @@ def export(model_dir, export_dir, checkpoint_path=None, beam_size=None, alpha=No
     """Exports a model_dir's checkpoint (default: averaged, else latest); returns the version dir.
 
     precision: the exported beam search's, "float32" (default) or the opt-in "bfloat16"."""
-    module = serving_module.from_model_dir(model_dir, checkpoint_path, beam_size=beam_size,
-                                           alpha=alpha, extra_length=extra_length,
-                                           precision=precision)
+    module = translator.from_model_dir(model_dir, checkpoint_path, beam_size=beam_size,
+                                       alpha=alpha, extra_length=extra_length,
+                                       precision=precision)
     return save(module, export_dir)

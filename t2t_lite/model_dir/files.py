@@ -19,9 +19,8 @@ import dataclasses
 import fcntl
 import json
 import os
-import shutil
 
-from t2t_lite import hparams
+from t2t_lite import atomic, hparams
 from t2t_lite.config import DecodeConfig, ModelConfig, TrainConfig
 from t2t_lite.errors import UserError
 
@@ -65,13 +64,6 @@ class TrainerLock:
 
     def __exit__(self, *exc):
         self.release()
-
-
-def _write_atomic(path, text):
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def read_run_info(model_dir):
@@ -120,13 +112,12 @@ def write_run_info(model_dir, problem_name, hparams_set, gin_params, vocab_path,
                             "--hparams_set/--gin_param or use another --model_dir")
     vocab_copy = os.path.join(model_dir, info["vocab_file"])
     if os.path.abspath(vocab_path) != os.path.abspath(vocab_copy):
-        shutil.copyfile(vocab_path, vocab_copy + ".tmp")
-        os.replace(vocab_copy + ".tmp", vocab_copy)
-    _write_atomic(os.path.join(model_dir, CONFIG), config_text)
-    _write_atomic(os.path.join(model_dir, CONFIGS), json.dumps(
+        atomic.copy_file(vocab_path, vocab_copy)
+    atomic.write_text(os.path.join(model_dir, CONFIG), config_text)
+    atomic.write_text(os.path.join(model_dir, CONFIGS), json.dumps(
         {key: dataclasses.asdict(config) for key, config in zip(_CONFIG_KEYS, configs)},
         indent=2) + "\n")
-    _write_atomic(existing_path, json.dumps(info, indent=2) + "\n")
+    atomic.write_text(existing_path, json.dumps(info, indent=2) + "\n")
     return info
 
 
@@ -156,7 +147,7 @@ def _read_configs_json(model_dir):
 
 
 def write_operative_config(model_dir):
-    _write_atomic(os.path.join(model_dir, OPERATIVE_CONFIG), hparams.operative_config_text())
+    atomic.write_text(os.path.join(model_dir, OPERATIVE_CONFIG), hparams.operative_config_text())
 
 
 def load_configs(model_dir):

@@ -23,7 +23,8 @@ from t2t_lite import hparams  # noqa: E402
 from t2t_lite.data import vocab  # noqa: E402
 from t2t_lite.decoding.translate import translate  # noqa: E402
 from t2t_lite.errors import UserError  # noqa: E402
-from t2t_lite.export import ctranslate2_export, serving_module  # noqa: E402
+from t2t_lite.export import ctranslate2_export  # noqa: E402
+from t2t_lite.inference import ctranslate2_engine, translator  # noqa: E402
 from t2t_lite.models.transformer import Transformer  # noqa: E402
 from t2t_lite.model_dir import files as model_dir_lib  # noqa: E402
 from t2t_lite.training.loss import token_statistics  # noqa: E402
@@ -123,7 +124,7 @@ def test_export_folder_holds_model_vocabulary_and_settings(ct2_dir):
 @pytest.mark.parametrize("beam_size", [1, 4])
 def test_translations_equal_t2t_lite_beam_search(trained_model_dir, ct2_dir, beam_size):
     """Best hypotheses: token ids equal to the decoder's (= SavedModel's) graph, scores close."""
-    module = serving_module.from_model_dir(trained_model_dir, beam_size=beam_size)
+    module = translator.from_model_dir(trained_model_dir, beam_size=beam_size)
     alpha = 0.6 if beam_size > 1 else 0.0
     sources = _sources(10)
     result = module.translate_with_settings(tf.constant([_text(s) for s in sources]),
@@ -131,9 +132,9 @@ def test_translations_equal_t2t_lite_beam_search(trained_model_dir, ct2_dir, bea
     expected = [o.decode().split() for o in result["outputs"][:, 0].numpy()]
     expected_scores = result["scores"][:, 0].numpy()
 
-    translator = ctranslate2.Translator(ct2_dir, device="cpu", inter_threads=1, intra_threads=1)
-    got = ctranslate2_export.translate_tokens(
-        translator, [[TOKENS[i] for i in s] for s in sources], beam_size=beam_size, alpha=alpha,
+    ct2 = ctranslate2.Translator(ct2_dir, device="cpu", inter_threads=1, intra_threads=1)
+    got = ctranslate2_engine.translate_tokens(
+        ct2, [[TOKENS[i] for i in s] for s in sources], beam_size=beam_size, alpha=alpha,
         extra_length=EXTRA, max_length=24)
     assert [hyps[0][0] for hyps in got] == expected
     # CTranslate2's kernels round differently: log probabilities agree to ~1e-3 per token.
@@ -143,9 +144,9 @@ def test_translations_equal_t2t_lite_beam_search(trained_model_dir, ct2_dir, bea
     assert sum(e == [TOKENS[i] for i in s[::-1]] for e, s in zip(expected, sources)) >= 5
 
     # The plain CTranslate2 call the README shows gives the same best translations.
-    plain = translator.translate_batch(
+    plain = ct2.translate_batch(
         [[TOKENS[i] for i in s] for s in sources], beam_size=beam_size, length_penalty=alpha,
-        max_decoding_length=ctranslate2_export.decode_limits(8, EXTRA, 24),
+        max_decoding_length=ctranslate2_engine.decode_limits(8, EXTRA, 24),
         min_decoding_length=0)
     assert [r.hypotheses[0] for r in plain] == expected
 
@@ -184,7 +185,7 @@ def test_every_architecture_variant_converts_exactly(overrides, tmp_path):
         sequences, _ = translate(model, np.array([source + [1]], np.int32), beam_size=1,
                                  alpha=0.0, extra_length=EXTRA)
         row = sequences[0, 0].numpy().tolist()
-        limit = ctranslate2_export.decode_limits(len(source), EXTRA, config.max_length)
+        limit = ctranslate2_engine.decode_limits(len(source), EXTRA, config.max_length)
         output = translator.translate_batch([[TOKENS[i] for i in source]], beam_size=1,
                                             max_decoding_length=limit,
                                             min_decoding_length=0)[0].hypotheses[0]
@@ -281,7 +282,7 @@ def test_decoder_engine_ctranslate2_refuses_other_folders_and_settings(tmp_path,
 
 
 def test_decoder_engine_without_the_package_says_how_to_install_it(monkeypatch):
-    from t2t_lite.export import ctranslate2_engine
+    from t2t_lite.inference import ctranslate2_engine
 
     monkeypatch.setitem(sys.modules, "ctranslate2", None)  # import now fails
     with pytest.raises(UserError) as error:

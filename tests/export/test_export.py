@@ -10,7 +10,8 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.errors import UserError
-from t2t_lite.export import batch_decode, exporter
+from t2t_lite.export import exporter
+from t2t_lite.inference import batch_decode
 from t2t_lite.model_dir import loaded
 
 SOURCES = ["the house is small .", "a cat sat on the mat", "der Hund", "! ? ,", "we"]
@@ -226,18 +227,18 @@ def test_saved_model_cli_show(export_version_dir):
 def test_bfloat16_export_equals_its_checkpoint_module(model_dir, tmp_path):
     # The opt-in bfloat16 beam search: exported (with its own copy of the weights), it decodes as
     # the checkpoint's bfloat16 module does; scoring stays float32.
-    from t2t_lite.export import serving_module
+    from t2t_lite.inference import translator
 
     version_dir = exporter.export(model_dir, str(tmp_path / "bf16"), precision="bfloat16")
     loaded_module = tf.saved_model.load(version_dir)
     assert json.loads(loaded_module.describe().numpy())["decode_precision"] == "bfloat16"
-    module = serving_module.from_model_dir(model_dir, precision="bfloat16")
+    module = translator.from_model_dir(model_dir, precision="bfloat16")
     texts = tf.constant(SOURCES[:3])
     expected = module.nbest(texts)
     result = loaded_module.nbest(texts)
     assert result["outputs"].numpy().tolist() == expected["outputs"].numpy().tolist()
     np.testing.assert_allclose(result["scores"].numpy(), expected["scores"].numpy(), atol=1e-4)
-    float32_module = serving_module.from_model_dir(model_dir)
+    float32_module = translator.from_model_dir(model_dir)
     float32_scores = float32_module.score(texts, texts)
     np.testing.assert_allclose(module.score(texts, texts)["log_prob"].numpy(),
                                float32_scores["log_prob"].numpy(), atol=1e-5)

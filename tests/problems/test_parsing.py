@@ -7,7 +7,7 @@ import pytest
 from t2t_lite import registry
 from t2t_lite.data import text_io, trees
 from t2t_lite.errors import UserError
-from t2t_lite.export import batch_decode
+from t2t_lite.inference import batch_decode
 from t2t_lite.metrics import parseval
 from t2t_lite.problems.parsing import ParsingProblem
 

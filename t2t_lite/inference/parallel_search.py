@@ -15,15 +15,8 @@ the decoder calls it first thing. `split_batches` and `map_parts` split and run 
 import concurrent.futures
 import os
 
+from t2t_lite import cpu
 from t2t_lite.errors import UserError
-
-
-def available_cores():
-    """CPU cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 # Auto never splits a batch further: on many cores, parts of a few sentences would make every
@@ -39,7 +32,7 @@ def resolve(requested, on_gpu=False):
         raise UserError(f"--parallel_searches must be >= 0 (0: one per CPU core), got {requested}")
     if requested:
         return requested
-    return 1 if on_gpu else min(available_cores(), MAX_AUTO_SEARCHES)
+    return 1 if on_gpu else min(cpu.available_cores(), MAX_AUTO_SEARCHES)
 
 
 def tensorflow_on_gpu():
@@ -64,7 +57,7 @@ def configure_tensorflow(searches):
     threading = tf.config.threading
     try:
         if "TF_NUM_INTRAOP_THREADS" not in os.environ:
-            threading.set_intra_op_parallelism_threads(max(1, available_cores() // searches))
+            threading.set_intra_op_parallelism_threads(max(1, cpu.available_cores() // searches))
         if "TF_NUM_INTEROP_THREADS" not in os.environ:
             threading.set_inter_op_parallelism_threads(max(searches, 2))
     except RuntimeError:  # "... cannot be modified after initialization"

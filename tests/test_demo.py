@@ -77,7 +77,7 @@ def test_a_state_file_pointing_outside_the_run_is_not_trusted(tmp_path):
 
 def test_the_decoder_rate_is_read_from_its_own_summary_line():
     from t2t_lite.demo import decoder_rate
-    from t2t_lite.export.batch_decode import DecodeStats
+    from t2t_lite.inference.batch_decode import DecodeStats
 
     summary = DecodeStats(lines=562, seconds=5.8, empty=1, max_source_tokens=127).summary()
     output = f"decoded 400/562 lines (70.0 lines/s)\n{summary}\n"

@@ -8,8 +8,9 @@ import sys
 import numpy as np
 import pytest
 
+from t2t_lite import cpu
 from t2t_lite.errors import UserError
-from t2t_lite.export import batch_decode, parallel_search
+from t2t_lite.inference import batch_decode, parallel_search
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MORE_LINES = [b"the cat sat", b"a dog ran away !", b"we read", b"der Hund und die Katze sass",
@@ -34,7 +35,7 @@ def test_parts_come_back_in_order_from_a_pool():
 
 
 def test_auto_is_one_search_per_core_and_one_on_a_gpu():
-    assert parallel_search.resolve(0) == min(parallel_search.available_cores(), 4)
+    assert parallel_search.resolve(0) == min(cpu.available_cores(), 4)
     assert parallel_search.resolve(0, on_gpu=True) == 1
     assert parallel_search.resolve(3, on_gpu=True) == 3
     with pytest.raises(UserError, match="--parallel_searches must be >= 0"):
@@ -44,9 +45,9 @@ def test_auto_is_one_search_per_core_and_one_on_a_gpu():
 def test_split_batches_give_the_lines_of_one_search(model_dir, hostile_lines):
     """Several batches (small batch_tokens), each split in 3 parts searched at once: the same
     n-best lines and scores as one search per batch, for every hostile line."""
-    from t2t_lite.export import serving_module
+    from t2t_lite.inference import translator
 
-    module = serving_module.from_model_dir(model_dir)
+    module = translator.from_model_dir(model_dir)
     lines = hostile_lines + MORE_LINES
     settings = dict(alpha=0.6, extra_length=6, nbest=2, print_scores=True, batch_tokens=40)
     one, _ = batch_decode.decode_lines(module, lines, parallel_searches=1, **settings)
@@ -61,7 +62,7 @@ def test_split_batches_give_the_lines_of_one_search(model_dir, hostile_lines):
 
 PROBE = """
 import json, os, sys
-from t2t_lite.export import parallel_search
+from t2t_lite.inference import parallel_search
 import tensorflow as tf
 done = parallel_search.configure_tensorflow(int(sys.argv[1]))
 threads = tf.config.threading
@@ -83,7 +84,7 @@ def _probe(searches, **env):
 
 
 def test_threads_are_set_before_tensorflow_starts_and_never_after():
-    cores = parallel_search.available_cores()
+    cores = cpu.available_cores()
     assert _probe(2) == dict(configured=True, intra=max(1, cores // 2), inter=2,
                              other_after_start=False)
     assert _probe(4) == dict(configured=True, intra=max(1, cores // 4), inter=4,

@@ -48,7 +48,7 @@ def test_legacy_model_dir_with_code_in_its_gin_is_refused_in_one_line(model_dir,
 
 
 def test_configs_round_trip_as_values(model_dir):
-    # tests/export/conftest.py trained the fixture with the tiny set and these overrides.
+    # tests/conftest.py trained the fixture with the tiny set and these overrides.
     fixture_params = ["MAX_LENGTH = 16", "DecodeConfig.beam_size = 2",
                       "DecodeConfig.extra_length = 6"]
     configs = model_dir_lib.load_configs(model_dir)

@@ -29,7 +29,7 @@ import tensorflow as tf
 from t2t_lite import registry
 from t2t_lite.decoding.translate import clamp_to_limit
 from t2t_lite.errors import UserError
-from t2t_lite.export import parallel_search
+from t2t_lite.inference import parallel_search
 from t2t_lite.ids import PAD_ID
 
 TOKENIZE_CHUNK = 4096  # lines per `tokenize` call

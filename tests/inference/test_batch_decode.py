@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.data.tokenizers import load_tokenizer
-from t2t_lite.export import batch_decode
+from t2t_lite.inference import batch_decode
 from t2t_lite.model_dir import files as model_dir_lib
 
 EMPTY = {1, 2}
@@ -109,9 +109,9 @@ class _CountingTranslator:
 
 
 def test_the_decoder_tokenizes_each_line_once(model_dir, hostile_lines):
-    from t2t_lite.export import serving_module
+    from t2t_lite.inference import translator
 
-    module = serving_module.from_model_dir(model_dir)
+    module = translator.from_model_dir(model_dir)
     translator = _CountingTranslator(module)
     outputs, stats = batch_decode.decode_lines(translator, hostile_lines, alpha=0.6,
                                                extra_length=6, nbest=2, batch_tokens=64)
@@ -126,13 +126,13 @@ def test_the_decoder_tokenizes_each_line_once(model_dir, hostile_lines):
 
 def test_bfloat16_decoding_is_wired_through_the_cli(cli, model_dir, hostile_lines, tmp_path):
     """--decode_precision=bfloat16 gives the bfloat16 module's lines, one per input line."""
-    from t2t_lite.export import serving_module
+    from t2t_lite.inference import translator
 
     result = cli("decoder", f"--model_dir={model_dir}", "--decode_precision=bfloat16",
                  stdin=b"\n".join(hostile_lines))
     assert result.returncode == 0, result.stderr.decode()[-3000:]
     lines = result.stdout.decode("utf-8").split("\n")[:-1]
-    module = serving_module.from_model_dir(model_dir, precision="bfloat16")
+    module = translator.from_model_dir(model_dir, precision="bfloat16")
     defaults = batch_decode.settings(module)
     assert defaults["decode_precision"] == "bfloat16"
     expected, _ = batch_decode.decode_lines(module, hostile_lines, alpha=defaults["alpha"],

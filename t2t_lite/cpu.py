@@ -1,0 +1,71 @@
+"""The CPU at hand: its feature flags, its cores, and whether bfloat16 matmuls pay on it.
+
+bfloat16 pays only where the CPU has bf16 units (AMX, AVX512_BF16); without them TensorFlow
+falls back to a slow path. So the decision asks the CPU flags first and then a short matmul
+probe. Training (TrainConfig.mixed_precision = "auto") and decoding (--decode_precision=auto)
+both decide here.
+"""
+import os
+import time
+
+BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")
+# bfloat16 must beat float32 by this factor on the probe: casts and the float32 softmaxes and
+# layer norms of a real step eat part of a matmul gain.
+MIN_SPEEDUP = 1.3
+
+
+def cpu_flags(path="/proc/cpuinfo"):
+    """The CPU's feature flags (empty where /proc/cpuinfo is missing, e.g. macOS)."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def available_cores():
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def matmul_seconds(dtype, size=1024, repeats=3):
+    """Best time of a [size, size] x [size, size] matmul in `dtype` on the default device."""
+    import tensorflow as tf
+
+    a = tf.cast(tf.random.uniform((size, size), dtype=tf.float32), dtype)
+    matmul = tf.function(lambda x: tf.reduce_sum(tf.cast(tf.matmul(x, x), tf.float32)))
+    matmul(a).numpy()  # trace and warm up
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        matmul(a).numpy()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def probe_speedup():
+    """float32 time / bfloat16 time of the probe matmul (> 1: bfloat16 is faster)."""
+    return matmul_seconds("float32") / matmul_seconds("bfloat16")
+
+
+def bfloat16_pays(flags=None, probe=probe_speedup, has_gpu=False):
+    """(True if bfloat16 should be used, why) for this machine."""
+    if has_gpu:
+        units = ["GPU"]
+    else:
+        flags = cpu_flags() if flags is None else flags
+        units = sorted(set(BF16_CPU_FLAGS) & set(flags))
+        if not units:
+            return False, "this CPU has no bfloat16 units (no AMX / AVX512_BF16)"
+    speedup = probe()
+    if speedup >= MIN_SPEEDUP:
+        return True, (f"{'/'.join(units)} present and a bfloat16 matmul probe ran "
+                      f"{speedup:.1f}x faster than float32")
+    return False, (f"{'/'.join(units)} present but a bfloat16 matmul probe ran only "
+                   f"{speedup:.1f}x float32's speed (needs {MIN_SPEEDUP}x)")
