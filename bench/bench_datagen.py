@@ -11,12 +11,10 @@ import itertools
 import os
 import random
 import resource
-import shutil
-import tempfile
-import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+import harness
+
+harness.tensorflow_env()
 
 from t2t_lite.data.translation import TranslationProblem  # noqa: E402
 
@@ -61,11 +59,9 @@ def main():
     parser.add_argument("--vocab_type", default="bpe", choices=["bpe", "wordpiece"])
     parser.add_argument("--data_dir", default=None, help="keep the output here (default: temp)")
     args = parser.parse_args()
-    data_dir = args.data_dir or tempfile.mkdtemp(prefix="bench_datagen_")
     problem = SyntheticPairs(args.num_pairs, args.vocab_type)
-    start = time.time()
-    report = problem.generate_data(data_dir)
-    seconds = time.time() - start
+    with harness.scratch_dir("bench_datagen_", args.data_dir) as data_dir:
+        seconds, report = harness.timed(problem.generate_data, data_dir)
     written = sum(m["num_examples"] for m in report.values())
     usage = resource.getrusage(resource.RUSAGE_SELF)
     peak_mib = usage.ru_maxrss / 1024
@@ -76,8 +72,6 @@ def main():
           f"({written / cpu_seconds:,.0f} pairs per CPU-second); "
           f"train shards {report['train']['num_shards']}; peak RSS {peak_mib:,.0f} MiB; "
           f"~{tokens / report['train']['num_examples']:.1f} tokens per longer side")
-    if args.data_dir is None:
-        shutil.rmtree(data_dir)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ batches (no pads), or with --data_dir on the first real length-bucketed batches 
 (pads included: t2t_lite trains on the real tokens only, layers/packing.py), and reports
     MFU = model FLOP/s (analytic, t2t_lite.training.flops, at each sentence's real length) /
           large-matmul FLOP/s,
-with the matmul ceiling measured in the same process and precision, right before each setting.
+with the matmul ceiling measured in the same process and precision, right before and after each
+setting's timed steps (the higher one counts).
 
     python bench/bench_train.py                       # tiny, small, base; fp32/bf16; XLA off/on
     python bench/bench_train.py --sets=small --steps=20
@@ -16,20 +17,16 @@ oneDNN is read at process start: the script re-runs itself with TF_ENABLE_ONEDNN
 (--onednn=both, the default) and prints one table.
 """
 import argparse
-import json
 import os
 import re
-import subprocess
 import sys
-import time
 
-from ceiling import matmul_flops_per_second  # bench/ is the script's folder
-from op_profile import op_time_by_part
+import harness
 
 
-def _op_group(name):
-    """A profiler op event 'scope/path:OpType' -> the part of the training step it belongs to."""
-    path, op_type = name.rsplit(":", 1)
+def _op_group(path, op_type):
+    """A profiler op event (name scope path, op type) -> the part of the training step it belongs
+    to."""
     backward = path.startswith("gradient_tape/")
     path = path.replace("gradient_tape/", "")
     if "MatMul" in op_type or "Einsum" in op_type:
@@ -63,45 +60,6 @@ def _op_group(name):
     return group + (" (backward)" if backward else "")
 
 
-def op_breakdown(step, steps, logdir):
-    """Runs `step` `steps` times under the TensorFlow profiler; returns a table of op time by
-    part of the model (op time summed over threads: shares, not wall time)."""
-    def run():
-        for _ in range(steps):
-            step()
-
-    totals = op_time_by_part(run, logdir, lambda path, op_type: _op_group(f"{path}:{op_type}"))
-    total = sum(totals.values()) or 1
-    lines = [f"op time by part ({logdir}):"]
-    lines += [f"  {group:48} {ps / 1e9 / steps:8.1f} ms/step {ps / total:6.1%}"
-              for group, ps in totals.most_common()]
-    return "\n".join(lines)
-
-
-def real_batches(problem_name, data_dir, batch_tokens, max_length, count=12):
-    """(vocab size, the first `count` length-bucketed training batches of a data dir)."""
-    import tensorflow as tf
-
-    from t2t_lite import registry
-
-    registry.list_problems()
-    problem = registry.problem(problem_name)
-    dataset = problem.dataset("train", data_dir, batch_tokens=batch_tokens,
-                              max_length=max_length, seed=0)
-    batches = [{key: tf.cast(batch[key], tf.int32) for key in ("inputs", "targets")}
-               for _, batch in zip(range(count), dataset)]
-    return problem.tokenizer(data_dir).vocab_size, batches
-
-
-def useful_flops(model_config, vocab, inputs, targets):
-    """Training FLOPs of a batch (int arrays, 0 = pad) with every sentence at its real length:
-    work on pads is not counted."""
-    from t2t_lite.training.flops import training_flops
-
-    return sum(training_flops(model_config, vocab, int(s), int(t))
-               for s, t in zip((inputs != 0).sum(axis=1), (targets != 0).sum(axis=1)))
-
-
 def measure(set_name, precision, jit, steps, batch_tokens, length, vocab, profile_dir="",
             data_dir="", problem="translate_ende_gettext"):
     import keras
@@ -109,49 +67,42 @@ def measure(set_name, precision, jit, steps, batch_tokens, length, vocab, profil
     import tensorflow as tf
 
     from t2t_lite import hparams
-    from t2t_lite.models.transformer import Transformer
-    from t2t_lite.training.schedule import make_optimizer
-    from t2t_lite.training.steps import TrainSteps
 
-    model_config, train_config, _ = hparams.load(set_name, [
-        f"TrainConfig.mixed_precision = '{precision}'", f"TrainConfig.jit_compile = {jit}"])
-    keras.mixed_precision.set_global_policy(precision)
-    keras.utils.set_random_seed(0)
+    gin_params = [f"TrainConfig.jit_compile = {jit}"]
     if data_dir:
-        vocab, batches = real_batches(problem, data_dir, batch_tokens, train_config.max_length)
-    model = Transformer(model_config, vocab)
-    optimizer = make_optimizer(model_config, train_config)
-    optimizer.build(model.trainable_variables)
-    strategy = tf.distribute.get_strategy()
-    train_steps = TrainSteps(strategy, model, optimizer, train_config.label_smoothing, 1,
-                             jit_compile=jit)
-    if not data_dir:
+        max_length = hparams.load(set_name, gin_params)[1].max_length
+        vocab, batches = harness.real_batches(problem, data_dir, batch_tokens, max_length)
+    else:
         rows = max(1, batch_tokens // length)
         rng = np.random.default_rng(0)
         batches = [{key: tf.constant(rng.integers(3, vocab, size=(rows, length)).astype("int32"))
                     for key in ("inputs", "targets")}]
-    batch_flops = [useful_flops(model_config, vocab, b["inputs"].numpy(), b["targets"].numpy())
-                   for b in batches]
+    model_config, _, train_steps = harness.train_steps(set_name, gin_params, precision, vocab)
+    batch_flops = [harness.useful_flops(model_config, vocab, b["inputs"].numpy(),
+                                        b["targets"].numpy()) for b in batches]
     batch_tokens_real = [int(np.sum(b["targets"].numpy() != 0)) for b in batches]
     for batch in batches[:2] + batches[:1]:  # trace / compile
         train_steps.final_step(batch)["loss"].numpy()
     ceiling_dtype = "bfloat16" if precision == "mixed_bfloat16" else "float32"
+
+    def run_steps():
+        for i in range(steps):
+            stats = train_steps.final_step(batches[i % len(batches)])
+        float(stats["loss"])
+
     # The ceiling before and after the timed steps, the higher one: on a shared machine the load
     # drifts, and a ceiling measured low would flatter the utilisation.
-    ceiling = matmul_flops_per_second(ceiling_dtype)
-    start = time.perf_counter()
-    for i in range(steps):
-        stats = train_steps.final_step(batches[i % len(batches)])
-    float(stats["loss"])
-    seconds = (time.perf_counter() - start) / steps
+    ceiling = harness.matmul_flops_per_second(ceiling_dtype)
+    seconds = harness.timed(run_steps)[0] / steps
     tokens_per_step = sum(batch_tokens_real[i % len(batches)] for i in range(steps)) / steps
     flops_per_step = sum(batch_flops[i % len(batches)] for i in range(steps)) / steps
-    ceiling = max(ceiling, matmul_flops_per_second(ceiling_dtype))
+    ceiling = max(ceiling, harness.matmul_flops_per_second(ceiling_dtype))
     if profile_dir:
-        profiled = iter(range(3))
-        print(op_breakdown(lambda: float(train_steps.final_step(
-            batches[next(profiled) % len(batches)])["loss"]), 3,
-            os.path.join(profile_dir, f"{set_name}_{precision}_xla{int(jit)}")), flush=True)
+        print(harness.op_time_table(
+            lambda: [float(train_steps.final_step(batches[i % len(batches)])["loss"])
+                     for i in range(3)], 3,
+            os.path.join(profile_dir, f"{set_name}_{precision}_xla{int(jit)}"), _op_group),
+            flush=True)
     keras.mixed_precision.set_global_policy("float32")
     return {"set": set_name, "precision": precision, "xla": jit,
             "target_tokens_per_s": tokens_per_step / seconds, "step_s": seconds,
@@ -171,8 +122,8 @@ def run_here(args):
                 except Exception as error:  # report and go on: one failing setting is data too
                     results.append({"set": set_name, "precision": precision, "xla": jit,
                                     "error": " ".join(str(error).split())[:200]})
-                print(json.dumps(dict(results[-1], onednn=os.environ.get(
-                    "TF_ENABLE_ONEDNN_OPTS", "default"))), flush=True)
+                harness.answer(dict(results[-1], onednn=os.environ.get(
+                    "TF_ENABLE_ONEDNN_OPTS", "default")))
 
 
 def main():
@@ -200,17 +151,10 @@ def main():
         return run_here(args)
     lines = []
     for value in ("0", "1") if args.onednn == "both" else (args.onednn,):
-        env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS=value)
         command = [sys.executable, __file__, "--onednn=inherit"] + [
             f"--{k}={v}" for k, v in vars(args).items() if k != "onednn"]
-        out = subprocess.run(command, env=env, capture_output=True, text=True)
-        for line in out.stdout.splitlines():
-            if line.startswith("{"):
-                lines.append(json.loads(line))
-            else:  # --profile's tables
-                print(line)
-        if out.returncode:
-            print(out.stderr[-2000:], file=sys.stderr)
+        # Rows come back as answers; the rest of stdout (--profile's tables) is printed.
+        lines += harness.run_for_answers(command, dict(os.environ, TF_ENABLE_ONEDNN_OPTS=value))
     print(f"\n{'set':8} {'oneDNN':6} {'precision':15} {'XLA':4} {'tok/s':>9} {'model TF/s':>10} "
           f"{'matmul TF/s':>11} {'MFU':>6}")
     for r in lines:
