@@ -15,34 +15,27 @@ Reported: sentences/s and target tokens/s for
 import argparse
 import os
 import random
-import tempfile
-import time
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import harness
 
-import keras  # noqa: E402
+harness.tensorflow_env()
+
 import tensorflow as tf  # noqa: E402
-import tensorflow_text  # noqa: E402,F401
 
 from t2t_lite import hparams  # noqa: E402
-from t2t_lite.data import vocab  # noqa: E402
-from t2t_lite.export import batch_decode, exporter, serving_module  # noqa: E402
-from t2t_lite.models.transformer import Transformer  # noqa: E402
+from t2t_lite.export import exporter  # noqa: E402
+from t2t_lite.inference import batch_decode, translator  # noqa: E402
 from t2t_lite.model_dir import files as model_dir_lib  # noqa: E402
 
 
-def build_model_dir(root, hparams_set, vocab_size, seed=0):
-    vocab_path = vocab.write_symbol_vocab(os.path.join(root, "bench.symbols.txt"),
-                                          [f"w{i}" for i in range(vocab_size - 3)])
+def build_model_dir(root, hparams_set, vocab_size):
+    """A model_dir of a random-weight model with a symbol vocabulary, as the trainer writes one."""
+    vocab_path, _ = harness.symbol_vocab(root, vocab_size)
     configs = hparams.load(hparams_set)
-    config = configs[0]
     directory = os.path.join(root, "model")
     model_dir_lib.write_run_info(directory, "bench", hparams_set, [], vocab_path, vocab_size,
                                  configs)
-    keras.utils.set_random_seed(seed)
-    model = Transformer(config, vocab_size)
+    model = harness.random_transformer(configs[0], vocab_size)
     tf.train.CheckpointManager(tf.train.Checkpoint(model=model), directory, 1).save(1)
     return directory
 
@@ -55,41 +48,36 @@ def random_sentences(count, vocab_size, max_words, seed=0):
 
 def timed(translate_batches, texts, repeats=2):
     """(sentences/s, target tokens/s) of the fastest of `repeats` runs."""
-    seconds = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        outputs = translate_batches(texts)
-        seconds = min(seconds, time.perf_counter() - start)
+    seconds, outputs = harness.fastest(translate_batches, repeats, texts)
     tokens = sum(len(text.split()) + 1 for text in outputs)  # symbols + EOS
     return len(texts) / seconds, tokens / seconds
 
 
-def run(args):
-    root = tempfile.mkdtemp(prefix="bench_export_")
+def run(args, root):
     model_dir = build_model_dir(root, args.hparams_set, args.vocab_size)
     texts = random_sentences(args.sentences, args.vocab_size, args.max_words)
     alpha, extra = 0.6, args.extra_length
 
-    def sorted_batches(translator):
+    def sorted_batches(module):
         def translate(items):
-            hyps = batch_decode.translate_texts(translator, items, alpha, extra,
+            hyps = batch_decode.translate_texts(module, items, alpha, extra,
                                                 batch_tokens=args.batch_tokens)
             return [h[0][0] for h in hyps]
         return translate
 
-    def input_order_batches(translator, num_batches):
+    def input_order_batches(module, num_batches):
         def translate(items):
             size = -(-len(items) // num_batches)
             outputs = []
             for start in range(0, len(items), size):
-                result = translator.translate_with_settings(
+                result = module.translate_with_settings(
                     tf.constant(items[start:start + size]), tf.constant(alpha),
                     tf.constant(extra))
                 outputs += [t.decode() for t in result["outputs"][:, 0].numpy()]
             return outputs
         return translate
 
-    module = serving_module.from_model_dir(model_dir, beam_size=args.beam_size)
+    module = translator.from_model_dir(model_dir, beam_size=args.beam_size)
     sorted_batches(module)(texts[:8])  # trace once
     results = {"checkpoint": timed(sorted_batches(module), texts)}
 
@@ -117,7 +105,8 @@ def main():
     parser.add_argument("--beam_size", type=int, default=4)
     parser.add_argument("--extra_length", type=int, default=10)
     parser.add_argument("--batch_tokens", type=int, default=2048)
-    run(parser.parse_args())
+    with harness.scratch_dir("bench_export_") as root:
+        run(parser.parse_args(), root)
 
 
 if __name__ == "__main__":
