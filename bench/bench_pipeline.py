@@ -5,19 +5,18 @@
         [--train_steps=3]
 
 Prints the real (non-pad) tokens/s the tf.data pipeline delivers, its padding fraction, and the
-tokens/s one training step of --hparams_set consumes on the same batches (forward + backward +
-Adam, on this machine); their ratio says how far the pipeline is from being a bottleneck.
+tokens/s the trainer's own step of --hparams_set (forward, label-smoothed loss, backward, Adam; on
+this machine, float32) consumes on the same batches; their ratio says how far the pipeline is
+from being a bottleneck.
 Without --data_dir the problem's data is generated into a temporary directory first.
 """
 import argparse
 import os
-import shutil
-import tempfile
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+import harness
+
+harness.tensorflow_env()
 
 import tensorflow as tf  # noqa: E402
 
@@ -43,37 +42,21 @@ def measure_pipeline(dataset, seconds):
 
 
 def measure_training(dataset, vocab_size, hparams_set, steps):
-    """Real target tokens/s that training steps consume (None if the model is unavailable)."""
-    try:
-        import keras
-        from t2t_lite import hparams
-        from t2t_lite.models.transformer import Transformer
-        from t2t_lite.training.loss import token_statistics
-    except ImportError as e:
-        print(f"training comparison skipped: {e}")
-        return None
-    model_config, train_config = hparams.load(hparams_set)[:2]
-    model = Transformer(model_config, vocab_size)
-    optimizer = keras.optimizers.Adam(1e-4, beta_1=0.9, beta_2=0.98, epsilon=1e-9)
+    """Real target tokens/s that the trainer's steps consume."""
+    _, _, train_steps = harness.train_steps(hparams_set, [], "float32", vocab_size)
 
-    @tf.function(reduce_retracing=True)
     def step(batch):
-        with tf.GradientTape() as tape:
-            logits = model(batch, training=True)
-            stats = token_statistics(logits, batch["targets"], 0.1)
-            loss = stats["loss"] / tf.maximum(stats["tokens"], 1.0)
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return stats["tokens"]
+        batch = {key: tf.cast(batch[key], tf.int32) for key in ("inputs", "targets")}
+        return float(train_steps.final_step(batch)["tokens"])
 
     iterator = iter(dataset)
     step(next(iterator))  # build + trace
     tokens, elapsed = 0.0, 0.0
     for _ in range(steps):
-        batch = next(iterator)
-        start = time.time()
-        tokens += float(step(batch))  # retraces per new shape are part of real training too
-        elapsed += time.time() - start
+        # Retraces per new shape are part of real training too.
+        seconds, consumed = harness.timed(step, next(iterator))
+        tokens += consumed
+        elapsed += seconds
     return tokens / elapsed
 
 
@@ -89,30 +72,28 @@ def main():
     args = parser.parse_args()
 
     problem = registry.problem(args.problem)
-    data_dir = args.data_dir or tempfile.mkdtemp(prefix="bench_pipeline_")
-    problem.generate_data(data_dir)
-    dataset = problem.dataset("train", data_dir, batch_tokens=args.batch_tokens,
-                              max_length=args.max_length)
-    real, padded, batches, elapsed = measure_pipeline(dataset, args.seconds)
-    delivered = real["targets"] / elapsed
-    print(f"pipeline: {batches} batches in {elapsed:.1f}s, {delivered:,.0f} real target tokens/s "
-          f"({real['inputs'] / elapsed:,.0f} source), budget {args.batch_tokens} tokens/batch")
-    for key in real:
-        print(f"  {key}: padding fraction {1 - real[key] / padded[key]:.3f}, "
-              f"{padded[key] / batches:,.0f} padded tokens per batch")
-    if args.train_steps:
-        try:
-            consumed = measure_training(dataset, problem.tokenizer(data_dir).vocab_size,
-                                        args.hparams_set, args.train_steps)
-        except (tf.errors.OpError, ValueError) as e:
-            print(f"training comparison failed: {' '.join(str(e).split())[:300]}")
-            consumed = None
-        if consumed:
-            print(f"training ({args.hparams_set}, {os.cpu_count()} CPU cores): {consumed:,.0f} "
-                  f"target tokens/s consumed; pipeline/training ratio {delivered / consumed:,.1f}x")
-    if args.data_dir is None:
-        shutil.rmtree(data_dir)
-
+    with harness.scratch_dir("bench_pipeline_", args.data_dir) as data_dir:
+        problem.generate_data(data_dir)
+        dataset = problem.dataset("train", data_dir, batch_tokens=args.batch_tokens,
+                                  max_length=args.max_length)
+        real, padded, batches, elapsed = measure_pipeline(dataset, args.seconds)
+        delivered = real["targets"] / elapsed
+        print(f"pipeline: {batches} batches in {elapsed:.1f}s, {delivered:,.0f} real target "
+              f"tokens/s ({real['inputs'] / elapsed:,.0f} source), budget {args.batch_tokens} "
+              "tokens/batch")
+        for key in real:
+            print(f"  {key}: padding fraction {1 - real[key] / padded[key]:.3f}, "
+                  f"{padded[key] / batches:,.0f} padded tokens per batch")
+        if args.train_steps:
+            try:
+                consumed = measure_training(dataset, problem.tokenizer(data_dir).vocab_size,
+                                            args.hparams_set, args.train_steps)
+            except (tf.errors.OpError, ValueError) as e:
+                print(f"training comparison failed: {' '.join(str(e).split())[:300]}")
+            else:
+                print(f"training ({args.hparams_set}, {os.cpu_count()} CPU cores): "
+                      f"{consumed:,.0f} target tokens/s consumed; pipeline/training ratio "
+                      f"{delivered / consumed:,.1f}x")
 
 if __name__ == "__main__":
     main()

@@ -11,7 +11,9 @@ import argparse
 import json
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import harness
+
+harness.tensorflow_env()
 
 import tensorflow as tf  # noqa: E402
 
@@ -40,7 +42,7 @@ def main():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from t2t_lite.export.serving_module import from_model_dir
+    from t2t_lite.inference.translator import from_model_dir
     from t2t_lite.metrics.bleu import corpus_scores
     from t2t_lite.model_dir.checkpoints import checkpoint_paths
 
