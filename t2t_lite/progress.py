@@ -13,10 +13,12 @@ def format_duration(seconds):
 class ProgressLine:
     """Prints "<verb> done/total <unit> (rate <unit>/s, elapsed, eta)" at most every `interval`
     seconds, and always for the last item. `total` may be None (unknown, e.g. a pipe): then no
-    ETA is shown, and `detail` (a callable returning a string) may say what is known instead."""
+    ETA is shown, and `detail` (a string) may say what is known instead. `initial`: items done
+    before this process started (a resumed run), counted in `done` but not in the rate."""
 
-    def __init__(self, verb, unit, total=None, stream=sys.stderr, interval=5.0, clock=time.monotonic):
-        self.verb, self.unit, self.total = verb, unit, total
+    def __init__(self, verb, unit, total=None, initial=0, stream=sys.stderr, interval=5.0,
+                 clock=time.monotonic):
+        self.verb, self.unit, self.total, self.initial = verb, unit, total, initial
         self.stream, self.interval, self.clock = stream, interval, clock
         self.start = self.last = clock()
 
@@ -28,7 +30,7 @@ class ProgressLine:
             return False
         self.last = now
         elapsed = max(now - self.start, 1e-9)
-        rate = done / elapsed
+        rate = (done - self.initial) / elapsed
         count = f"{done}/{total}" if total is not None else f"{done}"
         parts = [f"{rate:.1f} {self.unit}/s", f"elapsed {format_duration(elapsed)}"]
         if total is not None and not finished and rate > 0:

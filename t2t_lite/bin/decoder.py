@@ -4,9 +4,12 @@
     t2t-lite-decoder --export_dir=E < in.en > out.de
     t2t-lite-decoder --model_dir=M --nbest=4 --print_scores ...   # score\\thyp\\tscore\\thyp ...
     t2t-lite-decoder --engine=ctranslate2 --export_dir=C [--compute_type=int8] ...
+    t2t-lite-decoder --export_dir=E --chunk_lines=1          # interactive: a line in, a line out
+    t2t-lite-decoder ... --num_shards=4 --shard_index=I --decode_to_file=out.I   # then cat out.*
 
-Writes exactly one line per input line, in input order. Progress and a final summary (empty,
-truncated and invalid-UTF-8 line counts) go to stderr.
+Writes exactly one line per input line, in input order, a chunk of lines at a time. A killed run
+with --decode_to_file re-run with the same command continues after its last finished chunk.
+Progress and a final summary (empty, truncated and invalid-UTF-8 line counts) go to stderr.
 """
 import os
 import sys
@@ -32,10 +35,21 @@ flags.DEFINE_integer("extra_length", None,
 flags.DEFINE_integer("nbest", 1, "Hypotheses per line, tab-separated (at most the beam size).")
 flags.DEFINE_bool("print_scores", False, "Precede each hypothesis with its score and a tab.")
 flags.DEFINE_integer("batch_tokens", 4096, "Source tokens (with padding) per batch.")
+flags.DEFINE_integer("chunk_lines", 10000,
+                     "Lines read, sorted by length and translated together; each finished chunk "
+                     "is appended to the output in input order. Memory grows with it; 1 gives a "
+                     "translation per line as it arrives (interactive use, pipes).")
+flags.DEFINE_bool("start_over", False,
+                  "With --decode_to_file: translate from the start even if a progress record "
+                  "of an interrupted run lies beside the output (default: resume after it).")
+flags.DEFINE_integer("num_shards", 1, "Split --decode_from_file into this many contiguous parts "
+                     "of nearly equal line counts...")
+flags.DEFINE_integer("shard_index", 0, "...and translate part number this (0-based); the parts' "
+                     "outputs joined in part order are the whole file's output.")
 flags.DEFINE_integer("parallel_searches", 0,
                      "Beam searches run at once: each batch is split into that many interleaved "
-                     "parts, each searched on its own CPU cores (same outputs; 1.3-1.4x faster on "
-                     "a 2-core CPU). 0: one per CPU core (at most 4), 1 on a GPU.")
+                     "parts, each searched on its own CPU cores (same outputs, faster on a CPU). "
+                     "0: one per CPU core (at most 4), 1 on a GPU.")
 cli.define_decode_precision_flag("With --model_dir (TensorFlow; an export's precision is fixed "
                                  "when it is exported)")
 flags.DEFINE_enum("engine", "tensorflow", ["tensorflow", "ctranslate2"],
@@ -59,11 +73,16 @@ def _parallel_searches(num_lines):
     return searches
 
 
-def _translator(searches):
+def _check_flags():
     if bool(FLAGS.model_dir) == bool(FLAGS.export_dir):
         raise cli.UserError("give exactly one of --model_dir and --export_dir")
-    if FLAGS.beam_size is not None and FLAGS.beam_size < 1:
-        raise cli.UserError(f"--beam_size must be >= 1, got {FLAGS.beam_size}")
+    for name in ("beam_size", "chunk_lines", "num_shards", "batch_tokens"):
+        value = FLAGS[name].value
+        if value is not None and value < 1:
+            raise cli.UserError(f"--{name} must be >= 1, got {value}")
+
+
+def _translator(searches):
     if FLAGS.engine == "ctranslate2":
         if FLAGS.decode_precision != "float32":
             raise cli.UserError("--decode_precision is TensorFlow's; CTranslate2 has "
@@ -110,56 +129,64 @@ def _ctranslate2_translator(searches):
         searches=searches)
 
 
-def _read_input():
-    path = FLAGS.decode_from_file
-    if not path:
-        return sys.stdin.buffer.read()
-    if not os.path.isfile(path):
-        raise cli.UserError(f"--decode_from_file {path} does not exist")
-    with open(path, "rb") as f:
-        return f.read()
+def _model_identity():
+    """What identifies the model a resumed run must decode with: the checkpoint or export files."""
+    def stamp(path):
+        try:
+            status = os.stat(path)
+        except OSError as error:
+            raise cli.UserError(f"cannot read the model at {path} ({error.strerror})") from None
+        return {"path": os.path.abspath(path), "size": status.st_size,
+                "mtime_ns": status.st_mtime_ns}
+
+    if FLAGS.model_dir:
+        from t2t_lite.model_dir import checkpoints
+
+        checkpoint = checkpoints.resolve_checkpoint(FLAGS.model_dir, FLAGS.checkpoint_path)
+        return stamp(checkpoint + ".index")
+    from t2t_lite.export import exporter
+
+    if FLAGS.engine == "ctranslate2":
+        return stamp(os.path.join(FLAGS.export_dir, "model.bin"))
+    return stamp(os.path.join(exporter.latest_version_dir(FLAGS.export_dir), "saved_model.pb"))
 
 
-def _write_output(lines):
-    text = "".join(line + "\n" for line in lines)
-    path = FLAGS.decode_to_file
-    if not path:
-        sys.stdout.buffer.write(text.encode("utf-8"))
-        sys.stdout.flush()
-        return
-    tmp = path + ".incomplete"
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError as error:  # e.g. a full disk, or a folder that appeared since the check
-        if os.path.isfile(tmp):
-            os.remove(tmp)
-        raise cli.UserError(f"--decode_to_file {path}: cannot write ({error.strerror})") from None
+# Flags that change what is written: a resumed run must use the same values.
+OUTPUT_FLAGS = ("engine", "compute_type", "decode_precision", "beam_size", "alpha",
+                "extra_length", "nbest", "print_scores", "batch_tokens", "chunk_lines",
+                "num_shards", "shard_index")
 
 
 def main(argv):
-    out_dir = os.path.dirname(os.path.abspath(FLAGS.decode_to_file or "."))
-    if FLAGS.decode_to_file and not os.path.isdir(out_dir):
-        raise cli.UserError(f"--decode_to_file: folder {out_dir} does not exist")
-    # Checked before decoding, which may take hours.
-    if FLAGS.decode_to_file and os.path.isdir(FLAGS.decode_to_file):
-        raise cli.UserError(f"--decode_to_file {FLAGS.decode_to_file} is a directory; name a file")
-    from t2t_lite.inference import batch_decode  # after the flag checks: TensorFlow takes seconds
+    _check_flags()
+    from t2t_lite.inference import line_input, resume
 
-    raw_lines = batch_decode.split_lines(_read_input())
-    searches = _parallel_searches(len(raw_lines))
+    source = (line_input.LineInput(path=FLAGS.decode_from_file, num_shards=FLAGS.num_shards,
+                                   shard_index=FLAGS.shard_index) if FLAGS.decode_from_file
+              else line_input.LineInput(stream=sys.stdin.buffer, num_shards=FLAGS.num_shards,
+                                        shard_index=FLAGS.shard_index))
+    searches = _parallel_searches(min(FLAGS.chunk_lines, source.total_lines
+                                      if source.total_lines is not None else FLAGS.chunk_lines))
+    if FLAGS.decode_to_file:
+        # Checked before the model loads: a run that cannot resume says so at once.
+        output = resume.ResumableOutput(FLAGS.decode_to_file, {
+            "input": source.identity(), "model": _model_identity(),
+            "settings": {name: FLAGS[name].value for name in OUTPUT_FLAGS},
+            "parallel_searches": searches}, start_over=FLAGS.start_over)
+    else:
+        output = resume.StreamOutput(sys.stdout.buffer)
     translator = _translator(searches)
+    from t2t_lite.inference import batch_decode
+
     defaults = batch_decode.settings(translator)
-    outputs, stats = batch_decode.decode_lines(
-        translator, raw_lines,
+    stats = batch_decode.decode_stream(
+        translator, source, output, FLAGS.chunk_lines,
         alpha=defaults["alpha"] if FLAGS.alpha is None else FLAGS.alpha,
         # translate_texts clamps it to the model's max_length (huge values stay inside int32).
         extra_length=defaults["extra_length"] if FLAGS.extra_length is None
         else FLAGS.extra_length,
         nbest=FLAGS.nbest, print_scores=FLAGS.print_scores, batch_tokens=FLAGS.batch_tokens,
-        progress=batch_decode.Progress(), parallel_searches=searches)
-    _write_output(outputs)
+        parallel_searches=searches)
     print(stats.summary(), file=sys.stderr)
 
 

@@ -17,6 +17,10 @@ Tabs, carriage returns and newlines inside hypotheses are written as spaces.
 Each hypothesis first goes through its problem's `postprocess_output(source, output)` (the problem
 named in the model's metadata): identity for translation, a bracketed tree over the source words
 for parsing problems. An empty or blank line still gives an empty line.
+
+`decode_stream` runs this over an input of any size a chunk of lines at a time (sorting and
+batching within the chunk), appending each finished chunk to its output: memory depends on the
+chunk, not the file, and a resumable output lets a killed run continue (resume.py).
 """
 import dataclasses
 import json
@@ -29,8 +33,9 @@ import tensorflow as tf
 from t2t_lite import registry
 from t2t_lite.decoding.translate import clamp_to_limit
 from t2t_lite.errors import UserError
-from t2t_lite.inference import parallel_search
 from t2t_lite.ids import PAD_ID
+from t2t_lite.inference import parallel_search
+from t2t_lite.progress import ProgressLine
 
 TOKENIZE_CHUNK = 4096  # lines per `tokenize` call
 
@@ -191,22 +196,6 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
     return results
 
 
-class Progress:
-    """Prints 'decoded i/n lines' to a stream at most every `interval` seconds, and at the end."""
-
-    def __init__(self, stream=sys.stderr, interval=5.0):
-        self.stream, self.interval = stream, interval
-        self.start = self.last = time.monotonic()
-
-    def __call__(self, done, total):
-        now = time.monotonic()
-        if done < total and now - self.last < self.interval:
-            return
-        self.last = now
-        rate = done / max(now - self.start, 1e-9)
-        print(f"decoded {done}/{total} lines ({rate:.1f} lines/s)", file=self.stream, flush=True)
-
-
 def _unchanged(source, output):
     return output
 
@@ -224,15 +213,17 @@ def output_postprocessor(problem_name):
 
 
 def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scores=False,
-                 batch_tokens=4096, progress=None, postprocess=None, parallel_searches=1):
+                 batch_tokens=4096, progress=None, postprocess=None, parallel_searches=1,
+                 stats=None):
     """Byte lines -> (output lines as str without newlines, DecodeStats); len(out) == len(in).
 
     postprocess(source, output) -> output: default, the translator's problem's hook.
-    parallel_searches: see translate_texts.
+    parallel_searches: see translate_texts. stats: a DecodeStats to add this call's counts to.
     """
     if postprocess is None:
         postprocess = output_postprocessor(settings(translator).get("problem"))
-    stats = DecodeStats(lines=len(raw_lines))
+    stats = stats if stats is not None else DecodeStats()
+    stats.lines += len(raw_lines)
     start = time.monotonic()
     texts = []
     for raw in raw_lines:
@@ -245,6 +236,36 @@ def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scor
     results = [[(postprocess(text, output), score) for output, score in hyps]
                for text, hyps in zip(texts, results)]
     outputs = [format_hypotheses(hyps, print_scores) for hyps in results]
-    stats.seconds = time.monotonic() - start
+    stats.seconds += time.monotonic() - start
     assert len(outputs) == len(raw_lines)
     return outputs, stats
+
+
+def decode_stream(translator, line_input, output, chunk_lines, alpha, extra_length, nbest=1,
+                  print_scores=False, batch_tokens=4096, parallel_searches=1, stream=sys.stderr):
+    """Translates `line_input` (line_input.LineInput) chunk by chunk into `output`
+    (resume.ResumableOutput or resume.StreamOutput), continuing where `output` says a previous
+    run stopped. Each chunk is tokenized, sorted and batched by length on its own, and its lines
+    are appended in input order once all are done, so memory depends on the chunk, not the file.
+    Progress over the whole input goes to `stream`. Returns this run's DecodeStats."""
+    postprocess = output_postprocessor(settings(translator).get("problem"))
+    stats = DecodeStats()
+    done = output.lines_done
+    total = line_input.total_lines
+    progress = ProgressLine("decoded", "lines", total=total, initial=done, stream=stream)
+    if done:
+        print(f"resuming after {done} lines already in the output", file=stream, flush=True)
+
+    def chunk_progress(chunk_done, _):
+        detail = None if total is not None else f"{line_input.bytes_read:,} bytes read"
+        progress(done + chunk_done, detail=detail)
+
+    for lines, offset in line_input.chunks(chunk_lines, lines_done=done, offset=output.offset):
+        outputs, _ = decode_lines(translator, lines, alpha, extra_length, nbest=nbest,
+                                  print_scores=print_scores, batch_tokens=batch_tokens,
+                                  progress=chunk_progress, postprocess=postprocess,
+                                  parallel_searches=parallel_searches, stats=stats)
+        output.append(outputs, offset)
+        done += len(lines)
+    output.finish()
+    return stats

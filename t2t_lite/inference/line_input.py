@@ -1,0 +1,109 @@
+"""The decoder's input: byte lines from a file or a pipe, read a chunk at a time.
+
+A line ends at "\\n" only (a stray "\\r" never makes a line), and a last line without "\\n" is
+a line too. A file can be split into `num_shards` contiguous parts of nearly equal line counts:
+shard I holds lines [I * L // N, (I + 1) * L // N), so the shards' outputs put back together in shard
+order (`cat out.0 out.1 ...`) are the whole file's output in input order.
+"""
+import hashlib
+import os
+
+from t2t_lite.errors import UserError
+
+READ_BLOCK = 1 << 20
+HEAD_BYTES = 1 << 20  # the part of the input that is hashed to recognise it on resume
+
+
+def count_lines(path):
+    """Lines in a file as the decoder reads them: its "\\n" count, plus a last unterminated one."""
+    lines, last = 0, b"\n"
+    with open(path, "rb") as f:
+        while block := f.read(READ_BLOCK):
+            lines += block.count(b"\n")
+            last = block[-1:]
+    return lines + (last != b"\n")
+
+
+def shard_range(total_lines, num_shards, shard_index):
+    """(first line, end line) of shard `shard_index` of `num_shards` contiguous parts."""
+    return (shard_index * total_lines // num_shards,
+            (shard_index + 1) * total_lines // num_shards)
+
+
+class LineInput:
+    """Byte lines of a file (optionally one shard of it) or of a binary stream such as stdin.
+
+    total_lines: the lines this input will yield (None for a stream: unknown in advance).
+    """
+
+    def __init__(self, path=None, stream=None, num_shards=1, shard_index=0):
+        if (path is None) == (stream is None):
+            raise ValueError("give exactly one of path and stream")
+        if num_shards < 1 or not 0 <= shard_index < num_shards:
+            raise UserError(f"--shard_index must be in [0, --num_shards={num_shards}), "
+                            f"got {shard_index}")
+        if stream is not None and num_shards > 1:
+            raise UserError("--num_shards needs --decode_from_file (a pipe cannot be split)")
+        self.path, self.stream = path, stream
+        self.bytes_read = 0
+        if path is None:
+            self.total_lines, self.first_line = None, 0
+            return
+        if not os.path.isfile(path):
+            raise UserError(f"--decode_from_file {path} does not exist or is not a file")
+        try:
+            file_lines = count_lines(path)
+        except OSError as error:
+            raise UserError(f"--decode_from_file {path}: cannot read ({error.strerror})") from None
+        self.first_line, end = shard_range(file_lines, num_shards, shard_index)
+        self.total_lines = end - self.first_line
+
+    def identity(self):
+        """What recognises this input on a resumed run: path, size, mtime and a hash of its
+        start (None for a stream, which cannot be recognised)."""
+        if self.path is None:
+            return None
+        status = os.stat(self.path)
+        with open(self.path, "rb") as f:
+            head = hashlib.sha256(f.read(HEAD_BYTES)).hexdigest()
+        return {"path": os.path.abspath(self.path), "size": status.st_size,
+                "mtime_ns": status.st_mtime_ns, "head_sha256": head}
+
+    def chunks(self, chunk_lines, lines_done=0, offset=None):
+        """Yields (lines, offset after them): lists of at most chunk_lines byte lines without
+        their "\\n", in input order, starting `lines_done` lines into this input. For a file,
+        `offset` (as a previous chunk reported it for those lines) spares reading up to there."""
+        if self.stream is not None:
+            yield from self._chunks(self.stream, chunk_lines, lines_done, None)
+            return
+        remaining = self.total_lines - lines_done
+        try:
+            with open(self.path, "rb") as f:
+                skip = self.first_line + lines_done
+                if offset is not None:
+                    f.seek(offset)
+                    skip = 0
+                yield from self._chunks(f, chunk_lines, skip, remaining, seekable=f)
+        except OSError as error:
+            raise UserError(f"--decode_from_file {self.path}: cannot read "
+                            f"({error.strerror})") from None
+
+    def _chunks(self, f, chunk_lines, skip_lines, remaining, seekable=None):
+        for _ in range(skip_lines):
+            if not f.readline():
+                return
+        chunk = []
+        while remaining is None or remaining > 0:
+            # readline returns as soon as a line has arrived, so a pipe is served line by line.
+            raw = f.readline()
+            if not raw:
+                break
+            self.bytes_read += len(raw)
+            chunk.append(raw[:-1] if raw.endswith(b"\n") else raw)
+            if remaining is not None:
+                remaining -= 1
+            if len(chunk) >= chunk_lines:
+                yield chunk, seekable.tell() if seekable else None
+                chunk = []
+        if chunk:
+            yield chunk, seekable.tell() if seekable else None
