@@ -141,6 +141,21 @@ def test_killed_runs_resume_to_the_same_bytes(model_dir, corpus, whole_file, tmp
 
 
 @pytest.mark.slow
+def test_ctranslate2_nbest_with_scores_in_chunks_equals_one_chunk(model_dir, corpus, tmp_path):
+    pytest.importorskip("ctranslate2")
+    outputs = []
+    for chunk_lines in (100000, 4):
+        out = tmp_path / f"out.{chunk_lines}"
+        result = _run(model_dir, "--engine=ctranslate2", "--nbest=2", "--print_scores",
+                      f"--chunk_lines={chunk_lines}", f"--decode_from_file={corpus[0]}",
+                      f"--decode_to_file={out}")
+        assert result.returncode == 0, result.stderr.decode()[-2000:]
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1] and outputs[0].count(b"\n") == corpus[1]
+    assert len(outputs[0].split(b"\n")[1].split(b"\t")) == 4  # score, hyp, score, hyp
+
+
+@pytest.mark.slow
 def test_a_progress_record_of_another_run_is_refused(model_dir, corpus, tmp_path):
     source = tmp_path / "in.txt"
     source.write_bytes(corpus[0].read_bytes())
