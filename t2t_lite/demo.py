@@ -16,7 +16,6 @@ the checkpoint they came from changed.
 """
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -25,9 +24,9 @@ from t2t_lite import atomic, stderr_filter
 from t2t_lite.errors import UserError
 
 STATE = "state.json"
-# t2t-lite-decoder's last stderr line (DecodeStats.summary): its own timing of the translation,
-# without the process start-up and model load that the decode stage's wall clock includes.
-DECODE_SUMMARY = re.compile(r"^decoded (\d+) lines in ([0-9.]+)s \(([0-9.]+) lines/s\)")
+# t2t-lite-decoder's --summary_file: its own timing of the translation, without the process
+# start-up and model load that the decode stage's wall clock includes.
+DECODE_SUMMARY = "decode_summary.json"
 
 
 class Run:
@@ -96,6 +95,7 @@ def run_demo(run_dir, problem="translate_ende_gettext", hparams_set="small_cpu",
     # Without --average_last, the tool averages the set's own TrainConfig.average_last.
     run.tool("avg_checkpoints", f"--model_dir={model_dir}",
              *([f"--num_last={average_last}"] if average_last else []))
+    from t2t_lite.export import exporter
     from t2t_lite.model_dir.checkpoints import resolve_checkpoint
 
     checkpoint = resolve_checkpoint(model_dir)  # the average just written
@@ -104,7 +104,7 @@ def run_demo(run_dir, problem="translate_ende_gettext", hparams_set="small_cpu",
         out, timings["export"] = run.tool("exporter", f"--model_dir={model_dir}",
                                           f"--export_dir={export_dir}",
                                           f"--checkpoint_path={checkpoint}")
-        run.state["export_path"] = _newest_version(export_dir)
+        run.state["export_path"] = exporter.latest_version_dir(export_dir)
         run.state["exported_from"] = checkpoint
         run.state.pop("translated_with", None)
         run.save_state()
@@ -113,34 +113,21 @@ def run_demo(run_dir, problem="translate_ende_gettext", hparams_set="small_cpu",
     translation = run.path("test.translation")
     if run.state.get("translated_with") != run.state["export_path"] or not os.path.isfile(
             translation):
-        out, seconds = run.tool("decoder", f"--export_dir={run.state['export_path']}",
-                                f"--decode_from_file={source}", f"--decode_to_file={translation}",
-                                merge_stderr=True)
+        summary = run.path(DECODE_SUMMARY)
+        _, seconds = run.tool("decoder", f"--export_dir={run.state['export_path']}",
+                              f"--decode_from_file={source}", f"--decode_to_file={translation}",
+                              f"--summary_file={summary}", "--start_over", merge_stderr=True)
         timings["decode"] = seconds
-        run.state["decoder_rate"] = decoder_rate(out)
+        with open(summary, encoding="utf-8") as f:
+            run.state["decoder_rate"] = json.load(f)["lines_per_second"]
         run.state["translated_with"] = run.state["export_path"]
         run.save_state()
-    report, _ = run.tool("bleu", f"--translation={translation}", f"--reference={reference}")
-
-    results = _results(run, report, source, reference, translation, samples)
+    results = _results(run, source, reference, translation, samples)
     with open(run.path("results.json"), "w") as f:
         json.dump(results, f, indent=2)
     run.save_state()
     _print_summary(run, results, echo)
     return results
-
-
-def decoder_rate(output):
-    """Lines/s from t2t-lite-decoder's summary line in `output`, or None when it has none."""
-    rates = [float(m.group(3)) for m in map(DECODE_SUMMARY.match, output.splitlines()) if m]
-    return rates[-1] if rates else None
-
-
-def _newest_version(export_dir):
-    versions = [int(n) for n in os.listdir(export_dir) if n.isdigit()]
-    if not versions:
-        raise UserError(f"no export in {export_dir}")
-    return os.path.join(export_dir, str(max(versions)))
 
 
 def _export_exists(state, export_dir):
@@ -173,14 +160,16 @@ def _write_test_split(run, data_dir, test_sentences):
     return source, reference
 
 
-def _results(run, report, source, reference, translation, samples):
-    from t2t_lite.metrics import bleu
-    from t2t_lite.metrics.report import read_lines
+def _results(run, source, reference, translation, samples):
+    """Scores the translation as t2t-lite-bleu does (the command is printed to repeat it)."""
+    from t2t_lite.metrics.report import read_lines, score_files
 
+    run.echo(f"$ t2t-lite-bleu --translation={translation} --reference={reference}", flush=True)
+    report, scores = score_files(translation, reference)
+    run.echo(report, flush=True)
     hypotheses = read_lines(translation, "translation")
     references = read_lines(reference, "reference")
     sources = read_lines(source, "source")
-    scores = bleu.corpus_scores(hypotheses, references)
     return {
         "bleu": round(scores["bleu"], 2), "chrf": round(scores["chrf"], 2),
         "bleu_signature": scores["signature"], "test_sentences": len(references),

@@ -74,12 +74,3 @@ def test_a_state_file_pointing_outside_the_run_is_not_trusted(tmp_path):
                               str(export_dir))
     assert not _export_exists({"export_path": ["not", "a", "path"]}, str(export_dir))
 
-
-def test_the_decoder_rate_is_read_from_its_own_summary_line():
-    from t2t_lite.demo import decoder_rate
-    from t2t_lite.inference.batch_decode import DecodeStats
-
-    summary = DecodeStats(lines=562, seconds=5.8, empty=1, max_source_tokens=127).summary()
-    output = f"decoded 400/562 lines (70.0 lines/s)\n{summary}\n"
-    assert decoder_rate(output) == float(f"{562 / 5.8:.1f}")
-    assert decoder_rate("I0000 some TensorFlow log line\n") is None

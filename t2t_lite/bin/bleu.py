@@ -17,8 +17,9 @@ flags.DEFINE_string("lang", "de", "Target language for the paper's Moses-tokeniz
 
 
 def main(argv):
-    print(report.score_files(FLAGS.translation, FLAGS.reference, tokenize=FLAGS.tokenize,
-                             lang=FLAGS.lang))
+    text, _ = report.score_files(FLAGS.translation, FLAGS.reference, tokenize=FLAGS.tokenize,
+                                 lang=FLAGS.lang)
+    print(text)
 
 
 def run():

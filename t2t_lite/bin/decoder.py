@@ -39,6 +39,9 @@ flags.DEFINE_integer("chunk_lines", 10000,
                      "Lines read, sorted by length and translated together; each finished chunk "
                      "is appended to the output in input order. Memory grows with it; 1 gives a "
                      "translation per line as it arrives (interactive use, pipes).")
+flags.DEFINE_string("summary_file", None,
+                    "Also write the final summary (lines, seconds, lines/s, empty, truncated, "
+                    "invalid UTF-8) to this file as JSON, for scripts.")
 flags.DEFINE_bool("start_over", False,
                   "With --decode_to_file: translate from the start even if a progress record "
                   "of an interrupted run lies beside the output (default: resume after it).")
@@ -188,6 +191,10 @@ def main(argv):
         nbest=FLAGS.nbest, print_scores=FLAGS.print_scores, batch_tokens=FLAGS.batch_tokens,
         parallel_searches=searches)
     print(stats.summary(), file=sys.stderr)
+    if FLAGS.summary_file:
+        from t2t_lite import atomic
+
+        atomic.write_json(FLAGS.summary_file, stats.as_dict(), indent=1, sort_keys=True)
 
 
 def run():

@@ -49,8 +49,15 @@ class DecodeStats:
     seconds: float = 0.0
     max_source_tokens: int = 0
 
+    @property
+    def lines_per_second(self):
+        return self.lines / self.seconds if self.seconds > 0 else 0.0
+
+    def as_dict(self):
+        return dict(dataclasses.asdict(self), lines_per_second=round(self.lines_per_second, 2))
+
     def summary(self):
-        rate = self.lines / self.seconds if self.seconds > 0 else 0.0
+        rate = self.lines_per_second
         return (f"decoded {self.lines} lines in {self.seconds:.1f}s ({rate:.1f} lines/s); "
                 f"{self.empty} empty, {self.truncated} truncated to {self.max_source_tokens} "
                 f"tokens, {self.invalid_utf8} with invalid UTF-8 replaced")

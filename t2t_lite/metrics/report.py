@@ -21,7 +21,8 @@ def read_lines(path, what):
 
 
 def score_files(translation_path, reference_path, tokenize=bleu.DEFAULT_TOKENIZER, lang="de"):
-    """The report: sacreBLEU BLEU and chrF with signatures, then the paper's tokenized BLEU."""
+    """(the report, the scores): the report is sacreBLEU BLEU and chrF with signatures, then the
+    paper's tokenized BLEU, as t2t-lite-bleu prints it; the scores are bleu.corpus_scores'."""
     hypotheses = read_lines(translation_path, "translation")
     references = read_lines(reference_path, "reference")
     bleu.check_line_pairs(hypotheses, references)
@@ -34,4 +35,4 @@ def score_files(translation_path, reference_path, tokenize=bleu.DEFAULT_TOKENIZE
         f"  signature: {scores['chrf_signature']}",
         f"{paper['label']}, lang={lang}:",
         f"  {paper['bleu_text']}",
-    ])
+    ]), scores

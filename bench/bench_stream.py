@@ -1,0 +1,114 @@
+"""The decoder on large inputs: peak memory against input size, and chunked against whole-file speed.
+
+    python bench/bench_stream.py                                   # memory part, tiny random model
+    python bench/bench_stream.py --part=speed --model_dir=M --inputs=test.src,big.src --rounds=3
+
+Memory: `t2t-lite-decoder` (greedy, a tiny random-weight model with a symbol vocabulary, short
+random lines) on a small and a large input; the figure is the large run's peak RSS over the small
+run's (1.0: memory does not grow with the input). Speed: the same model and input decoded with the
+default --chunk_lines and with one chunk holding the whole file, in alternating rounds (order
+reversed each round), best of rounds; the figure is chunked lines/s over whole-file lines/s.
+Each run is a fresh decoder process; its rate is the decoder's own summary line.
+"""
+import argparse
+import os
+import random
+import re
+import subprocess
+import sys
+
+import harness
+
+SUMMARY = re.compile(r"^decoded (\d+) lines in ([0-9.]+)s \(([0-9.]+) lines/s\)", re.M)
+
+
+def decoder_run(model_dir, source, *flags):
+    """Runs the decoder on `source` into a scratch output; returns (lines/s, peak RSS in MiB)."""
+    output = source + ".out"
+    command = [sys.executable, "-m", "t2t_lite.bin.decoder", f"--model_dir={model_dir}",
+               f"--decode_from_file={source}", f"--decode_to_file={output}", "--start_over",
+               *flags]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               env=harness.worker_env(), text=True)
+    stderr = process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode:
+        sys.exit(f"decoder failed ({process.returncode}):\n{stderr[-2000:]}")
+    os.remove(output)
+    rate = float(SUMMARY.findall(stderr)[-1][2])
+    return rate, usage.ru_maxrss / 1024  # Linux reports KiB
+
+
+def tiny_model_dir(folder, vocab_size=40):
+    """A model_dir of the `tiny` set with random weights and a symbol vocabulary."""
+    import tensorflow as tf
+
+    from t2t_lite import hparams
+    from t2t_lite.model_dir import files
+
+    vocab_path, symbols = harness.symbol_vocab(folder, vocab_size)
+    gin_params = ["MAX_LENGTH = 16", "DecodeConfig.beam_size = 1", "DecodeConfig.extra_length = 2"]
+    configs = hparams.load("tiny", gin_params)
+    model_dir = os.path.join(folder, "model")
+    files.write_run_info(model_dir, "bench_stream", "tiny", gin_params, vocab_path, vocab_size,
+                         configs)
+    model = harness.random_transformer(configs[0], vocab_size)
+    tf.train.CheckpointManager(tf.train.Checkpoint(model=model), model_dir, 1).save(1)
+    return model_dir, symbols
+
+
+def write_lines(path, count, symbols, seed=0):
+    rng = random.Random(seed)
+    with open(path, "w", encoding="utf-8") as f:
+        for _ in range(count):
+            f.write(" ".join(rng.choice(symbols) for _ in range(rng.randint(1, 4))) + "\n")
+    return path
+
+
+def memory(args):
+    harness.tensorflow_env()
+    with harness.scratch_dir("bench_stream_") as folder:
+        model_dir, symbols = tiny_model_dir(folder)
+        rows = []
+        for count in (args.small_lines, args.large_lines):
+            source = write_lines(os.path.join(folder, f"in.{count}"), count, symbols)
+            rate, peak = decoder_run(model_dir, source, f"--chunk_lines={args.chunk_lines}")
+            rows.append((count, rate, peak))
+            print(f"{count:>10,} lines: {rate:,.0f} lines/s, peak RSS {peak:,.0f} MiB", flush=True)
+    print(f"peak RSS, {rows[1][0]:,} lines over {rows[0][0]:,} lines: "
+          f"{rows[1][2] / rows[0][2]:.2f}x (--chunk_lines={args.chunk_lines})")
+
+
+def speed(args):
+    if not args.model_dir or not args.inputs:
+        sys.exit("--part=speed needs --model_dir and --inputs")
+    for source in args.inputs.split(","):
+        with open(source, "rb") as f:
+            lines = sum(1 for _ in f)
+        contenders = {
+            "chunked": lambda _, s=source: decoder_run(args.model_dir, s)[0],
+            "whole file": lambda _, s=source, n=lines: decoder_run(
+                args.model_dir, s, f"--chunk_lines={max(n, 1)}")[0],
+        }
+        best = harness.best_of(harness.alternate(contenders, args.rounds))
+        chunked, whole = best["chunked"], best["whole file"]
+        print(f"{source} ({lines:,} lines), best of {args.rounds}: chunked {chunked:.1f} lines/s, "
+              f"whole file {whole:.1f} lines/s, ratio {chunked / whole:.3f}", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--part", choices=("memory", "speed"), default="memory")
+    parser.add_argument("--small_lines", type=int, default=20_000)
+    parser.add_argument("--large_lines", type=int, default=2_000_000)
+    parser.add_argument("--chunk_lines", type=int, default=10_000)
+    parser.add_argument("--model_dir", help="--part=speed: the model to decode with")
+    parser.add_argument("--inputs", help="--part=speed: comma-separated source files")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    memory(args) if args.part == "memory" else speed(args)
+
+
+if __name__ == "__main__":
+    main()
