@@ -57,8 +57,9 @@ setup(
     extras_require={
         # ctranslate2: the exporter's --format=ctranslate2 (and its tests, hence in "test").
         # pytest-xdist: the quick tier runs on both cores (`-n 2`).
+        # import-linter: the layering contract (.importlinter), run from the tests.
         "test": ["pytest==9.2.0", "pytest-xdist==3.8.0", "matplotlib==3.11.2",
-                 "ctranslate2==4.8.5"],
+                 "ctranslate2==4.8.5", "import-linter==2.17"],
         "ctranslate2": ["ctranslate2==4.8.5"],
         "viz": ["matplotlib==3.11.2"],
     },
