@@ -2,7 +2,7 @@
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite.decoding import beam_search, greedy_decode
+from t2t_lite.decoding import beam_search
 
 
 def run_beam(model, cache, static, batch_size, mode="graph", **kwargs):
@@ -15,6 +15,27 @@ def run_beam(model, cache, static, batch_size, mode="graph", **kwargs):
     else:
         sequences, scores = tf.function(search, jit_compile=(mode == "xla"))()
     return sequences.numpy(), scores.numpy()
+
+
+def greedy(model, cache, static, batch_size, max_decode_length, decode_lengths=None, eos=1):
+    """The reference: the most likely token each step (EOS forced at an example's limit), all
+    rows stepped together, eagerly. Returns sequences [B, L] (0-padded) and log probs [B]."""
+    limits = np.full(batch_size, max_decode_length) if decode_lengths is None else np.asarray(
+        decode_lengths)
+    sequences = np.zeros((batch_size, max_decode_length), np.int32)
+    log_prob_sums = np.zeros(batch_size, np.float32)
+    ended = np.zeros(batch_size, bool)
+    ids = tf.zeros([batch_size], tf.int32)
+    for index in range(max_decode_length):
+        logits, cache = model.tokens_to_logits(ids, tf.constant(index), cache, static)
+        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32)).numpy()
+        tokens = np.where(index + 1 >= limits, eos, log_probs.argmax(axis=1))
+        tokens = np.where(ended, 0, tokens)
+        log_prob_sums += np.where(ended, 0.0, log_probs[np.arange(batch_size), tokens])
+        sequences[:, index] = tokens
+        ended |= tokens == eos
+        ids = tf.constant(tokens, tf.int32)
+    return sequences, log_prob_sums
 
 
 def trap_table(toys):
@@ -36,9 +57,8 @@ def test_finds_best_sequence_that_greedy_misses(toys):
                                rtol=1e-5)
     assert np.all(np.diff(scores[0]) <= 0)
 
-    greedy, _ = greedy_decode(model.tokens_to_logits, {}, {}, 1, model.vocab_size,
-                              max_decode_length=6)
-    assert toys.strip(greedy.numpy()[0]) == [2, toys.EOS]
+    greedy_sequences, _ = greedy(model, {}, {}, 1, max_decode_length=6)
+    assert toys.strip(greedy_sequences[0]) == [2, toys.EOS]
 
 
 def test_wide_beam_equals_exhaustive_search(toys):
@@ -67,11 +87,10 @@ def test_beam_of_one_without_length_penalty_is_greedy(toys):
     table[toys.PAD] = [0, 0.35, 0.6, 0.03, 0.01, 0.01]
     model = toys.TableModel(table)
     sequences, scores = run_beam(model, {}, {}, 1, beam_size=1, alpha=0.0, max_decode_length=5)
-    greedy, log_probs = greedy_decode(model.tokens_to_logits, {}, {}, 1, vocab,
-                                      max_decode_length=5)
-    assert toys.strip(greedy.numpy()[0])[0] == 2
-    np.testing.assert_array_equal(sequences[:, 0], greedy.numpy())
-    np.testing.assert_allclose(scores[:, 0], log_probs.numpy(), rtol=1e-5)
+    greedy_sequences, log_probs = greedy(model, {}, {}, 1, max_decode_length=5)
+    assert toys.strip(greedy_sequences[0])[0] == 2
+    np.testing.assert_array_equal(sequences[:, 0], greedy_sequences)
+    np.testing.assert_allclose(scores[:, 0], log_probs, rtol=1e-5)
 
     model = toys.RnnModel(vocab_size=12, seed=1)
     batch_size = 4
@@ -79,11 +98,10 @@ def test_beam_of_one_without_length_penalty_is_greedy(toys):
     limits = tf.constant([10, 5, 3, 10])
     sequences, scores = run_beam(model, cache, static, batch_size, beam_size=1, alpha=0.0,
                                  max_decode_length=10, decode_lengths=limits)
-    greedy, log_probs = tf.function(lambda: greedy_decode(
-        model.tokens_to_logits, cache, static, batch_size, model.vocab_size,
-        max_decode_length=10, decode_lengths=limits))()
-    np.testing.assert_array_equal(sequences[:, 0], greedy.numpy())
-    np.testing.assert_allclose(scores[:, 0], log_probs.numpy(), rtol=1e-5)
+    greedy_sequences, log_probs = greedy(model, cache, static, batch_size,
+                                         max_decode_length=10, decode_lengths=limits.numpy())
+    np.testing.assert_array_equal(sequences[:, 0], greedy_sequences)
+    np.testing.assert_allclose(scores[:, 0], log_probs, rtol=1e-5)
 
 
 def length_trade_off_table(toys):
