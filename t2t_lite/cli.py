@@ -1,8 +1,8 @@
 """Shared plumbing for the thin CLIs in bin/: TensorFlow set up fast and quiet, one-line errors.
 
 Importing this module (every tool does, before TensorFlow) sets, unless the user already did:
-- TF_ENABLE_ONEDNN_OPTS=1: oneDNN kernels, measured 1.1-1.2x on GEMMs and 2-3x on attention's
-  batched matmuls on x86 CPUs;
+- TF_ENABLE_ONEDNN_OPTS=1: oneDNN kernels, faster on x86 CPUs for GEMMs and markedly for
+  attention's batched matmuls (docs/performance.md);
 - TF_CPP_MIN_LOG_LEVEL=3: TensorFlow's C++ start-up lines ("failed call to cuInit: CUDA error"
   on a machine without a GPU, oneDNN and CPU-feature banners) are noise to a user.
 TensorFlow 2.21 prints some of those lines before its logging reads that variable, so a tool also
@@ -80,7 +80,7 @@ def define_decode_precision_flag(applies_to):
 
     # decoding/precision.py's PRECISIONS, not imported: it loads Keras, and --help should not.
     flags.DEFINE_enum("decode_precision", "float32", ["float32", "bfloat16", "auto"],
-                      f"{applies_to}: the beam search's precision. bfloat16 (opt-in) is ~1.4x "
+                      f"{applies_to}: the beam search's precision. bfloat16 (opt-in) is "
                       "faster on CPUs with bfloat16 units; near-tied hypotheses may differ from "
                       "float32's. auto: bfloat16 only where a probe measures it faster.")
 

@@ -81,7 +81,7 @@ class TrainConfig:
     eval_every_steps: int = 0  # 0: evaluate whenever a checkpoint is saved
     eval_batches: int = 50  # dev batches for loss, perplexity, token accuracy
     bleu_sentences: int = 200  # dev sentences decoded for the dev metric (0: none)
-    eval_beam_size: int = 1  # beam for dev decoding (1: greedy, cheap; 0: the DecodeConfig's)
+    eval_beam_size: int = 1  # beam for dev decoding (1: one beam, cheap; 0: the DecodeConfig's)
     early_stopping_evals: int = 0  # stop after this many evaluations without improvement
     checkpoint_minutes: float = 10.0
     checkpoint_steps: int = 0  # 0: time-based only

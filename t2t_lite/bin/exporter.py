@@ -15,7 +15,7 @@ from absl import flags
 from t2t_lite import cli
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("model_dir", None, "Trained model_dir (run.json, config.gin, checkpoints).")
+flags.DEFINE_string("model_dir", None, "Trained model_dir (run.json, configs.json, checkpoints).")
 flags.DEFINE_string("export_dir", None, "Folder of versioned exports; the new one is E/<n>/.")
 flags.DEFINE_string("checkpoint_path", None,
                     "Checkpoint to export (default: the averaged one if newest, else the latest).")

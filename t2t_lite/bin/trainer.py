@@ -31,7 +31,7 @@ flags.DEFINE_integer("eval_every_steps", None, "Evaluate every N steps (0: at ea
 flags.DEFINE_integer("eval_batches", None, "Dev batches for the loss (default: the set's, 50).")
 flags.DEFINE_integer("bleu_sentences", None, "Dev sentences decoded for BLEU (0: none; default: "
                      "the set's, 200).")
-flags.DEFINE_integer("eval_beam_size", None, "Beam for BLEU during training (1: greedy; 0: the "
+flags.DEFINE_integer("eval_beam_size", None, "Beam for BLEU during training (1: one beam; 0: the "
                      "set's DecodeConfig beam; default: the set's, 1).")
 flags.DEFINE_integer("early_stopping_evals", None, "Stop after N evaluations without "
                      "improvement (default: the set's, 0: never).")

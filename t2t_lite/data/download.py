@@ -36,6 +36,7 @@ from typing import Callable, Optional, Sequence
 from absl import logging
 
 from t2t_lite.errors import UserError
+from t2t_lite.progress import ProgressLine
 
 PARTIAL_SUFFIX = ".partial"
 _CHUNK_BYTES = 1 << 20
@@ -79,24 +80,19 @@ class RemoteFile:
         return "unverified"
 
 
-class LogProgress:
-    """Reports download progress through logging, at most every `interval_s` seconds."""
+class DownloadProgress:
+    """A progress line per file on stderr (MiB done, rate, ETA), at most every `interval_s`."""
 
     def __init__(self, interval_s: float = 10.0):
         self._interval_s = interval_s
-        self._last = 0.0
+        self._lines = {}
 
     def __call__(self, name: str, done: int, total: Optional[int]) -> None:
-        now = time.monotonic()
-        finished = total is not None and done >= total
-        if not finished and now - self._last < self._interval_s:
-            return
-        self._last = now
-        if total:
-            logging.info("%s: %.1f / %.1f MiB (%.0f%%)", name, done / 2**20, total / 2**20,
-                        100.0 * done / total)
-        else:
-            logging.info("%s: %.1f MiB", name, done / 2**20)
+        if name not in self._lines:
+            self._lines[name] = ProgressLine(
+                f"downloaded {name}:", "MiB", interval=self._interval_s,
+                total=None if total is None else round(total / 2**20, 1))
+        self._lines[name](round(done / 2**20, 1))
 
 
 # ----------------------------------------------------------------------------- verification
@@ -243,7 +239,7 @@ def download(remote: RemoteFile, directory, progress: Optional[ProgressFn] = Non
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / remote.name
     partial = directory / (remote.name + PARTIAL_SUFFIX)
-    progress = progress or LogProgress()
+    progress = progress or DownloadProgress()
 
     if final.exists():
         verify_file(final, remote)  # a corrupted final file is the user's to inspect, not ours

@@ -4,9 +4,8 @@ A beam step is a chain of small ops: matmuls of a few hundred rows, cache gather
 top-k. On a CPU most of them cannot keep two cores busy, so with TensorFlow's default threading
 (every op spread over every core) a 2-core machine idles much of each step. Splitting each batch
 into one interleaved part per core and running the parts' searches at once, every op on one
-thread, decoded 1.4x more sentences/s with random weights (every sentence to its limit) and
-1.3x with a trained model on real lines (README, "Decoding against the peers"). The outputs are
-the same, since every sentence's search is independent of the others in its batch.
+thread, keeps the cores busy (docs/performance.md has the figures). The outputs are the same,
+since every sentence's search is independent of the others in its batch.
 CTranslate2 calls the same arrangement inter_threads.
 
 `configure_tensorflow` sets the threads; it must run before TensorFlow executes its first op, so
@@ -20,7 +19,7 @@ from t2t_lite.errors import UserError
 
 
 # Auto never splits a batch further: on many cores, parts of a few sentences would make every
-# matmul tiny. Measured on 2 cores only; past 4, each search gets cores // 4 threads instead.
+# matmul tiny; past 4, each search gets cores // 4 threads instead.
 MAX_AUTO_SEARCHES = 4
 
 
