@@ -123,12 +123,6 @@ class Transformer(keras.Model):
         return self.decode(features["targets"], encoded, training=training)
 
     # ---- training on real tokens only ----------------------------------------------------------
-    def packed_logits(self, features, training=False):
-        """Teacher-forced logits of the real target tokens only: (logits [n, vocab] float32,
-        targets [n]), in row-major order, the numbers call() gives at those positions."""
-        hidden, targets = self.packed_hidden(features, training=training)
-        return ops.cast(self.embedding.logits(hidden), "float32"), targets
-
     def output_matrix(self, dtype):
         """The pre-softmax projection [vocab, d_model] (the shared embedding), in `dtype`."""
         return ops.cast(self.embedding.embeddings, dtype)

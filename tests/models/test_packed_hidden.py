@@ -1,12 +1,11 @@
-"""Training on real tokens only (layers/packing.py, Transformer.packed_logits): the same logits,
-loss and gradients as the padded model at every real position, and the same training step."""
+"""Training on real tokens only (Transformer.packed_hidden): the same logits, loss and gradients
+as the padded model at every real position, and the same training step."""
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from t2t_lite import hparams
-from t2t_lite.layers.packing import Packing
 from t2t_lite.models.transformer import Transformer
 from t2t_lite.training.loss import batch_statistics, token_statistics
 from t2t_lite.training.schedule import make_optimizer
@@ -26,6 +25,12 @@ def _batch(seed=0):
     return {"inputs": tf.constant(inputs), "targets": tf.constant(targets)}
 
 
+def packed_logits(model, batch, training=False):
+    """Logits of the real target tokens: packed_hidden through the pre-softmax projection."""
+    hidden, targets = model.packed_hidden(batch, training=training)
+    return tf.matmul(hidden, model.output_matrix(hidden.dtype), transpose_b=True), targets
+
+
 def _model(norm_position="pre", overrides=()):
     model_config, train_config, _ = hparams.load(
         "tiny", [f"ModelConfig.norm_position = '{norm_position}'", *overrides])
@@ -33,51 +38,12 @@ def _model(norm_position="pre", overrides=()):
     return Transformer(model_config, VOCAB), model_config, train_config
 
 
-def test_packing_round_trip_and_heads_layout():
-    ids = tf.constant([[5, 6, 0, 0], [7, 0, 0, 0], [8, 9, 4, 3]])
-    packing = Packing(ids)
-    np.testing.assert_array_equal(packing.gather(ids).numpy(), [5, 6, 7, 8, 9, 4, 3])
-    np.testing.assert_array_equal(packing.positions.numpy(), [0, 1, 0, 0, 1, 2, 3])
-    heads, depth = 2, 3
-    rows = tf.reshape(tf.range(7 * heads * depth, dtype=tf.float32), [7, heads * depth])
-    padded = packing.unpack_heads(rows, heads)
-    assert padded.shape == (3, heads, 4, depth)
-    # Each real position holds its row's head slice, as transpose(reshape) of a padded tensor.
-    expected = tf.transpose(tf.scatter_nd(tf.where(tf.not_equal(ids, 0)),
-                                          tf.reshape(rows, [7, heads, depth]), [3, 4, heads, depth]),
-                            [0, 2, 1, 3]).numpy()
-    real = tf.not_equal(ids, 0).numpy()
-    for b, t in zip(*np.nonzero(real)):
-        np.testing.assert_array_equal(padded.numpy()[b, :, t], expected[b, :, t])
-    np.testing.assert_array_equal(packing.pack_heads(padded).numpy(), rows.numpy())
-
-
-def test_pack_heads_gradient_is_zero_at_pads_and_unpack_reads_real_rows():
-    ids = tf.constant([[5, 6, 0], [7, 8, 9]])
-    packing = Packing(ids)
-    padded = tf.random.normal([2, 2, 3, 4])
-    upstream = tf.random.normal([5, 8])
-    with tf.GradientTape() as tape:
-        tape.watch(padded)
-        packed = packing.pack_heads(padded)
-        objective = tf.reduce_sum(packed * upstream)
-    grad = tape.gradient(objective, padded).numpy()
-    assert np.all(grad[0, :, 2] == 0)  # the pad position
-    np.testing.assert_array_equal(packing.pack_heads(tf.constant(grad)).numpy(), upstream.numpy())
-    # unpack's gradient is the upstream at the real positions (pads are masked or dropped).
-    rows = tf.random.normal([5, 8])
-    with tf.GradientTape() as tape:
-        tape.watch(rows)
-        objective = tf.reduce_sum(packing.pack_heads(packing.unpack_heads(rows, 2)) * upstream)
-    np.testing.assert_allclose(tape.gradient(objective, rows).numpy(), upstream.numpy())
-
-
 @pytest.mark.parametrize("norm_position", ["pre", "post"])
 def test_packed_logits_equal_padded_logits_at_real_positions(norm_position):
     model, _, _ = _model(norm_position)
     batch = _batch()
     padded = model(batch).numpy()
-    logits, targets = model.packed_logits(batch)
+    logits, targets = packed_logits(model, batch)
     real = batch["targets"].numpy() != 0
     np.testing.assert_array_equal(targets.numpy(), batch["targets"].numpy()[real])
     np.testing.assert_allclose(logits.numpy(), padded[real], atol=2e-5)
@@ -106,9 +72,9 @@ def test_learned_positions_and_attention_dropout_path_run_packed():
                                   "ModelConfig.attention_dropout = 0.1"])
     batch = _batch(seed=2)
     padded = model(batch).numpy()
-    logits, _ = model.packed_logits(batch)
+    logits, _ = packed_logits(model, batch)
     np.testing.assert_allclose(logits.numpy(), padded[batch["targets"].numpy() != 0], atol=2e-5)
-    logits, _ = model.packed_logits(batch, training=True)
+    logits, _ = packed_logits(model, batch, training=True)
     assert np.isfinite(logits.numpy()).all()
 
 
