@@ -14,6 +14,7 @@ _MODELS = {}
 
 
 def register_model(name):
+    """Class decorator: `ModelConfig.model = name` builds the decorated class."""
     def decorator(cls):
         _MODELS[name] = cls
         return cls
@@ -22,11 +23,6 @@ def register_model(name):
 
 def _load_builtins():
     import t2t_lite.models.transformer  # noqa: F401  registers "transformer"
-
-
-def model_names():
-    _load_builtins()
-    return sorted(_MODELS)
 
 
 def build(config, vocab_size):
