@@ -11,7 +11,7 @@ pairs, written once to a file both read). Each runs in its own long-lived worker
 Garden's with TF_USE_LEGACY_KERAS=1 in the peer venv, as shared/peers/mg_seq2seq_train.py sets it
 up: its model, label-smoothed loss, tf_keras Adam + Noam schedule); the parent alternates timed
 windows between them (A B B A ... so drift in the machine's load favours neither), and measures the
-large-matmul ceiling (fp32 and bf16, 2048^3) between windows. One worker is idle while the other
+large-matmul ceiling (fp32 and bf16, 2048^3) between rounds. One worker is idle while the other
 is timed.
 
 Reported: target tokens/s each (non-pad target tokens, the figure the trainers log, over all
@@ -20,29 +20,20 @@ so a load that drifts during the run cancels out), and the achieved useful model
 (analytic, t2t_lite.training.flops, every sentence at its real length: work on pads is not
 counted) over the fp32 matmul ceiling.
 
-Decoding (--part=decode): rows from bench/peers_decode.py (`measure(args) -> list[dict]`), when
-that module is there.
+Decoding (--part=decode): rows from bench/peers_decode.py (`measure(args) -> list[dict]`).
 
 Machines are shared: the load average is printed with the table; compare ratios, not absolutes.
 """
 import argparse
-import json
 import math
 import os
-import subprocess
 import sys
-import tempfile
-import time
 
-from ceiling import matmul_flops_per_second  # bench/ is the script's folder
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-PROTOCOL = "@@"  # prefix of the workers' answer lines (TensorFlow may print on stdout too)
+import harness
 
 
 # ------------------------------------------------------------------------------------------------
-# shared by both workers (no t2t_lite import: the Model Garden worker runs in the peer venv)
+# the workers (no t2t_lite import at the top: the Model Garden worker runs in the peer venv)
 def load_batches(path):
     import numpy as np
 
@@ -51,85 +42,48 @@ def load_batches(path):
     return [(data[f"inputs_{i}"], data[f"targets_{i}"]) for i in range(count)]
 
 
-def serve(step_fn, batches, warmup):
-    """Worker loop: stdin commands {"steps": n, "start": i} -> timed window over batches[i:i+n]."""
+def serve_windows(step_fn, batches, warmup):
+    """Warms up, then answers "window" (timed steps over batches[start:start + steps], cycled) and
+    "ceiling" (the matmul ceiling in this process) commands."""
     import numpy as np
 
     for i in range(warmup):  # trace / compile, first-touch of the weights
         step_fn(*batches[i % len(batches)])
-    print(PROTOCOL + json.dumps({"ready": True}), flush=True)
-    for line in sys.stdin:
-        command = json.loads(line)
-        if command.get("quit"):
-            break
-        if "ceiling" in command:
-            print(PROTOCOL + json.dumps({"ceiling": matmul_flops_per_second(command["ceiling"])}),
-                  flush=True)
-            continue
-        chosen = [batches[(command["start"] + i) % len(batches)] for i in range(command["steps"])]
+
+    def window(steps, start):
+        chosen = [batches[(start + i) % len(batches)] for i in range(steps)]
         tokens = float(sum(int(np.count_nonzero(t)) for _, t in chosen))
-        start = time.perf_counter()
-        for inputs, targets in chosen:
-            step_fn(inputs, targets)  # returns after the step's values are fetched
-        seconds = time.perf_counter() - start
-        print(PROTOCOL + json.dumps({"seconds": seconds, "target_tokens": tokens}), flush=True)
+        seconds, _ = harness.timed(lambda: [step_fn(*pair) for pair in chosen])
+        return {"seconds": seconds, "target_tokens": tokens}
+
+    harness.serve(window=window,
+                  ceiling=lambda dtype: {"ceiling": harness.matmul_flops_per_second(dtype)})
 
 
 def t2t_worker(config):
-    import keras
     import tensorflow as tf
 
-    from t2t_lite import hparams
-    from t2t_lite.models.transformer import Transformer
-    from t2t_lite.training.schedule import make_optimizer
-    from t2t_lite.training.steps import TrainSteps
-
-    model_config, train_config, _ = hparams.load(config["hparams_set"], config["gin_params"])
-    keras.mixed_precision.set_global_policy(config["precision"])
-    keras.utils.set_random_seed(0)
-    model = Transformer(model_config, config["vocab"])
-    optimizer = make_optimizer(model_config, train_config)
-    optimizer.build(model.trainable_variables)
     spec = {key: tf.TensorSpec([None, None], tf.int32) for key in ("inputs", "targets")}
-    steps = TrainSteps(tf.distribute.get_strategy(), model, optimizer,
-                       train_config.label_smoothing, 1, element_spec=spec,
-                       jit_compile=train_config.jit_compile)
+    _, _, steps = harness.train_steps(config["hparams_set"], config["gin_params"],
+                                      config["precision"], config["vocab"], element_spec=spec)
 
-    def step(inputs, targets):
+    def step(inputs, targets):  # returns after the step's values are fetched
         float(steps.final_step({"inputs": tf.constant(inputs),
                                 "targets": tf.constant(targets)})["loss"])
 
-    serve(step, load_batches(config["batches"]), config["warmup"])
+    serve_windows(step, load_batches(config["batches"]), config["warmup"])
 
 
 def model_garden_worker(config):
-    """Model Garden's Seq2SeqTransformer set up as shared/peers/mg_seq2seq_train.py does."""
+    """Model Garden's Seq2SeqTransformer trained as harness.PEER_SCRIPT trains it."""
     import numpy as np
     import tensorflow as tf
     import tf_keras
-    from official.nlp.modeling.models import seq2seq_transformer as s2s
 
     if config["precision"] != "float32":
         tf_keras.mixed_precision.set_global_policy(config["precision"])
-    tf.random.set_seed(0)
-
-    def stack(n):
-        return dict(num_layers=n, num_attention_heads=config["heads"],
-                    intermediate_size=config["d_ff"], activation="relu",
-                    dropout_rate=config["dropout"],
-                    attention_dropout_rate=config["attention_dropout"],
-                    use_bias=config["attention_bias"], norm_first=config["norm_first"],
-                    norm_epsilon=config["layer_norm_epsilon"],
-                    intermediate_dropout=config["relu_dropout"])
-
-    vocab = config["vocab"]
-    model = s2s.Seq2SeqTransformer(
-        vocab_size=vocab, embedding_width=config["d_model"], dropout_rate=config["dropout"],
-        padded_decode=False, decode_max_length=None, extra_decode_length=50, beam_size=4,
-        alpha=0.6, encoder_layer=s2s.TransformerEncoder(**stack(config["layers"])),
-        decoder_layer=s2s.TransformerDecoder(**stack(config["layers"])), eos_id=1)
-    dummy = tf.constant([[5, 6, 1]], tf.int32)
-    model(dict(inputs=dummy, targets=dummy), training=False)
+    model = harness.model_garden_transformer(**config["model"])
+    vocab = config["model"]["vocab_size"]
 
     class Noam(tf_keras.optimizers.schedules.LearningRateSchedule):
         def __init__(self, d, warmup):
@@ -139,8 +93,9 @@ def model_garden_worker(config):
             step = tf.cast(step, tf.float32) + 1.0
             return self.d ** -0.5 * tf.minimum(tf.math.rsqrt(step), step * self.warmup ** -1.5)
 
-    optimizer = tf_keras.optimizers.Adam(learning_rate=Noam(config["d_model"], config["warmup_steps"]),
-                                         beta_1=0.9, beta_2=0.98, epsilon=1e-9)
+    optimizer = tf_keras.optimizers.Adam(
+        learning_rate=Noam(config["model"]["d_model"], config["warmup_steps"]), beta_1=0.9,
+        beta_2=0.98, epsilon=1e-9)
     eps = config["label_smoothing"]
     confidence, low = 1.0 - eps, eps / (vocab - 1)
     norm_const = (-(confidence * np.log(confidence) + (vocab - 1) * low * np.log(low + 1e-20))
@@ -169,169 +124,122 @@ def model_garden_worker(config):
     def step(inputs, targets):
         float(compiled(tf.constant(inputs), tf.constant(targets)))
 
-    serve(step, load_batches(config["batches"]), config["warmup"])
+    serve_windows(step, load_batches(config["batches"]), config["warmup"])
 
 
 # ------------------------------------------------------------------------------------------------
 # the parent
-class Worker:
-    def __init__(self, name, python, role, config, env):
-        self.name = name
-        self.process = subprocess.Popen(
-            [python, os.path.abspath(__file__), f"--worker={role}", "--worker_config",
-             json.dumps(config)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sys.stderr,
-            text=True, env=env, cwd=ROOT)
-
-    def read(self):
-        for line in self.process.stdout:
-            if line.startswith(PROTOCOL):
-                return json.loads(line[len(PROTOCOL):])
-        raise RuntimeError(f"the {self.name} worker ended (exit {self.process.wait()}); "
-                           "its stderr is above")
-
-    def ask(self, **command):
-        self.process.stdin.write(json.dumps(command) + "\n")
-        self.process.stdin.flush()
-        return self.read()
-
-    def close(self):
-        try:
-            self.process.stdin.write(json.dumps({"quit": True}) + "\n")
-            self.process.stdin.close()
-            self.process.wait(timeout=60)
-        except Exception:  # already gone
-            self.process.kill()
-
-
 def write_batches(args, path):
-    """Length-bucketed training batches from t2t_lite's pipeline (bench_train.real_batches),
-    saved to `path` for the workers; returns (vocab, [(inputs, targets)] arrays)."""
+    """Length-bucketed training batches from t2t_lite's pipeline, saved to `path` for the workers;
+    returns (vocab, [(inputs, targets)] arrays)."""
     import numpy as np
 
-    from bench_train import real_batches  # bench/ is the script's folder
     from t2t_lite import hparams
 
     _, train_config, _ = hparams.load(args.hparams_set, args.gin_param)
-    vocab, batches = real_batches(args.problem, args.data_dir, args.batch_tokens,
-                                  train_config.max_length, count=args.batches)
+    vocab, batches = harness.real_batches(args.problem, args.data_dir, args.batch_tokens,
+                                          train_config.max_length, count=args.batches)
     pairs = [(batch["inputs"].numpy(), batch["targets"].numpy()) for batch in batches]
     np.savez(path, **{f"{key}_{i}": array for i, pair in enumerate(pairs)
                       for key, array in zip(("inputs", "targets"), pair)})
     return vocab, pairs
 
 
-def _bf16_matmul_available():
-    """bfloat16 units on this CPU, and oneDNN not capped below them (ONEDNN_MAX_CPU_ISA=AVX2
-    imitates an AVX2-only machine; oneDNN then aborts on a bfloat16 matmul)."""
-    from t2t_lite.training import precision
+def start_workers(args, model_config, train_config, common):
+    """{name: harness.Worker}: t2t_lite, the optional t2t_lite variants, and Model Garden when the
+    peer venv can run it."""
+    t2t = dict(common, hparams_set=args.hparams_set, gin_params=args.gin_param)
 
-    cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
-    uncapped = cap == "ALL" or "BF16" in cap or "AMX" in cap
-    return uncapped and bool(set(precision.BF16_CPU_FLAGS) & precision.cpu_flags())
+    def t2t_lite(name, **env):
+        return harness.Worker(name, sys.executable, __file__, "t2t", t2t, harness.worker_env(**env))
 
-
-def peer_available(python):
-    if not os.path.exists(python):
-        return f"{python} does not exist"
-    check = subprocess.run([python, "-c", "import official.nlp.modeling.models, tf_keras"],
-                           capture_output=True, text=True,
-                           env=dict(os.environ, TF_USE_LEGACY_KERAS="1"))
-    if check.returncode:
-        return (check.stderr.strip().splitlines() or ["import failed"])[-1]
-    return None
-
-
-def measure_training(args):
-    from t2t_lite import hparams
-    from bench_train import useful_flops  # bench/ is the script's folder
-
-    model_config, train_config, _ = hparams.load(args.hparams_set, args.gin_param)
-    workdir = tempfile.mkdtemp(prefix="bench_peers_")
-    batches_path = os.path.join(workdir, "batches.npz")
-    vocab, pairs = write_batches(args, batches_path)
-    # Useful FLOPs: every sentence at its own length. Work on pad positions is not counted
-    # (Model Garden does it; t2t_lite skips most of it, layers/packing.py).
-    flops = [useful_flops(model_config, vocab, inputs, targets) for inputs, targets in pairs]
-    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS=os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1"),
-               TF_CPP_MIN_LOG_LEVEL="2")
-    gin_params = list(args.gin_param) + [f"TrainConfig.mixed_precision = '{args.precision}'"]
-    common = {"batches": batches_path, "warmup": args.warmup, "precision": args.precision,
-              "vocab": vocab}
-    workers = {"t2t_lite": Worker("t2t_lite", sys.executable, "t2t", dict(
-        common, hparams_set=args.hparams_set, gin_params=gin_params), env)}
+    workers = {"t2t_lite": t2t_lite("t2t_lite")}
     if args.baseline_tree:  # another t2t_lite source tree, raced in its own worker
-        workers["t2t_lite@baseline"] = Worker("t2t_lite@baseline", sys.executable, "t2t", dict(
-            common, hparams_set=args.hparams_set, gin_params=gin_params),
-            dict(env, PYTHONPATH=os.path.abspath(args.baseline_tree)))
+        workers["t2t_lite@baseline"] = t2t_lite("t2t_lite@baseline",
+                                                PYTHONPATH=os.path.abspath(args.baseline_tree))
     for setting in args.contender_env:  # this tree again under other environment variables
         key, _, value = setting.partition("=")
-        workers[f"t2t_lite[{setting}]"] = Worker(f"t2t_lite[{setting}]", sys.executable, "t2t",
-                                                 dict(common, hparams_set=args.hparams_set,
-                                                      gin_params=gin_params),
-                                                 dict(env, **{key: value}))
-    missing = peer_available(args.peer_python)
+        workers[f"t2t_lite[{setting}]"] = t2t_lite(f"t2t_lite[{setting}]", **{key: value})
+    missing = harness.peer_missing(args.peer_python)
     if missing:
         print(f"Model Garden skipped: {args.peer_python} cannot import "
               f"official.nlp.modeling ({missing}). Set it up as shared/peers/mg_seq2seq_train.py "
               "describes and pass --peer_python.", file=sys.stderr)
-    else:
-        workers["model_garden"] = Worker("model_garden", args.peer_python, "mg", dict(
-            common, layers=model_config.num_layers, d_model=model_config.d_model,
-            d_ff=model_config.d_ff, heads=model_config.num_heads, dropout=model_config.dropout,
-            attention_dropout=model_config.attention_dropout,
-            relu_dropout=model_config.relu_dropout,
-            norm_first=model_config.norm_position == "pre",
-            layer_norm_epsilon=model_config.layer_norm_epsilon,
-            attention_bias=model_config.attention_bias,
-            label_smoothing=train_config.label_smoothing,
-            warmup_steps=train_config.warmup_steps, jit=bool(args.peer_jit)),
-            dict(env, TF_USE_LEGACY_KERAS="1"))
-        if model_config.key_dim * model_config.num_heads != model_config.d_model:
-            print("note: Model Garden ties d_k to d_model / heads; the sets differ here",
-                  file=sys.stderr)
+        return workers
+    workers["model_garden"] = harness.Worker("model_garden", args.peer_python, __file__, "mg", dict(
+        common, model=harness.model_garden_config(model_config, common["vocab"]),
+        label_smoothing=train_config.label_smoothing, warmup_steps=train_config.warmup_steps,
+        jit=bool(args.peer_jit)), harness.model_garden_env())
+    if model_config.key_dim * model_config.num_heads != model_config.d_model:
+        print("note: Model Garden ties d_k to d_model / heads; the sets differ here",
+              file=sys.stderr)
+    return workers
+
+
+def race(args, workers):
+    """Alternating timed windows of the workers (closed afterwards), the matmul ceiling measured
+    between rounds: ({name: [window of each round]}, {dtype: [ceilings]})."""
+    ceilings = {"float32": [], **({"bfloat16": []} if harness.bf16_units() else {})}
+
+    def measure_ceilings(_):
+        for dtype in ceilings:
+            ceilings[dtype].append(workers["t2t_lite"].ask("ceiling", dtype=dtype)["ceiling"])
+
+    def window(worker):  # round r times the same batches for every contender
+        return lambda r: worker.ask("window", steps=args.steps,
+                                    start=args.warmup + r * args.steps)
+
+    def report(round_index, name, result):
+        print(f"round {round_index + 1}: {name:13} "
+              f"{result['target_tokens'] / result['seconds']:8.0f} target tok/s",
+              file=sys.stderr, flush=True)
+
     try:
         for worker in workers.values():
-            worker.read()  # ready: built, traced and warmed up
-        totals = {name: {"seconds": 0.0, "target_tokens": 0.0, "flops": 0.0, "rates": []}
-                  for name in workers}
-        ceilings = {"float32": [], **({"bfloat16": []} if _bf16_matmul_available() else {})}
-        order = list(workers)
-        start = args.warmup
-        for round_index in range(args.rounds):
-            for dtype in ceilings:
-                ceilings[dtype].append(workers["t2t_lite"].ask(ceiling=dtype)["ceiling"])
-            for name in order if round_index % 2 == 0 else order[::-1]:
-                result = workers[name].ask(steps=args.steps, start=start)
-                totals[name]["rates"].append(result["target_tokens"] / result["seconds"])
-                totals[name]["seconds"] += result["seconds"]
-                totals[name]["target_tokens"] += result["target_tokens"]
-                totals[name]["flops"] += sum(flops[(start + i) % len(flops)]
-                                             for i in range(args.steps))
-                print(f"round {round_index + 1}: {name:13} "
-                      f"{result['target_tokens'] / result['seconds']:8.0f} target tok/s",
-                      file=sys.stderr, flush=True)
-            start += args.steps
-        for dtype in ceilings:
-            ceilings[dtype].append(workers["t2t_lite"].ask(ceiling=dtype)["ceiling"])
+            worker.wait_ready()  # built, traced and warmed up before anything is timed
+        results = harness.alternate({name: window(w) for name, w in workers.items()},
+                                    args.rounds, between=measure_ceilings, report=report)
     finally:
         for worker in workers.values():
             worker.close()
+    return results, ceilings
+
+
+def measure_training(args):
+    from t2t_lite import hparams
+
+    model_config, train_config, _ = hparams.load(args.hparams_set, args.gin_param)
+    with harness.scratch_dir("bench_peers_") as workdir:
+        batches_path = os.path.join(workdir, "batches.npz")
+        vocab, pairs = write_batches(args, batches_path)
+        common = {"batches": batches_path, "warmup": args.warmup, "precision": args.precision,
+                  "vocab": vocab}
+        results, ceilings = race(args, start_workers(args, model_config, train_config, common))
+    # Useful FLOPs: every sentence at its own length. Work on pad positions is not counted
+    # (Model Garden does it; t2t_lite skips most of it, layers/packing.py).
+    flops = [harness.useful_flops(model_config, vocab, inputs, targets)
+             for inputs, targets in pairs]
+    window_flops = [sum(flops[(args.warmup + r * args.steps + i) % len(flops)]
+                        for i in range(args.steps)) for r in range(args.rounds)]
     # The best of the measurements: a ceiling measured low under a passing load would flatter
     # the utilisation.
     fp32, bf16 = max(ceilings["float32"]), max(ceilings.get("bfloat16") or [0.0])
-    peer = totals.get("model_garden")
+    rates = {name: [w["target_tokens"] / w["seconds"] for w in windows]
+             for name, windows in results.items()}
+    peer = rates.get("model_garden")
     rows = []
-    for name, total in totals.items():
-        rate = total["target_tokens"] / total["seconds"]
+    for name, windows in results.items():
+        seconds = sum(w["seconds"] for w in windows)
         ratio = None
         if peer:
             # Per round, each contender against Model Garden's window next to it (same batches,
             # nearly the same load), then the geometric mean: a drifting load cancels out.
-            ratios = [a / b for a, b in zip(total["rates"], peer["rates"])]
+            ratios = [a / b for a, b in zip(rates[name], peer)]
             ratio = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
         rows.append({"part": "train", "name": name, "sentences_per_s": None,
-                     "target_tokens_per_s": rate, "ratio_vs_model_garden": ratio,
-                     "fp32_peak": total["flops"] / total["seconds"] / fp32,
+                     "target_tokens_per_s": sum(w["target_tokens"] for w in windows) / seconds,
+                     "ratio_vs_model_garden": ratio,
+                     "fp32_peak": sum(window_flops) / seconds / fp32,
                      "note": f"{args.hparams_set} {args.precision}"})
     bf16_note = f"bf16 {bf16 / 1e9:.0f} GFLOP/s" if bf16 else "bf16 not measured (no bf16 units)"
     extra = (f"matmul ceiling (best of {len(ceilings['float32'])}): fp32 {fp32 / 1e9:.0f} "
@@ -341,9 +249,7 @@ def measure_training(args):
 
 
 def print_table(rows, notes):
-    def fmt(value, spec):
-        return "-" if value is None else format(value, spec)
-
+    fmt = harness.fmt
     print("\n| part | engine | sentences/s | target tok/s | vs Model Garden | FLOP/s / fp32 peak "
           "| note |\n|---|---|---:|---:|---:|---:|---|")
     for r in rows:
@@ -357,28 +263,24 @@ def print_table(rows, notes):
 
 
 def main():
+    if harness.worker_main({"t2t": t2t_worker, "mg": model_garden_worker}):
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--part", choices=["train", "decode", "all"], default="all")
-    parser.add_argument("--worker", choices=["t2t", "mg"], help=argparse.SUPPRESS)
-    parser.add_argument("--worker_config", help=argparse.SUPPRESS)
-    known, _ = parser.parse_known_args()
-    if known.worker:
-        config = json.loads(known.worker_config)
-        return t2t_worker(config) if known.worker == "t2t" else model_garden_worker(config)
-    parser.add_argument("--data_dir", default=os.path.join(ROOT, "runs", "wsd_300", "data"),
+    parser.add_argument("--data_dir", default=os.path.join(harness.ROOT, "runs", "wsd_300", "data"),
                         help="t2t-lite-datagen --problem=translate_ende_gettext output")
     parser.add_argument("--problem", default="translate_ende_gettext")
     parser.add_argument("--hparams_set", default="small_cpu")
     parser.add_argument("--gin_param", action="append", default=[])
     parser.add_argument("--precision", default="float32",
-                        help="keras policy for both (float32: the issue's AVX2 target)")
-    parser.add_argument("--peer_python", default=os.path.join(ROOT, "runs", "peer_venv", "bin",
-                                                              "python"))
+                        help="keras policy for both (float32: what a CPU without bfloat16 units "
+                             "runs)")
+    harness.add_peer_python(parser)
     parser.add_argument("--peer_jit", type=int, default=0, help="Model Garden step under XLA")
     parser.add_argument("--baseline_tree", default="",
-                        help="a directory holding another t2t_lite package (e.g. a checkout "
-                             "from before a change): raced as a third contender")
+                        help="a directory holding another t2t_lite package (e.g. another "
+                             "checkout): raced as a third contender")
     parser.add_argument("--contender_env", action="append", default=[],
                         help="KEY=VALUE: also race this tree with that environment variable set "
                              "(e.g. TF_NUM_INTEROP_THREADS=1); repeatable")
@@ -387,21 +289,11 @@ def main():
     parser.add_argument("--warmup", type=int, default=4, help="untimed steps per worker")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--steps", type=int, default=3, help="steps per timed window")
-    decode_module = None
-    if known.part in ("decode", "all"):
-        sys.path.insert(0, HERE)
-        try:
-            import peers_decode as decode_module
-        except ImportError as error:
-            if getattr(error, "name", None) != "peers_decode":
-                raise
-            print("decode part skipped: bench/peers_decode.py is not there yet", file=sys.stderr)
-        if decode_module is not None and hasattr(decode_module, "add_arguments"):
-            decode_module.add_arguments(parser)
+    import peers_decode  # bench/ is this script's folder: on sys.path
+
+    peers_decode.add_arguments(parser)
     args = parser.parse_args()
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    sys.path.insert(0, ROOT)
+    harness.tensorflow_env()
     from t2t_lite import cli
 
     cli.filter_stderr()  # the workers inherit it: no TensorFlow start-up lines in the table
@@ -410,13 +302,11 @@ def main():
         train_rows, note = measure_training(args)
         rows += train_rows
         notes.append(note)
-    if decode_module is not None:
-        for row in decode_module.measure(args):
-            rows.append(dict(row, part="decode"))
-    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    if args.part in ("decode", "all"):
+        rows += [dict(row, part="decode") for row in peers_decode.measure(args)]
+    load = harness.load_note()
     if load:
-        notes.append(f"load average at the end: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
-                     f"on {os.cpu_count()} CPUs")
+        notes.append(f"at the end: {load}")
     print_table(rows, notes)
 
 

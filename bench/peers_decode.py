@@ -15,14 +15,14 @@ choose EOS): the same number of beam steps per sentence. The mean output length 
 printed in its note, which shows it. t2t_lite and CTranslate2 run the very same weights;
 Model Garden (pre-norm, no attention biases: its defaults) has its own random weights.
 
-Model Garden runs in a long-lived subprocess of the peer venv (TF_USE_LEGACY_KERAS=1, as
+Model Garden runs in a long-lived worker process of the peer venv (TF_USE_LEGACY_KERAS=1, as
 shared/peers/mg_seq2seq_train.py builds it); the parent alternates the contenders round by round
 (t2t_lite, Model Garden, CTranslate2, ..., reversed in the next round) and times a 2048^3 fp32
-matmul between them, so machine load drifts favour none. Each contender's best round counts.
+matmul between rounds, so machine load drifts favour none. Each contender's best round counts.
 
 t2t_lite and CTranslate2 decode as t2t-lite-decoder does (--decode_parallel_searches, default
 one per core: each batch split into interleaved parts searched at once, each op on one thread;
-t2t_lite/export/parallel_search.py). This process sets TensorFlow's threads for that before its
+t2t_lite/inference/parallel_search.py). This process sets TensorFlow's threads for that before its
 first op, or runs itself again in a fresh process when TensorFlow already started (bench_peers.py
 --part=all trains first); the matmul ceiling then multiplies on every core at once. Model Garden
 runs as it ships, plus a row with its batches split the same way by this bench.
@@ -32,90 +32,57 @@ sentences/s, and in the note the achieved decoder FLOP/s (analytic, beam rows x 
 FLOPs, attention excluded) over the fp32 matmul ceiling.
 """
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 
-from ceiling import matmul_flops_per_second  # bench/ is the script's folder
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
+import harness
 
 SMALL = dict(num_layers=3, d_model=256, d_ff=1024, num_heads=4)
-PROTOCOL = "@@"
 
-# The Model Garden worker: runs under the peer venv's python, never imports t2t_lite.
-MG_WORKER = r'''
-import json, os, sys, time
-os.environ["TF_USE_LEGACY_KERAS"] = "1"
-import numpy as np
-import tensorflow as tf
-from official.nlp.modeling.models import seq2seq_transformer as s2s
 
-config = json.loads(sys.argv[1])
-ids = np.load(config["ids_file"])
-searches = config["searches"]
-if searches > 1:  # the same threads as t2t_lite's parallel searches (see measure())
-    tf.config.threading.set_intra_op_parallelism_threads(max(1, config["cores"] // searches))
-    tf.config.threading.set_inter_op_parallelism_threads(max(searches, 2))
-tf.random.set_seed(0)
-
-def stack(n):
-    return dict(num_layers=n, num_attention_heads=config["num_heads"],
-                intermediate_size=config["d_ff"], activation="relu", dropout_rate=0.0,
-                attention_dropout_rate=0.0, use_bias=False, norm_first=True, norm_epsilon=1e-6,
-                intermediate_dropout=0.0)
-
-model = s2s.Seq2SeqTransformer(
-    vocab_size=config["vocab_size"], embedding_width=config["d_model"], dropout_rate=0.0,
-    padded_decode=False, decode_max_length=None, extra_decode_length=config["extra_length"],
-    beam_size=config["beam_size"], alpha=config["alpha"],
-    encoder_layer=s2s.TransformerEncoder(**stack(config["num_layers"])),
-    decoder_layer=s2s.TransformerDecoder(**stack(config["num_layers"])), eos_id=1)
-decode = tf.function(lambda x: model(dict(inputs=x), training=False),
-                     input_signature=[tf.TensorSpec([None, None], tf.int32)])
-
-pool = None
-if searches > 1:
+def model_garden_worker(config):
+    """Runs under the peer venv's python: Model Garden's search of the same ids, timed on "run"."""
     import concurrent.futures
-    pool = concurrent.futures.ThreadPoolExecutor(searches)
 
-def decode_batch(batch):
-    if pool is None:
-        return decode(tf.constant(batch))["outputs"].numpy()
-    # Interleaved parts searched at once, as t2t_lite's batch_decode does.
-    parts = [batch[i::searches] for i in range(min(searches, len(batch)))]
-    return np.concatenate(list(pool.map(
-        lambda part: decode(tf.constant(part))["outputs"].numpy(), parts)))
+    import numpy as np
+    import tensorflow as tf
 
-def run(rows):
-    tokens = 0
-    for start in range(0, len(rows), config["batch"]):
-        out = decode_batch(rows[start:start + config["batch"]])
-        for row in out.tolist():
-            row = [t for t in row if t != 0]
-            # Beam steps: up to and including EOS, or every position when none came.
-            tokens += (row.index(1) + 1) if 1 in row else len(row)
-    return tokens
+    ids = np.load(config["ids_file"])
+    searches = config["searches"]
+    if searches > 1:  # the same threads as t2t_lite's parallel searches (see measure())
+        tf.config.threading.set_intra_op_parallelism_threads(max(1, config["cores"] // searches))
+        tf.config.threading.set_inter_op_parallelism_threads(max(searches, 2))
+    search = harness.model_garden_search(harness.model_garden_transformer(**config["model"]))
+    pool = concurrent.futures.ThreadPoolExecutor(searches) if searches > 1 else None
 
-run(ids[:2])  # trace
-print("@@" + json.dumps({"ready": True}), flush=True)
-for line in sys.stdin:
-    if line.strip() != "run":
-        break
-    start = time.perf_counter()
-    tokens = run(ids)
-    print("@@" + json.dumps({"seconds": time.perf_counter() - start, "tokens": tokens}),
-          flush=True)
-'''
+    def decode_batch(batch):
+        if pool is None:
+            return search(batch)
+        # Interleaved parts searched at once, as t2t_lite's batch_decode does.
+        parts = [batch[i::searches] for i in range(min(searches, len(batch)))]
+        return np.concatenate(list(pool.map(search, parts)))
+
+    def decode(rows):
+        tokens = 0
+        for start in range(0, len(rows), config["batch"]):
+            for row in decode_batch(rows[start:start + config["batch"]]).tolist():
+                row = [t for t in row if t != 0]
+                # Beam steps: up to and including EOS, or every position when none came.
+                tokens += (row.index(1) + 1) if 1 in row else len(row)
+        return tokens
+
+    decode(ids[:2])  # trace
+
+    def run():
+        seconds, tokens = harness.timed(decode, ids)
+        return {"seconds": seconds, "tokens": tokens}
+
+    harness.serve(run=run)
 
 
 def add_arguments(parser):
-    """The decode flags (bench_peers.py adds them to its own parser; --peer_python may exist)."""
+    """The decode flags (bench_peers.py adds them to its own parser)."""
     group = parser.add_argument_group("decoding (bench/peers_decode.py)")
     group.add_argument("--decode_sentences", type=int, default=128)
     group.add_argument("--decode_source_length", type=int, default=20,
@@ -136,10 +103,7 @@ def add_arguments(parser):
     group.add_argument("--decode_parallel_searches", type=int, default=0,
                        help="t2t-lite-decoder's --parallel_searches for the t2t_lite and "
                             "CTranslate2 rows (0: one per CPU core)")
-    if "--peer_python" not in parser._option_string_actions:
-        parser.add_argument("--peer_python",
-                            default=os.path.join(ROOT, "runs", "peer_venv", "bin", "python"))
-    return parser
+    return harness.add_peer_python(parser)
 
 
 def _decoder_flops_per_token(beam_size, vocab_size, num_layers, d_model, d_ff, **_):
@@ -150,66 +114,32 @@ def _decoder_flops_per_token(beam_size, vocab_size, num_layers, d_model, d_ff, *
     return 2 * beam_size * per_row
 
 
-class _ModelGarden:
-    def __init__(self, python, config):
-        self.process = subprocess.Popen(
-            [python, "-c", MG_WORKER, json.dumps(config)], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, text=True,
-            env=dict(os.environ, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2",
-                     TF_ENABLE_ONEDNN_OPTS=os.environ.get("TF_ENABLE_ONEDNN_OPTS", "1")))
-        self._answer()
-
-    def _answer(self):
-        for line in self.process.stdout:
-            if line.startswith(PROTOCOL):
-                return json.loads(line[len(PROTOCOL):])
-        raise RuntimeError(f"Model Garden worker ended (status {self.process.wait()})")
-
-    def __call__(self):
-        self.process.stdin.write("run\n")
-        self.process.stdin.flush()
-        answer = self._answer()
+def _timed_by_worker(worker):
+    """A contender run by a Model Garden worker, which times its own decode."""
+    def run(_):
+        answer = worker.ask("run")
         return answer["seconds"], answer["tokens"]
-
-    def close(self):
-        try:
-            self.process.stdin.write("quit\n")
-            self.process.stdin.close()
-        except OSError:
-            pass
-        self.process.wait(timeout=60)
-
-
-def _peer_missing(python):
-    if not os.path.exists(python):
-        return f"{python} does not exist"
-    check = subprocess.run(
-        [python, "-c", "import os; os.environ['TF_USE_LEGACY_KERAS']='1'; "
-                       "from official.nlp.modeling.models import seq2seq_transformer"],
-        capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-    return None if check.returncode == 0 else check.stderr.strip().splitlines()[-1][:200]
+    return run
 
 
 def measure(args):
     """Decodes the same sentences through every engine, alternating; returns one dict per row."""
-    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
-    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    harness.tensorflow_env()
     import dataclasses
 
-    import keras
     import numpy as np
     import tensorflow as tf
 
-    from t2t_lite import hparams
-    from t2t_lite.data import tokenizers, vocab
-    from t2t_lite.export import batch_decode, exporter, parallel_search, serving_module
-    from t2t_lite.models.transformer import Transformer
+    from t2t_lite import cpu, hparams
+    from t2t_lite.data import tokenizers
+    from t2t_lite.export import exporter
+    from t2t_lite.inference import batch_decode, parallel_search, translator
 
     # t2t-lite-decoder's threads: set before TensorFlow's first op, or in a fresh process.
     searches = parallel_search.resolve(args.decode_parallel_searches)
     if not parallel_search.configure_tensorflow(searches):
         return _measure_in_subprocess(args)
-    cores = parallel_search.available_cores()
+    cores = cpu.available_cores()
     pool = parallel_search.thread_pool(searches)
 
     engines = [e.strip() for e in args.decode_engines.split(",") if e.strip()]
@@ -218,10 +148,8 @@ def measure(args):
     root = tempfile.mkdtemp(prefix="peers_decode_")
     config = dataclasses.replace(hparams.load("small")[0], **SMALL, dropout=0.0,
                                  max_length=max(128, args.decode_source_length + extra + 2))
-    keras.utils.set_random_seed(0)
-    model = Transformer(config, vocab_size)
-    symbols = [f"w{i}" for i in range(vocab_size - 3)]
-    vocab_path = vocab.write_symbol_vocab(os.path.join(root, "bench.symbols.txt"), symbols)
+    model = harness.random_transformer(config, vocab_size)
+    vocab_path, symbols = harness.symbol_vocab(root, vocab_size)
     tokenizer = tokenizers.load_tokenizer(vocab_path)
 
     rng = np.random.default_rng(0)
@@ -232,7 +160,7 @@ def measure(args):
     np.save(ids_file, ids)
     batches = [ids[i:i + args.decode_batch] for i in range(0, len(ids), args.decode_batch)]
 
-    def tf_engine(translator):
+    def tf_engine(module):
         a, e = tf.constant(alpha), tf.constant(extra)
 
         def run(rows=batches):
@@ -243,27 +171,27 @@ def measure(args):
                 [range(start, min(start + args.decode_batch, len(rows)))
                  for start in range(0, len(rows), args.decode_batch)], searches)
             return sum(len(text.split()) + 1
-                       for _, texts, _ in batch_decode.translate_parts(translator, rows, parts,
+                       for _, texts, _ in batch_decode.translate_parts(module, rows, parts,
                                                                        a, e, pool)
                        for text in texts[:, 0])
+
+        run([batches[0][:2]])  # trace
         return run
 
-    contenders, notes = {}, {}
-    module = serving_module.TranslationModule(model, tokenizer, beam_size=beam, alpha=alpha,
-                                              extra_length=extra)
+    runs, notes = {}, {}  # contender name -> run() -> tokens (beam steps)
+    module = translator.TranslationModule(model, tokenizer, beam_size=beam, alpha=alpha,
+                                          extra_length=extra)
     if "checkpoint" in engines:
-        contenders["t2t_lite checkpoint"] = tf_engine(module)
+        runs["t2t_lite checkpoint"] = tf_engine(module)
     if "savedmodel" in engines:
         version_dir = exporter.save(module, os.path.join(root, "export"))
-        contenders["t2t_lite SavedModel"] = tf_engine(tf.saved_model.load(version_dir))
+        runs["t2t_lite SavedModel"] = tf_engine(tf.saved_model.load(version_dir))
     if "checkpoint_bf16" in engines:
-        from t2t_lite.training import precision
-
-        if set(precision.BF16_CPU_FLAGS) & precision.cpu_flags():
-            bf16_module = serving_module.TranslationModule(
+        if harness.bf16_units():
+            bf16_module = translator.TranslationModule(
                 model, tokenizer, beam_size=beam, alpha=alpha, extra_length=extra,
                 precision="bfloat16")
-            contenders["t2t_lite checkpoint, bfloat16"] = tf_engine(bf16_module)
+            runs["t2t_lite checkpoint, bfloat16"] = tf_engine(bf16_module)
         else:
             notes["t2t_lite checkpoint, bfloat16"] = "skipped: this CPU has no bfloat16 units"
     for name in ("ctranslate2", "ctranslate2_int8"):
@@ -273,6 +201,7 @@ def measure(args):
             import ctranslate2
 
             from t2t_lite.export import ctranslate2_export
+            from t2t_lite.inference import ctranslate2_engine
         except ImportError:
             notes[name] = "skipped: ctranslate2 is not installed"
             continue
@@ -281,26 +210,28 @@ def measure(args):
                                             os.path.join(root, name), quantization=quantization)
         # As the decoder's CTranslate2 engine: `searches` translators, cores // searches threads
         # each; a batch's parts of max_batch_size sentences go to them at once.
-        translator = ctranslate2.Translator(folder, device="cpu", inter_threads=searches,
-                                            intra_threads=max(1, cores // searches))
+        ct2 = ctranslate2.Translator(folder, device="cpu", inter_threads=searches,
+                                     intra_threads=max(1, cores // searches))
         part_size = -(-args.decode_batch // searches)
         sources = [[symbols[i - 3] for i in row[:-1]] for row in ids.tolist()]
         # One step more than t2t_lite's limit without its forced EOS: the same number of beam
         # steps as t2t_lite (whose last step can only choose EOS) and Model Garden.
-        limit = ctranslate2_export.decode_limits(args.decode_source_length, extra,
+        limit = ctranslate2_engine.decode_limits(args.decode_source_length, extra,
                                                  config.max_length) + 1
 
-        def ct2_run(translator=translator, sources=sources, limit=limit):
+        def ct2_run(ct2=ct2, sources=sources, limit=limit):
             results = []
             for start in range(0, len(sources), args.decode_batch):
-                results += translator.translate_batch(
+                results += ct2.translate_batch(
                     sources[start:start + args.decode_batch], beam_size=beam,
                     length_penalty=alpha, max_decoding_length=limit, min_decoding_length=0,
                     max_batch_size=part_size)
             # Tokens = beam steps (a hypothesis cut at the limit has no EOS in CTranslate2).
             return sum(len(r.hypotheses[0]) + (len(r.hypotheses[0]) < limit) for r in results)
-        label = "CTranslate2 (int8)" if quantization else "CTranslate2 (fp32)"
-        contenders[label] = ct2_run
+        runs["CTranslate2 (int8)" if quantization else "CTranslate2 (fp32)"] = ct2_run
+
+    contenders = {name: lambda _, run=run: harness.timed(run) for name, run in runs.items()}
+    workers = []
     model_gardens = {"model_garden": ("Model Garden beam search", 1)}
     if searches > 1:
         model_gardens["model_garden_split"] = (
@@ -308,38 +239,32 @@ def measure(args):
     for engine, (label, mg_searches) in model_gardens.items():
         if engine not in engines:
             continue
-        missing = _peer_missing(args.peer_python)
+        missing = harness.peer_missing(args.peer_python)
         if missing:
             notes[label] = f"skipped: {missing}"
             continue
-        contenders[label] = _ModelGarden(args.peer_python, dict(
-            SMALL, vocab_size=vocab_size, extra_length=extra, beam_size=beam, alpha=alpha,
-            batch=args.decode_batch, ids_file=ids_file, searches=mg_searches, cores=cores))
+        worker = harness.Worker(label, args.peer_python, __file__, "mg", dict(
+            model=dict(SMALL, vocab_size=vocab_size, extra_length=extra, beam_size=beam,
+                       alpha=alpha),
+            batch=args.decode_batch, ids_file=ids_file, searches=mg_searches, cores=cores),
+            harness.model_garden_env())
+        workers.append(worker)
+        contenders[label] = _timed_by_worker(worker)
 
-    # Warm-up (traces), then rounds alternating the order.
-    for name, run in contenders.items():
-        if name.startswith("t2t_lite"):
-            run([batches[0][:2]])
-    best = {name: None for name in contenders}
-    ceiling = 0.0
-    order = list(contenders)
-    for round_index in range(args.decode_rounds):
-        for name in (order if round_index % 2 == 0 else order[::-1]):
-            run = contenders[name]
-            if isinstance(run, _ModelGarden):
-                seconds, tokens = run()
-            else:
-                start = time.perf_counter()
-                tokens = run()
-                seconds = time.perf_counter() - start
-            if best[name] is None or seconds < best[name][0]:
-                best[name] = (seconds, tokens)
-            ceiling = max(ceiling, matmul_flops_per_second(threads=searches))
-    for run in contenders.values():
-        if isinstance(run, _ModelGarden):
-            run.close()
-    if pool is not None:
-        pool.shutdown()
+    ceilings = []
+    try:
+        for worker in workers:
+            worker.wait_ready()  # set up and traced before anything is timed
+        results = harness.alternate(
+            contenders, args.decode_rounds,
+            between=lambda _: ceilings.append(harness.matmul_flops_per_second(threads=searches)))
+    finally:
+        for worker in workers:
+            worker.close()
+        if pool is not None:
+            pool.shutdown()
+    best = harness.best_of(results, key=lambda seconds_tokens: -seconds_tokens[0])
+    ceiling = max(ceilings)
 
     flops_per_token = _decoder_flops_per_token(beam, vocab_size, **SMALL)
     mg = best.get("Model Garden beam search")
@@ -348,14 +273,15 @@ def measure(args):
     for name, (seconds, tokens) in best.items():
         rate = args.decode_sentences / seconds
         token_rate = tokens / seconds
-        share = token_rate * flops_per_token / ceiling if ceiling else 0.0
         rows.append(dict(
             name=f"decode: {name}", sentences_per_s=round(rate, 2),
             target_tokens_per_s=round(token_rate, 1),
             ratio_vs_model_garden=round(rate / mg_rate, 2) if mg_rate else None,
             note=(f"beam {beam}, {args.decode_sentences} x {args.decode_source_length} tokens, "
-                  f"mean output {tokens / args.decode_sentences:.1f} tokens (= beam steps, EOS counted); "
-                  f"{share:.1%} of the fp32 matmul ceiling {ceiling / 1e9:.0f} GFLOP/s; "
+                  f"mean output {tokens / args.decode_sentences:.1f} tokens "
+                  f"(= beam steps, EOS counted); "
+                  f"{token_rate * flops_per_token / ceiling:.1%} of the fp32 matmul ceiling "
+                  f"{ceiling / 1e9:.0f} GFLOP/s; "
                   f"{searches} parallel searches for t2t_lite and CTranslate2")))
     for name, note in notes.items():
         rows.append(dict(name=f"decode: {name}", sentences_per_s=None, target_tokens_per_s=None,
@@ -369,36 +295,37 @@ def _measure_in_subprocess(args):
     flags = [f"--{action.dest}={getattr(args, action.dest)}"
              for action in add_arguments(argparse.ArgumentParser())._actions
              if action.dest != "help" and hasattr(args, action.dest)]
-    result = subprocess.run([sys.executable, os.path.abspath(__file__), *flags, "--json_rows"],
-                            stdout=subprocess.PIPE, text=True, check=True)
-    for line in result.stdout.splitlines():
-        if line.startswith(PROTOCOL):
-            return json.loads(line[len(PROTOCOL):])
-    raise RuntimeError("the decode bench printed no rows")
+    answers = harness.run_for_answers([sys.executable, os.path.abspath(__file__), *flags,
+                                       "--json_rows"])
+    if not answers:
+        raise RuntimeError("the decode bench printed no rows")
+    return answers[-1]
 
 
 def main():
+    if harness.worker_main({"mg": model_garden_worker}):
+        return
     parser = add_arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
     parser.add_argument("--json_rows", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    from t2t_lite import cli  # ROOT is on sys.path (top of this file)
+    harness.tensorflow_env()
+    from t2t_lite import cli
 
     cli.filter_stderr()  # the workers inherit it: no TensorFlow start-up lines in the table
     rows = measure(args)
     if args.json_rows:
-        print(PROTOCOL + json.dumps(rows), flush=True)
+        harness.answer(rows)
         return
     width = max(len(r["name"]) for r in rows)
+    fmt = harness.fmt
     print(f"{'':{width}}  {'sent/s':>8}  {'tok/s':>9}  {'vs MG':>6}")
     for r in rows:
-        fmt = lambda v, f: "-" if v is None else format(v, f)
         print(f"{r['name']:{width}}  {fmt(r['sentences_per_s'], '8.2f')}  "
               f"{fmt(r['target_tokens_per_s'], '9.1f')}  "
               f"{fmt(r['ratio_vs_model_garden'], '6.2f')}  {r['note']}")
-    if hasattr(os, "getloadavg"):
-        load = os.getloadavg()
-        print(f"load average: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on "
-              f"{os.cpu_count()} CPUs (shared machine: compare ratios)")
+    load = harness.load_note()
+    if load:
+        print(f"{load} (shared machine: compare ratios)")
 
 
 if __name__ == "__main__":
