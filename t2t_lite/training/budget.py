@@ -1,9 +1,9 @@
 """Fitting a run to a wall-clock budget (TrainConfig.budget_schedule, used by the CPU recipes).
 
-A fixed recipe tuned on one machine fails on the next: a slower CPU that makes 430 steps in 20
-minutes spends the whole run in a 400-step warmup and averages checkpoints from the middle of
-training. Under `--train_minutes` the trainer instead measures its own step rate over the first
-steps and plans the run around the steps that will fit:
+A fixed recipe tuned on one machine fails on the next: a slower CPU fits fewer steps into the
+same minutes, spends most of them in warmup and averages checkpoints from the middle of training.
+Under `--train_minutes` the trainer instead measures its own step rate over the first steps and
+plans the run around the steps that will fit:
 
 - total steps: what the measured rate fits into the budget left (minus the share kept for dev
   evaluation), capped by --train_steps;
@@ -11,17 +11,21 @@ steps and plans the run around the steps that will fit:
   to zero over the last `decay_fraction` of the run ("warmup-stable-decay"), so every run ends
   annealed whatever its length and short runs keep their high learning rate long enough;
 - checkpoint averaging: `average_last` checkpoints spread over the last few percent of the run
-  (the paper averaged the last ~1-4% of training), never over half of it;
+  (as the paper averaged checkpoints from the end of training), never over half of it;
 - dev evaluation: spaced so that evaluating costs at most `eval_fraction` of the budget.
 
-The paper's sets keep the paper's schedule; this is for budgeted runs only.
+`plan` makes a plan; `BudgetPlanner`, a training-loop hook, measures, plans and re-plans as the
+run goes. The paper's sets keep the paper's schedule; this is for budgeted runs only.
 """
 import dataclasses
 import math
+import time
 from typing import Optional
 
 import keras
 from keras import ops
+
+from t2t_lite.training.hooks import Hook
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,8 +60,8 @@ def plan(step, seconds_left, seconds_per_step, max_steps, average_last, warmup_f
         fits = None
         total = max_steps
     else:
-        # 3% more kept back for checkpoint saves and step-rate noise: the run should end on its
-        # plan, not on the deadline.
+        # A little more kept back for checkpoint saves and step-rate noise: the run should end
+        # on its plan, not on the deadline.
         training_seconds = max(seconds_left * (1.0 - eval_fraction) * 0.97, 0.0)
         fits = step + int(training_seconds / max(seconds_per_step, 1e-9))
         total = min(max_steps, fits)
@@ -121,3 +125,117 @@ class BudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
     def get_config(self):
         return {"peak": self.peak, "warmup": int(self.warmup), "total": int(self.total),
                 "decay_fraction": self.decay_fraction}
+
+
+# Steps before the step rate is measured (tracing, first batches), and how many to time.
+RATE_SKIP_STEPS = 2
+RATE_STEPS = 10
+
+
+class BudgetPlanner(Hook):
+    """Drives a budgeted run: measures the step rate, plans, re-plans as it goes.
+
+    The plan sets the schedule's variables (`warmup_var`, `total_var`) and state.total_steps,
+    asks for the averaging window's checkpoints (state.checkpoint_due) and for its dev
+    evaluations (state.evaluation_due). It re-plans at every progress report until the
+    averaging window starts, so a machine that slows down (or a resumed run with a larger
+    budget) still ends with a full decay and window.
+    """
+
+    def __init__(self, train_config, max_steps, warmup_var, total_var, peak, log_every,
+                 eval_batches, bleu_sentences):
+        self.config, self.max_steps = train_config, max_steps
+        self.warmup_var, self.total_var, self.peak = warmup_var, total_var, peak
+        self.log_every, self.eval_batches = log_every, eval_batches
+        self.bleu_sentences = bleu_sentences
+        self.timed_seconds, self.timed_steps = 0.0, 0
+        self.plan = self.printed_plan = None
+        self.next_eval = None
+        self.start_step, self.deadline, self.kept_warmup = 0, None, None
+
+    @property
+    def total_steps(self):
+        return self.plan.total_steps if self.plan else self.max_steps
+
+    def begin(self, state):
+        self.start_step, self.deadline = state.step, state.deadline
+        restored_warmup = int(self.warmup_var.numpy())
+        # A resumed run past its warmup keeps it: only the length is re-planned.
+        self.kept_warmup = (restored_warmup if state.step and state.step >= restored_warmup
+                            else None)
+        if self.deadline is None:
+            self._make_plan(state, seconds_per_step=0.0)  # --train_steps alone: nothing to time
+        else:
+            first = state.step + RATE_SKIP_STEPS + 1
+            print(f"plan: measuring this machine's step rate over steps {first}"
+                  f"-{first + RATE_STEPS - 1}, then fitting the run to "
+                  f"{(self.deadline - time.monotonic()) / 60:.1f} min left", flush=True)
+        state.total_steps = self.total_steps
+
+    def after_step(self, state):
+        self._measure(state)
+        state.total_steps = self.total_steps
+        if self.plan and state.step in self.plan.average_steps:
+            state.checkpoint_due = True
+        state.evaluation_due = self._eval_due(state.step)
+
+    def end(self, state):
+        if state.stopped_because == "train_steps" and self.total_steps < self.max_steps:
+            state.stopped_because = "end of the budget plan"
+
+    def _measure(self, state):
+        step = state.step
+        if step - self.start_step > RATE_SKIP_STEPS:
+            self.timed_seconds += state.step_seconds
+            self.timed_steps += 1
+        if self.deadline is None or self.timed_steps < RATE_STEPS:
+            return
+        # The plan freezes a little before its averaging window, so the window's checkpoints
+        # are not moved past while they are being written.
+        frozen = self.plan and (not self.plan.average_steps
+                                or step >= self.plan.average_steps[0] - 2 * self.log_every)
+        if self.plan is None or (step % self.log_every == 0 and not frozen):
+            self._make_plan(state, self.timed_seconds / self.timed_steps)
+
+    def _estimated_eval_seconds(self, evaluation_seconds, seconds_per_step):
+        if evaluation_seconds:
+            return sum(evaluation_seconds) / len(evaluation_seconds)
+        # Before an evaluation has been timed, a guess: a dev batch's forward pass costs about
+        # a third of a training step (no backward pass), and greedy decoding a fraction of a
+        # second per sentence on a CPU.
+        return self.eval_batches * seconds_per_step / 3 + 0.1 * self.bleu_sentences
+
+    def _make_plan(self, state, seconds_per_step):
+        step = state.step
+        seconds_left = None if self.deadline is None else self.deadline - time.monotonic()
+        new = plan(
+            step, seconds_left, seconds_per_step, self.max_steps, self.config.average_last,
+            warmup_fraction=self.config.budget_warmup_fraction,
+            average_fraction=self.config.budget_average_fraction,
+            eval_seconds=self._estimated_eval_seconds(state.evaluation_seconds,
+                                                      seconds_per_step),
+            eval_fraction=self.config.budget_eval_fraction, warmup_steps=self.kept_warmup,
+            decay_fraction=self.config.budget_decay_fraction)
+        if self.plan is None or self.next_eval is None:
+            self.next_eval = step + new.eval_every
+        elif new.eval_every != self.plan.eval_every:
+            self.next_eval = min(self.next_eval, step + new.eval_every)
+        # Printed when it moved more than 2% from the plan last printed.
+        shown = self.printed_plan
+        changed = (shown is None
+                   or abs(new.total_steps - shown.total_steps) > 0.02 * shown.total_steps)
+        self.plan = new
+        if step >= new.warmup_steps:
+            self.kept_warmup = new.warmup_steps
+        self.warmup_var.assign(new.warmup_steps)
+        self.total_var.assign(new.total_steps)
+        state.total_steps = new.total_steps
+        if changed:
+            self.printed_plan = new
+            print(new.describe(self.peak), flush=True)
+
+    def _eval_due(self, step):
+        if self.next_eval is not None and step >= self.next_eval and step < self.total_steps:
+            self.next_eval = step + self.plan.eval_every
+            return True
+        return False

@@ -5,8 +5,11 @@ on decoded dev sentences, chosen by the problem's `dev_metric`:
     of the first `bleu_sentences` dev pairs, exactly what t2t-lite-bleu would report for them;
   * "parseval" (parsing): labelled bracket F1 / precision / recall (EVALB conventions) of the
     trees the decoder would write for the first `bleu_sentences` dev sentences, against the gold.
+
+The `Evaluation` hook runs it in the training loop, keeps the best weights and stops early.
 """
 import math
+import time
 
 import numpy as np
 import tensorflow as tf
@@ -16,6 +19,7 @@ from t2t_lite.errors import UserError
 from t2t_lite.inference import batch_decode, parallel_search, translator
 from t2t_lite.metrics import parseval
 from t2t_lite.metrics.bleu import corpus_scores
+from t2t_lite.training.hooks import Hook
 from t2t_lite.training.loss import batch_statistics
 
 
@@ -140,6 +144,62 @@ def is_better(metrics, best):
         if key in metrics and key in best:
             return metrics[key] > best[key]
     return metrics["loss"] < best["loss"]
+
+
+class Evaluation(Hook):
+    """Dev evaluation in the training loop, the best weights kept in `best_dir`, early stopping.
+
+    `when` picks the one policy a run follows:
+      an integer N: every N steps (--eval_every_steps);
+      "plan": at the steps another hook asks for (state.evaluation_due: the budget plan's);
+      "checkpoints": after each checkpoint save.
+    The final weights are evaluated at the end unless they are the best already. With
+    `early_stopping_evals` N, N evaluations in a row without a better one stop the run.
+    """
+
+    def __init__(self, evaluator, best_dir, when, early_stopping_evals=None):
+        if not (when in ("plan", "checkpoints") or (isinstance(when, int) and when > 0)):
+            raise ValueError(f"evaluation policy {when!r}: an integer > 0, 'plan' or "
+                             "'checkpoints'")
+        self.evaluator, self.when = evaluator, when
+        self.early_stopping_evals = early_stopping_evals
+        self.best_keeper = tf.train.CheckpointManager(tf.train.Checkpoint(model=evaluator.model),
+                                                      best_dir, max_to_keep=1)
+        self.evals_without_improvement = 0
+
+    def _due(self, state):
+        if self.when == "plan":
+            return state.evaluation_due
+        if self.when == "checkpoints":
+            return state.saved
+        return state.step % self.when == 0
+
+    def after_step(self, state):
+        if not self._due(state):
+            return None
+        self._evaluate(state)
+        if (self.early_stopping_evals
+                and self.evals_without_improvement >= self.early_stopping_evals):
+            return "early_stopping"
+        return None
+
+    def end(self, state):
+        best = state.best_metrics
+        if state.step > 0 and (best is None or best.get("step") != state.step):
+            self._evaluate(state)
+
+    def _evaluate(self, state):
+        start = time.monotonic()
+        metrics = self.evaluator.evaluate()
+        state.evaluation_seconds.append(time.monotonic() - start)
+        state.dev_metrics = metrics
+        print(f"dev at step {state.step}: {format_metrics(metrics)}", flush=True)
+        if is_better(metrics, state.best_metrics):
+            state.best_metrics = dict(metrics, step=state.step)
+            self.evals_without_improvement = 0
+            self.best_keeper.save(checkpoint_number=state.step)
+        else:
+            self.evals_without_improvement += 1
 
 
 def format_metrics(metrics):

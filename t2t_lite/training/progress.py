@@ -1,45 +1,57 @@
-"""Training feedback: a progress line on stderr and TensorBoard summaries."""
+"""Training feedback: a progress line on stderr and TensorBoard summaries, each a loop hook."""
 import math
 import sys
 import time
 
 import tensorflow as tf
 
-
-def _duration(seconds):
-    seconds = int(max(seconds, 0))
-    hours, rest = divmod(seconds, 3600)
-    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+from t2t_lite.progress import format_duration
+from t2t_lite.training.hooks import Hook
 
 
-class Progress:
-    """Accumulates step statistics; prints one line and writes summaries every `every` steps."""
+class Progress(Hook):
+    """Accumulates step statistics; prints one line every `every` steps and at the last step.
 
-    def __init__(self, summary_dir, total_steps, deadline=None, every=50, stream=sys.stderr,
-                 write_summaries=True):
-        self.total_steps, self.deadline, self.every, self.stream = total_steps, deadline, every, stream
-        self.writer = tf.summary.create_file_writer(summary_dir) if write_summaries else None
-        self._reset(time.monotonic())
-        self.start = time.monotonic()
+    The line's values go to state.train_metrics (for the summaries) when it is printed; at the
+    end, the run's last values go to state.last_train_metrics.
+    """
+
+    def __init__(self, every=50, stream=sys.stderr):
+        self.every, self.stream = every, stream
+        self.total_steps, self.deadline = None, None
         self.last_values = None  # the most recent report's values
         self.total_target_tokens = 0.0
         self.total_source_tokens = 0.0
+        self.start = time.monotonic()
+        self._reset(self.start)
 
     def _reset(self, now):
         self._since = now
         self._sums = {}
         self._steps = 0
 
-    def update(self, step, stats, learning_rate):
-        for key, value in stats.items():
+    def begin(self, state):
+        self.total_steps, self.deadline = state.total_steps, state.deadline
+        self.start = time.monotonic()
+        self._reset(self.start)
+
+    def after_step(self, state):
+        self.total_steps = state.total_steps  # the budget plan may have moved it
+        for key, value in state.stats.items():
             self._sums[key] = self._sums.get(key, 0.0) + float(value)
         self._steps += 1
-        self.total_target_tokens += float(stats["tokens"])
-        self.total_source_tokens += float(stats["source_tokens"])
-        if step % self.every == 0 or step == self.total_steps:
-            self.report(step, learning_rate)
+        self.total_target_tokens += float(state.stats["tokens"])
+        self.total_source_tokens += float(state.stats["source_tokens"])
+        if state.step % self.every == 0 or state.step == self.total_steps:
+            state.train_metrics = self.report(state.step, state.learning_rate)
+
+    def end(self, state):
+        state.train_metrics = self.report(state.step, state.learning_rate)
+        state.last_train_metrics = state.train_metrics or self.last_values
 
     def report(self, step, learning_rate):
+        """Prints the line for the steps since the last one; returns its values (None when no
+        step was taken since)."""
         if not self._steps:
             return None
         now = time.monotonic()
@@ -55,24 +67,36 @@ class Progress:
             "grad_norm": self._sums.get("grad_norm", 0.0) / self._steps,
             "steps_per_second": self._steps / elapsed,
         }
-        remaining_steps = (self.total_steps - step) / max(values["steps_per_second"], 1e-9)
-        eta = remaining_steps
+        eta = (self.total_steps - step) / max(values["steps_per_second"], 1e-9)
         if self.deadline is not None:
             eta = min(eta, self.deadline - now)
         print(f"step {step}/{self.total_steps}  loss {loss:.4f}  ppl {values['perplexity']:.2f}  "
               f"acc {values['token_accuracy']:.3f}  lr {values['learning_rate']:.2e}  "
               f"{values['target_tokens_per_second']:.0f} tok/s  "
-              f"elapsed {_duration(now - self.start)}  eta {_duration(eta)}",
+              f"elapsed {format_duration(now - self.start)}  eta {format_duration(eta)}",
               file=self.stream, flush=True)
-        self.scalars("train", step, values)
         self._reset(now)
         self.last_values = values
         return values
 
-    def scalars(self, prefix, step, values):
-        if self.writer is None:
-            return
-        with self.writer.as_default(step=step):
-            for key, value in values.items():
-                tf.summary.scalar(f"{prefix}/{key}", value)
-        self.writer.flush()
+
+class Summaries(Hook):
+    """TensorBoard scalars: the progress line's values under train/, dev metrics under dev/."""
+
+    def __init__(self, summary_dir):
+        self.writer = tf.summary.create_file_writer(summary_dir)
+
+    def after_step(self, state):
+        self._write(state)
+
+    def end(self, state):
+        self._write(state)
+
+    def _write(self, state):
+        for prefix, values in (("train", state.train_metrics), ("dev", state.dev_metrics)):
+            if not values:
+                continue
+            with self.writer.as_default(step=state.step):
+                for key, value in values.items():
+                    tf.summary.scalar(f"{prefix}/{key}", value)
+            self.writer.flush()

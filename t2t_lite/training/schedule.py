@@ -63,11 +63,16 @@ def peak_learning_rate(schedule, train_config):
 
 
 def make_optimizer(model_config, train_config, budget_variables=None):
-    """Adam with the paper's beta1=0.9, beta2=0.98, eps=1e-9 (from the set) and the schedule."""
-    optimizer = FusedAdam(
-        learning_rate=make_schedule(model_config, train_config, budget_variables),
-        beta_1=train_config.adam_beta1, beta_2=train_config.adam_beta2,
-        epsilon=train_config.adam_epsilon)
+    """Adam with the set's schedule (make_schedule's arguments); see `optimizer_with`."""
+    return optimizer_with(make_schedule(model_config, train_config, budget_variables),
+                          train_config)
+
+
+def optimizer_with(schedule, train_config):
+    """Adam with the paper's beta1=0.9, beta2=0.98, eps=1e-9 (from the set), following
+    `schedule`; a caller that keeps the schedule can tell the learning rate of any step."""
+    optimizer = FusedAdam(learning_rate=schedule, beta_1=train_config.adam_beta1,
+                          beta_2=train_config.adam_beta2, epsilon=train_config.adam_epsilon)
     if train_config.mixed_precision == "mixed_float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer

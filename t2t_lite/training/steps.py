@@ -15,10 +15,11 @@ STAT_NAMES = ("loss", "nll", "correct", "tokens", "source_tokens")
 
 
 class TrainSteps:
-    """Builds `micro_step(batch)` (accumulate only) and `final_step(batch)` (accumulate + apply).
+    """Builds `micro_step(batch)` (accumulate only) and `final_step(batch)` (accumulate + apply);
+    `train_step(iterator)` is one optimizer step of both.
 
     Both take a distributed batch and return summed statistics of that micro-batch; final_step
-    also returns the learning rate and gradient norm of the applied update.
+    also returns the gradient norm of the applied update.
     """
 
     def __init__(self, strategy, model, optimizer, label_smoothing, accumulate_steps,
@@ -48,6 +49,18 @@ class TrainSteps:
         self.jit_compile = jit_compile
         self._gradients_fn = (tf.function(self._gradients, jit_compile=True, autograph=False)
                               if jit_compile else self._gradients)
+
+    def train_step(self, iterator):
+        """One optimizer step over `accumulate_steps` micro-batches from a distributed iterator;
+        returns their token statistics summed, as floats, and the applied update's grad_norm."""
+        per_micro_batch = [self.micro_step(next(iterator))
+                           for _ in range(self.accumulate_steps - 1)]
+        per_micro_batch.append(self.final_step(next(iterator)))
+        total = {key: float(value) for key, value in per_micro_batch[-1].items()}
+        for stats in per_micro_batch[:-1]:
+            for key, value in stats.items():
+                total[key] += float(value)
+        return total
 
     # --- replica functions ---------------------------------------------------------------------
     def _gradients(self, batch, scale=None):

@@ -2,8 +2,9 @@
 
 One call, `train(options)`: load the hparams set, prepare the problem's data and the model_dir,
 pick a distribution strategy, build the model and the paper's optimizer, restore the latest
-checkpoint if any, then step until --train_steps or --train_minutes, saving on the set's timer,
-evaluating on the dev split, and stopping cleanly on NaN.
+checkpoint if any, then step until --train_steps or --train_minutes. Everything beside the step
+is a hook (hooks.py): the budget plan, the divergence guard, the progress line, checkpoints on
+the set's timer, dev evaluation with the best checkpoint and early stopping, summaries.
 """
 import dataclasses
 import math
@@ -20,14 +21,16 @@ from t2t_lite.errors import UserError
 from t2t_lite.model_dir import files as model_dir_files
 from t2t_lite.model_dir.checkpoints import CheckpointKeeper
 from t2t_lite.models.params import analytic_parameter_count
-from t2t_lite.training import budget as budget_lib
 from t2t_lite.training import precision as precision_lib
 from t2t_lite.training import strategy as strategy_lib
-from t2t_lite.training.evaluation import Evaluator, format_metrics, is_better
+from t2t_lite.training.budget import BudgetPlanner
+from t2t_lite.training.checkpointing import Checkpoints
+from t2t_lite.training.divergence import DivergenceGuard
+from t2t_lite.training.evaluation import Evaluation, Evaluator
 from t2t_lite.training.flops import training_flops
-from t2t_lite.training.loss import token_statistics
-from t2t_lite.training.progress import Progress
-from t2t_lite.training.schedule import make_optimizer, make_schedule, peak_learning_rate
+from t2t_lite.training.hooks import TrainState
+from t2t_lite.training.progress import Progress, Summaries
+from t2t_lite.training.schedule import make_schedule, optimizer_with, peak_learning_rate
 from t2t_lite.training.steps import TrainSteps
 
 
@@ -98,11 +101,6 @@ def batch_plan(train_config, replicas, accumulate_steps=None):
     return per_replica, accumulate_steps
 
 
-# Steps before the step rate is measured (tracing, first batches), and how many to time.
-RATE_SKIP_STEPS = 2
-RATE_STEPS = 10
-
-
 def _set_precision(train_config):
     """Sets Keras' global policy; "auto" is resolved for this machine and the choice printed."""
     has_gpu = bool(tf.config.list_logical_devices("GPU"))
@@ -126,7 +124,6 @@ def train(options: TrainOptions) -> TrainResult:
                                                              options.gin_params,
                                                              options.gin_files)
     options, train_config = resolve_run_settings(options, train_config)
-    train_steps = options.train_steps
     # Seeding resets TF's kernel caches, which destroys resources such as the SentencePiece
     # op's model: it must come before any tokenizer is built.
     keras.utils.set_random_seed(train_config.seed)
@@ -156,7 +153,7 @@ def train(options: TrainOptions) -> TrainResult:
                        "problem_modules": list(options.problem_modules),
                        "data_dir": os.path.abspath(options.data_dir)})
         return _train_loop(options, problem, tokenizer, strategy, chief, model_config,
-                           train_config, decode_config, train_steps)
+                           train_config, decode_config)
     finally:
         if lock:
             lock.release()
@@ -170,41 +167,48 @@ def _checkpoint_dir(options, strategy, chief):
     return os.path.join(options.model_dir, f".worker_{strategy_lib.worker_id(strategy)}")
 
 
+def loop(state, train_step, hooks):
+    """Steps until state.total_steps, state.deadline or a hook's reason to stop; returns the
+    reason. `train_step()` applies one optimizer step and returns its statistics."""
+    for hook in hooks:
+        hook.begin(state)
+    reason = None
+    while reason is None:
+        if state.step >= state.total_steps:
+            reason = "train_steps"
+        elif state.deadline is not None and time.monotonic() >= state.deadline:
+            reason = "train_minutes"
+        else:
+            start = time.monotonic()
+            stats = train_step()
+            state.next_step(int(state.optimizer.iterations.numpy()), stats,
+                            time.monotonic() - start)
+            # Every hook sees the step, also after one asks to stop.
+            reasons = [hook.after_step(state) for hook in hooks]
+            reason = next((r for r in reasons if r), None)
+    state.stopped_because = reason
+    state.next_step(state.step)
+    for hook in hooks:
+        hook.end(state)
+    return state.stopped_because
+
+
 def _train_loop(options, problem, tokenizer, strategy, chief, model_config, train_config,
-                decode_config, train_steps):
+                decode_config):
     train_config = _set_precision(train_config)
     replicas = strategy.num_replicas_in_sync
     per_replica_tokens, accumulate = batch_plan(train_config, replicas, options.accumulate_steps)
     logging.info("batching: %d tokens per replica x %d replicas x %d accumulation steps = %d "
                  "tokens per step (set: %d)", per_replica_tokens, replicas, accumulate,
                  per_replica_tokens * replicas * accumulate, train_config.batch_tokens)
-
-    budgeted = train_config.budget_schedule
-    with strategy.scope():
-        model = models.build(model_config, tokenizer.vocab_size)
-        # A budgeted run's schedule hangs on two variables the plan sets once the step rate is
-        # measured; until then, a provisional plan over the step cap.
-        plan_warmup = tf.Variable(
-            max(1, round(train_config.budget_warmup_fraction * train_steps)), dtype=tf.int64,
-            trainable=False, name="plan_warmup")
-        plan_total = tf.Variable(train_steps, dtype=tf.int64, trainable=False, name="plan_total")
-        optimizer = make_optimizer(model_config, train_config,
-                                   (plan_warmup, plan_total) if budgeted else None)
-        optimizer.build(model.trainable_variables)
-        # Training seconds so far, across restarts: --train_minutes is a budget for the whole
-        # run (as fairseq's --stop-time-hours), so a resumed run only trains what is left.
-        trained_seconds = tf.Variable(0.0, dtype=tf.float64, trainable=False,
-                                      name="trained_seconds")
-        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
-                                         trained_seconds=trained_seconds,
-                                         **({"plan_warmup": plan_warmup, "plan_total": plan_total}
-                                            if budgeted else {}))
-    keeper = CheckpointKeeper(checkpoint, _checkpoint_dir(options, strategy, chief),
+    parts = _build(strategy, model_config, train_config, tokenizer.vocab_size,
+                   options.train_steps)
+    keeper = CheckpointKeeper(parts.checkpoint, _checkpoint_dir(options, strategy, chief),
                               keep=train_config.keep_checkpoints,
                               minutes=train_config.checkpoint_minutes,
                               steps=train_config.checkpoint_steps)
     restored = keeper.restore_latest()
-    step = int(optimizer.iterations.numpy())
+    step = int(parts.optimizer.iterations.numpy())
     if restored:
         print(f"resumed from {restored} at step {step}", flush=True)
     if chief:
@@ -216,248 +220,99 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
                                max_length=train_config.max_length, input_context=input_context,
                                seed=train_config.seed + step)
 
-    dataset = strategy.distribute_datasets_from_function(dataset_fn)
-    iterator = iter(dataset)
-    steps = TrainSteps(strategy, model, optimizer, train_config.label_smoothing, accumulate,
-                       element_spec=iterator.element_spec, jit_compile=train_config.jit_compile)
-
+    iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
+    steps = TrainSteps(strategy, parts.model, parts.optimizer, train_config.label_smoothing,
+                       accumulate, element_spec=iterator.element_spec,
+                       jit_compile=train_config.jit_compile)
     probe = next(iter(problem.dataset("dev", options.data_dir, batch_tokens=per_replica_tokens,
                                       max_length=train_config.max_length, drop_long=True)))
-    divergence = DivergenceCheck(model, probe, train_config.label_smoothing)
     start = time.monotonic()
-    already_trained = float(trained_seconds.numpy())
+    already_trained = float(parts.trained_seconds.numpy())
     deadline = (start + options.train_minutes * 60 - already_trained
                 if options.train_minutes else None)
-    progress = Progress(os.path.join(options.model_dir, "train"), train_steps, deadline,
-                        every=options.log_every, write_summaries=chief)
+    state = TrainState(parts.model, parts.optimizer, parts.schedule, step, options.train_steps,
+                       deadline, start, already_trained, last_checkpoint=restored)
+    progress = Progress(every=options.log_every)
+    guard = DivergenceGuard(parts.model, probe, train_config.label_smoothing, keeper,
+                            loss_scaling=steps.loss_scaling)
+    hooks = [*_planner(options, model_config, train_config, parts), guard, progress,
+             Checkpoints(keeper, parts.trained_seconds, check=guard.verify),
+             *_evaluation(options, problem, tokenizer, parts.model, model_config, train_config,
+                          decode_config, chief)]
+    loop(state, lambda: steps.train_step(iterator), hooks)
+
+    total_flops = _estimate_flops(model_config, tokenizer.vocab_size, progress)
+    elapsed = time.monotonic() - start
+    print(f"stopped at step {state.step} ({state.stopped_because}) after {elapsed / 60:.1f} min "
+          f"({(already_trained + elapsed) / 60:.1f} min of training in total); "
+          f"{progress.total_target_tokens:,.0f} target tokens this run; estimated training cost "
+          f"{total_flops:.3g} FLOPs; last checkpoint {state.last_checkpoint}", flush=True)
+    return TrainResult(step=state.step, stopped_because=state.stopped_because,
+                       last_checkpoint=state.last_checkpoint, best_metrics=state.best_metrics,
+                       total_flops=total_flops, last_train_metrics=state.last_train_metrics)
+
+
+@dataclasses.dataclass
+class _Parts:
+    """What training builds under the strategy's scope, and the checkpoint holding it."""
+    model: keras.Model
+    optimizer: keras.optimizers.Optimizer
+    schedule: keras.optimizers.schedules.LearningRateSchedule
+    trained_seconds: tf.Variable
+    plan_variables: Optional[tuple]  # (warmup, total) of a budgeted run's schedule
+    checkpoint: tf.train.Checkpoint
+
+
+def _build(strategy, model_config, train_config, vocab_size, train_steps):
+    with strategy.scope():
+        model = models.build(model_config, vocab_size)
+        plan_variables = None
+        if train_config.budget_schedule:
+            # The schedule hangs on two variables the plan sets once the step rate is
+            # measured; until then, a provisional plan over the step cap.
+            plan_variables = (
+                tf.Variable(max(1, round(train_config.budget_warmup_fraction * train_steps)),
+                            dtype=tf.int64, trainable=False, name="plan_warmup"),
+                tf.Variable(train_steps, dtype=tf.int64, trainable=False, name="plan_total"))
+        schedule = make_schedule(model_config, train_config, plan_variables)
+        optimizer = optimizer_with(schedule, train_config)
+        optimizer.build(model.trainable_variables)
+        # Training seconds so far, across restarts: --train_minutes is a budget for the whole
+        # run (as fairseq's --stop-time-hours), so a resumed run only trains what is left.
+        trained_seconds = tf.Variable(0.0, dtype=tf.float64, trainable=False,
+                                      name="trained_seconds")
+        plan = ({"plan_warmup": plan_variables[0], "plan_total": plan_variables[1]}
+                if plan_variables else {})
+        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
+                                         trained_seconds=trained_seconds, **plan)
+    return _Parts(model, optimizer, schedule, trained_seconds, plan_variables, checkpoint)
+
+
+def _planner(options, model_config, train_config, parts):
+    """The budget planner's hook, for a budgeted run."""
+    if not parts.plan_variables:
+        return []
+    peak = peak_learning_rate(make_schedule(model_config, train_config), train_config)
+    return [BudgetPlanner(train_config, options.train_steps, *parts.plan_variables, peak,
+                          log_every=options.log_every, eval_batches=options.eval_batches,
+                          bleu_sentences=options.bleu_sentences)]
+
+
+def _evaluation(options, problem, tokenizer, model, model_config, train_config, decode_config,
+                chief):
+    """The chief's dev evaluation and summaries hooks. Evaluation follows the budget plan in a
+    budgeted run, else --eval_every_steps, else each checkpoint save."""
+    if not chief:
+        return []
     evaluator = Evaluator(model, problem, options.data_dir, tokenizer, model_config, train_config,
                           decode_config, max_batches=options.eval_batches,
                           bleu_sentences=options.bleu_sentences,
-                          beam_size=options.eval_beam_size) if chief else None
-    best_keeper = tf.train.CheckpointManager(tf.train.Checkpoint(model=model),
-                                             os.path.join(options.model_dir, "best"),
-                                             max_to_keep=1) if chief else None
-    best, evals_without_improvement = None, 0
-    stopped_because, last_path = "train_steps", restored
-    planner = None
-    if budgeted:
-        peak = peak_learning_rate(make_schedule(model_config, train_config), train_config)
-        planner = BudgetPlanner(train_config, options, step, train_steps, deadline, plan_warmup,
-                                plan_total, peak, progress)
-
-    def evaluate_and_keep_best(at_step):
-        nonlocal best, evals_without_improvement
-        if evaluator is None:
-            return
-        eval_start = time.monotonic()
-        metrics = evaluator.evaluate()
-        if planner:
-            planner.evaluated(time.monotonic() - eval_start)
-        progress.scalars("dev", at_step, metrics)
-        print(f"dev at step {at_step}: {format_metrics(metrics)}", flush=True)
-        if is_better(metrics, best):
-            best, evals_without_improvement = dict(metrics, step=at_step), 0
-            best_keeper.save(checkpoint_number=at_step)
-        else:
-            evals_without_improvement += 1
-
-    while step < (planner.total_steps if planner else train_steps):
-        if deadline is not None and time.monotonic() >= deadline:
-            stopped_because = "train_minutes"
-            break
-        step_start = time.monotonic()
-        micro_totals = [steps.micro_step(next(iterator)) for _ in range(accumulate - 1)]
-        stats = _sum_statistics(micro_totals + [steps.final_step(next(iterator))])
-        step = int(optimizer.iterations.numpy())
-        if planner:
-            planner.stepped(step, time.monotonic() - step_start)
-        loss_value = float(stats["loss"])
-        grad_ok = math.isfinite(float(stats["grad_norm"]))
-        # Under float16 loss scaling an overflowing step is expected: the optimizer skips it
-        # and lowers the scale.
-        if not math.isfinite(loss_value) or not (grad_ok or steps.loss_scaling):
-            # The in-memory weights are now suspect; the last good checkpoint stays the latest.
-            raise UserError(f"training diverged at step {step}: loss is {loss_value}; "
-                            f"{_kept_checkpoint(keeper)}. Try a lower learning rate or more "
-                            "warmup.")
-        progress.update(step, stats, _current_learning_rate(optimizer))
-        due_eval = options.eval_every_steps and step % options.eval_every_steps == 0
-        if planner:
-            due_eval = planner.eval_due(step)
-        trained_seconds.assign(already_trained + time.monotonic() - start)
-        if keeper.due(step) or (planner and planner.checkpoint_due(step)):
-            divergence.verify(step, keeper)
-            last_path = keeper.save(step)
-            if not options.eval_every_steps and not planner:
-                due_eval = True
-        if due_eval:
-            evaluate_and_keep_best(step)
-            if (options.early_stopping_evals
-                    and evals_without_improvement >= options.early_stopping_evals):
-                stopped_because = "early_stopping"
-                break
-
-    if planner and stopped_because == "train_steps" and planner.total_steps < train_steps:
-        stopped_because = "end of the budget plan"
-    if step > 0:
-        divergence.verify(step, keeper)
-        last_path = keeper.save(step)
-        if best is None or best.get("step") != step:
-            evaluate_and_keep_best(step)
-    last_metrics = (progress.report(step, _current_learning_rate(optimizer))
-                    or progress.last_values)
-    total_flops = _estimate_flops(model_config, tokenizer.vocab_size, progress)
-    elapsed = time.monotonic() - start
-    print(f"stopped at step {step} ({stopped_because}) after {elapsed / 60:.1f} min "
-          f"({(already_trained + elapsed) / 60:.1f} min of training in total); "
-          f"{progress.total_target_tokens:,.0f} target tokens this run; estimated training cost "
-          f"{total_flops:.3g} FLOPs; last checkpoint {last_path}", flush=True)
-    return TrainResult(step=step, stopped_because=stopped_because, last_checkpoint=last_path,
-                       best_metrics=best, total_flops=total_flops,
-                       last_train_metrics=last_metrics)
-
-
-class DivergenceCheck:
-    """Before each save: are the weights, and the loss they give on a fixed probe batch, finite?
-
-    A step's loss is computed before its update, so a finite loss can still be followed by an
-    update that ruins the weights; this extra forward pass (once per checkpoint) catches that.
-    """
-
-    def __init__(self, model, probe_batch, label_smoothing):
-        self.model, self.probe = model, probe_batch
-        self.label_smoothing = label_smoothing
-        self._check = tf.function(self._finite, autograph=False)
-
-    def _finite(self):
-        weights_ok = tf.reduce_all([tf.reduce_all(tf.math.is_finite(v))
-                                    for v in self.model.trainable_variables])
-        logits = self.model(self.probe, training=False)
-        loss = token_statistics(logits, self.probe["targets"], self.label_smoothing)["loss"]
-        return tf.logical_and(weights_ok, tf.math.is_finite(loss))
-
-    def verify(self, step, keeper):
-        if not bool(self._check()):
-            raise UserError(
-                f"training diverged at step {step}: the weights no longer give a finite loss; "
-                f"{_kept_checkpoint(keeper)}. Try a lower learning rate or more warmup.")
-
-
-def _kept_checkpoint(keeper):
-    latest = keeper.manager.latest_checkpoint
-    if latest:
-        return f"the last good checkpoint ({latest}) was kept"
-    return "no checkpoint was written (the run diverged before its first save)"
-
-
-class BudgetPlanner:
-    """Drives a budgeted run (budget.py): measures the step rate, plans, re-plans as it goes.
-
-    Re-plans at every progress report until the averaging window starts, so a machine that
-    slows down (or a resumed run with a larger budget) still ends with a full decay and window.
-    """
-
-    def __init__(self, train_config, options, step, max_steps, deadline, warmup_var, total_var,
-                 peak, progress):
-        self.config, self.options = train_config, options
-        self.start_step, self.max_steps, self.deadline = step, max_steps, deadline
-        self.warmup_var, self.total_var, self.peak = warmup_var, total_var, peak
-        self.progress = progress
-        self.timed_seconds, self.timed_steps = 0.0, 0
-        self.eval_seconds = []
-        self.plan = self.printed_plan = None
-        self.next_eval = None
-        restored_warmup = int(warmup_var.numpy())
-        # A resumed run past its warmup keeps it: only the length is re-planned.
-        self.kept_warmup = restored_warmup if step and step >= restored_warmup else None
-        if deadline is None:
-            self._make_plan(step, seconds_per_step=0.0)  # --train_steps alone: nothing to measure
-        else:
-            print(f"plan: measuring this machine's step rate over steps {step + RATE_SKIP_STEPS + 1}"
-                  f"-{step + RATE_SKIP_STEPS + RATE_STEPS}, then fitting the run to "
-                  f"{(deadline - time.monotonic()) / 60:.1f} min left", flush=True)
-
-    @property
-    def total_steps(self):
-        return self.plan.total_steps if self.plan else self.max_steps
-
-    def stepped(self, step, seconds):
-        if step - self.start_step > RATE_SKIP_STEPS:
-            self.timed_seconds += seconds
-            self.timed_steps += 1
-        measured = self.timed_steps >= RATE_STEPS
-        if self.deadline is None or not measured:
-            return
-        # The plan freezes a little before its averaging window, so the window's checkpoints
-        # are not moved past while they are being written.
-        frozen = self.plan and (not self.plan.average_steps or step >= self.plan.average_steps[0]
-                                - 2 * self.options.log_every)
-        if self.plan is None or (step % self.options.log_every == 0 and not frozen):
-            self._make_plan(step, self.timed_seconds / self.timed_steps)
-
-    def evaluated(self, seconds):
-        self.eval_seconds.append(seconds)
-
-    def _estimated_eval_seconds(self, seconds_per_step):
-        if self.eval_seconds:
-            return sum(self.eval_seconds) / len(self.eval_seconds)
-        # A dev batch's forward pass costs about a third of a training step; greedy BLEU
-        # decoding roughly a tenth of a second per sentence on a CPU.
-        return (self.options.eval_batches * seconds_per_step / 3
-                + 0.1 * self.options.bleu_sentences)
-
-    def _make_plan(self, step, seconds_per_step):
-        seconds_left = None if self.deadline is None else self.deadline - time.monotonic()
-        new = budget_lib.plan(
-            step, seconds_left, seconds_per_step, self.max_steps, self.config.average_last,
-            warmup_fraction=self.config.budget_warmup_fraction,
-            average_fraction=self.config.budget_average_fraction,
-            eval_seconds=self._estimated_eval_seconds(seconds_per_step),
-            eval_fraction=self.config.budget_eval_fraction, warmup_steps=self.kept_warmup,
-            decay_fraction=self.config.budget_decay_fraction)
-        if self.plan is None or self.next_eval is None:
-            self.next_eval = step + new.eval_every
-        elif new.eval_every != self.plan.eval_every:
-            self.next_eval = min(self.next_eval, step + new.eval_every)
-        # Printed when it moved more than 2% from the plan last printed.
-        shown = self.printed_plan
-        changed = (shown is None
-                   or abs(new.total_steps - shown.total_steps) > 0.02 * shown.total_steps)
-        self.plan = new
-        if step >= new.warmup_steps:
-            self.kept_warmup = new.warmup_steps
-        self.warmup_var.assign(new.warmup_steps)
-        self.total_var.assign(new.total_steps)
-        self.progress.total_steps = new.total_steps
-        if changed:
-            self.printed_plan = new
-            print(new.describe(self.peak), flush=True)
-
-    def eval_due(self, step):
-        if self.next_eval is not None and step >= self.next_eval and step < self.total_steps:
-            self.next_eval = step + self.plan.eval_every
-            return True
-        return False
-
-    def checkpoint_due(self, step):
-        return bool(self.plan) and step in self.plan.average_steps
-
-
-def _sum_statistics(per_micro_batch):
-    """Sums the micro-batches' token statistics; the gradient norm is the applied update's."""
-    total = {key: float(value) for key, value in per_micro_batch[-1].items()}
-    for stats in per_micro_batch[:-1]:
-        for key, value in stats.items():
-            total[key] += float(value)
-    return total
-
-
-def _current_learning_rate(optimizer):
-    inner = getattr(optimizer, "inner_optimizer", optimizer)
-    schedule = inner._learning_rate if hasattr(inner, "_learning_rate") else inner.learning_rate
-    if callable(schedule):
-        return float(schedule(inner.iterations - 1))
-    return float(schedule)
+                          beam_size=options.eval_beam_size)
+    when = ("plan" if train_config.budget_schedule
+            else options.eval_every_steps or "checkpoints")
+    return [Evaluation(evaluator, os.path.join(options.model_dir, "best"), when,
+                       early_stopping_evals=options.early_stopping_evals),
+            Summaries(os.path.join(options.model_dir, "train"))]
 
 
 def _estimate_flops(model_config, vocab_size, progress):

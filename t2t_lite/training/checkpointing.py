@@ -1,0 +1,33 @@
+"""The training loop's checkpoints, as a hook: on the set's timer or step count, where another
+hook asks (the budget plan's averaging window), and after the last step."""
+from t2t_lite.training.hooks import Hook
+
+
+class Checkpoints(Hook):
+    """Saves through a CheckpointKeeper (model_dir/checkpoints.py).
+
+    Args:
+      keeper: the CheckpointKeeper, which knows the set's timer and step count.
+      trained_seconds: the checkpointed variable holding the run's training time, so that
+        --train_minutes budgets a run across restarts.
+      check: called with the step before each save; raises if the weights are not fit to keep
+        (the divergence guard), so a diverged run never replaces its last good checkpoint.
+    """
+
+    def __init__(self, keeper, trained_seconds, check=None):
+        self.keeper, self.trained_seconds, self.check = keeper, trained_seconds, check
+
+    def after_step(self, state):
+        self.trained_seconds.assign(state.trained_seconds)
+        if self.keeper.due(state.step) or state.checkpoint_due:
+            self._save(state)
+
+    def end(self, state):
+        if state.step > 0:
+            self._save(state)
+
+    def _save(self, state):
+        if self.check:
+            self.check(state.step)
+        state.last_checkpoint = self.keeper.save(state.step)
+        state.saved = True

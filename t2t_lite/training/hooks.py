@@ -1,0 +1,74 @@
+"""What the training loop shares with the jobs around it: a `TrainState` and the `Hook` interface.
+
+Each job beside the optimizer step (the budget plan, the divergence guard, the progress line,
+checkpoints, dev evaluation, TensorBoard summaries) is one hook, so the loop stays short and each
+job can be read, tested and left out on its own. Hooks run in the order the trainer lists them,
+and one may leave a request or a result on the state for those after it: the plan asks for a
+checkpoint, the checkpointer says it saved one, the evaluation reads that.
+"""
+import dataclasses
+import time
+from typing import Any, Callable, Optional
+
+
+@dataclasses.dataclass
+class TrainState:
+    """What the loop and its hooks share: the run's position and limits, what hooks said about
+    the current step, and what the run has produced so far."""
+
+    model: Any
+    optimizer: Any
+    schedule: Callable  # the optimizer's learning-rate schedule: iteration -> rate
+    step: int  # optimizer steps applied so far, this run and the ones it resumes
+    total_steps: int  # the loop stops here; the budget plan moves it
+    deadline: Optional[float] = None  # time.monotonic() when --train_minutes runs out
+    start: float = dataclasses.field(default_factory=time.monotonic)  # when this run began
+    trained_before: float = 0.0  # training seconds of the runs this one resumes
+
+    # This step's, cleared before each step (and before the hooks' `end`).
+    stats: Optional[dict] = None  # summed token statistics: loss, nll, correct, tokens, ...
+    step_seconds: float = 0.0
+    checkpoint_due: bool = False  # a hook needs this step's weights saved
+    evaluation_due: bool = False  # a hook asks for a dev evaluation at this step
+    saved: bool = False  # this step's checkpoint was written
+    train_metrics: Optional[dict] = None  # the progress line's values, when one was printed
+    dev_metrics: Optional[dict] = None  # a dev evaluation's metrics
+
+    # The run's.
+    evaluation_seconds: list = dataclasses.field(default_factory=list)  # each dev evaluation's
+    last_checkpoint: Optional[str] = None
+    best_metrics: Optional[dict] = None  # the best dev evaluation, with its "step"
+    last_train_metrics: Optional[dict] = None
+    stopped_because: Optional[str] = None
+
+    def next_step(self, step, stats=None, seconds=0.0):
+        """Moves to `step`, forgetting what the hooks said about the step before."""
+        self.step, self.stats, self.step_seconds = step, stats, seconds
+        self.checkpoint_due = self.evaluation_due = self.saved = False
+        self.train_metrics = self.dev_metrics = None
+
+    @property
+    def learning_rate(self):
+        """The rate the last step was applied with (the schedule counts iterations from 0)."""
+        return float(self.schedule(self.step - 1))
+
+    @property
+    def trained_seconds(self):
+        """Wall-clock training time of the whole run, resumed runs included."""
+        return self.trained_before + time.monotonic() - self.start
+
+
+class Hook:
+    """One job of the training loop. Every method may leave results on the state for the hooks
+    after it; `after_step` returns a reason to stop (a short phrase the trainer prints), or None.
+    Raising (a UserError) ends the run without the `end` calls."""
+
+    def begin(self, state):
+        """Before the first step of this run (state.step may be a resumed run's)."""
+
+    def after_step(self, state) -> Optional[str]:
+        """After each optimizer step; state.step and state.stats are the step's."""
+        return None
+
+    def end(self, state):
+        """After the last step, whatever stopped the loop (state.stopped_because says what)."""
