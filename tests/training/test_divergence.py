@@ -1,7 +1,5 @@
-"""A run that diverges before its first checkpoint says that none was written.
-
-It used to say "the last good checkpoint (None) was kept": a good checkpoint that does not exist.
-"""
+"""The divergence guard: a run that diverges before its first checkpoint says that none was
+written (not "the last good checkpoint (None) was kept"), and nothing is saved."""
 import pytest
 import tensorflow as tf
 
