@@ -8,9 +8,9 @@ The loss is one fused op pair over the [tokens, vocab] logits: log-softmax forwa
 hand-written gradient  w * (softmax - (1 - eps) * onehot - eps / V)  that never materialises a
 one-hot or the dense scatter of a gather's gradient (autodiff of `gather(log_softmax)` turns the
 gather's sparse gradient into a dense [B, T, V] unsorted-segment-sum, the costliest op of the
-loss). On an 8k vocabulary the logits are the largest activation of the model, so every pass over
-them counts: forward is one log-softmax, a gather and a mean; backward is exp, scale and shift
-(elementwise) and one scatter of the target-token term.
+loss). With a vocabulary of thousands the logits are the largest activation of the model, so
+every pass over them counts: forward is one log-softmax, a gather and a mean; backward is exp,
+scale and shift (elementwise) and one scatter of the target-token term.
 
 Training a Transformer goes one step further (`batch_statistics` -> `hidden_token_statistics`):
 the loss takes the decoder's packed hidden rows and the output matrix, so the shift and the
@@ -150,7 +150,7 @@ def token_statistics(logits, targets, label_smoothing):
     targets = tf.cast(targets, tf.int32)
     weights = tf.cast(tf.not_equal(targets, 0), tf.float32)
     loss, nll = _fused_loss_and_nll(logits, targets, weights, label_smoothing)
-    # Correct when the target's logit is the largest (a tie counts): a max and a gather cost
-    # about half of an argmax over the vocabulary.
+    # Correct when the target's logit is the largest (a tie counts): a max and a gather are
+    # cheaper than an argmax over the vocabulary.
     target_logits = tf.gather(logits, targets, batch_dims=targets.shape.rank)
     return _sums(loss, nll, target_logits >= tf.reduce_max(logits, axis=-1), weights)

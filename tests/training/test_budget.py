@@ -7,8 +7,8 @@ from t2t_lite.training import budget, precision
 
 
 def test_plan_fits_the_steps_the_measured_rate_allows():
-    # 20 minutes left at step 12, 2.7 s/step (an AVX2-only CPU in float32): 95% of the budget
-    # for training, 97% of that for steps -> 409 + 12 steps fit; uncapped, the plan takes them.
+    # 20 minutes left at step 12, 2.7 s/step: 95% of the budget for training, 97% of that for
+    # steps -> 409 + 12 steps fit; uncapped, the plan takes them.
     plan = budget.plan(12, 1200, 2.7, max_steps=5000, average_last=5, eval_seconds=15)
     assert plan.steps_that_fit == 12 + int(1200 * 0.95 * 0.97 / 2.7) == 421
     assert plan.total_steps == 421
@@ -42,7 +42,7 @@ def test_a_shortened_plan_fits_its_averaging_window_into_the_steps_left():
 
 
 def test_a_finished_run_plans_no_more_steps():
-    """Re-running a finished 300-step demo once trained a 301st step at a tiny learning rate."""
+    """A finished run that is run again trains no step past its end."""
     done = budget.plan(300, None, 0.0, max_steps=300, average_last=5)
     assert done.total_steps == 300 and done.average_steps == ()
     out_of_time = budget.plan(120, 0.0, 1.0, max_steps=5000, average_last=5)

@@ -50,7 +50,7 @@ def test_fused_adam_follows_keras_adam_step_for_step():
 
 
 def test_a_keras_adam_checkpoint_resumes_into_fused_adam(tmp_path):
-    """Run dirs trained before FusedAdam resume with their optimizer state."""
+    """A checkpoint of Keras' Adam resumes into FusedAdam with its optimizer state."""
     model, optimizer = _train(keras.optimizers.Adam, _batches(2))
     path = tf.train.Checkpoint(model=model, optimizer=optimizer).save(str(tmp_path / "ckpt"))
     resumed_model, resumed = _train(FusedAdam, _batches(1, seed=9))  # built, other values
