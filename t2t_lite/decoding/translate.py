@@ -1,8 +1,8 @@
 """Translate a batch of id sequences with a Transformer: encode once, then beam search.
 
 The paper's setting (section 6.1): beam 4, alpha 0.6, output length up to input length + 50.
-Every function here is plain TensorFlow, so exporters and benchmarks can wrap it in a
-tf.function (with jit_compile=True for XLA).
+Every function here is plain TensorFlow, so callers can wrap it in a tf.function. Not for XLA:
+the decode cache grows and finished examples leave the batch, so shapes change every step.
 """
 import tensorflow as tf
 
@@ -19,8 +19,8 @@ def clamp_extra_length(model, extra_length):
     """extra_length limited to [-max_length, max_length].
 
     Outputs are the same (widths are capped at max_length, and an input is at most max_length
-    long), but adding it to a length can no longer overflow int32: 2147483647 + 5 wraps negative
-    and gave empty translations. A python int stays one.
+    long), but adding it to a length cannot overflow int32 (2147483647 + 5 wraps negative, which
+    would leave empty translations). A python int stays one.
     """
     limit = int(model.config.max_length)
     if isinstance(extra_length, int):
@@ -36,10 +36,9 @@ def clamp_to_limit(extra_length, max_length):
 def decode_width(model, inputs, extra_length):
     """The output width: source width + extra_length, at most the model's max_length.
 
-    The model's positions and decode cache end at config.max_length, so nothing longer can be
-    decoded. A python int when the source width and extra_length are static; otherwise a scalar
-    tensor (fine in graph mode, where it spares decoding short batches at full model width, but
-    XLA needs the static max_length instead).
+    The model's positions end at config.max_length, so nothing longer can be decoded. A python
+    int when the source width and extra_length are static; otherwise a scalar tensor, so short
+    batches are not decoded at full model width.
     """
     limit = int(model.config.max_length)
     extra_length = clamp_extra_length(model, extra_length)
@@ -49,8 +48,7 @@ def decode_width(model, inputs, extra_length):
     return tf.clip_by_value(width, 1, limit)
 
 
-def translate(model, inputs, beam_size=4, alpha=0.6, extra_length=50, max_decode_length=None,
-              growing_cache=True):
+def translate(model, inputs, beam_size=4, alpha=0.6, extra_length=50):
     """n-best translations of inputs.
 
     Args:
@@ -60,57 +58,29 @@ def translate(model, inputs, beam_size=4, alpha=0.6, extra_length=50, max_decode
       alpha: length penalty exponent (float or scalar tensor).
       extra_length: each example decodes at most (its input length + extra_length) tokens
         (int or scalar int tensor).
-      max_decode_length: output width L (an int, or a scalar tensor outside XLA); by default
-        S + extra_length capped at the model's max_length (see decode_width).
-      growing_cache: the self-attention cache grows by one position per step (eager and graph
-        mode: the per-step beam reorder copies i + 1 positions, not L). False for XLA, which
-        needs the fixed-size cache.
 
     Returns:
-      sequences: int32 [B, K, L] ids ending with EOS, 0-padded, best first.
+      sequences: int32 [B, K, L] ids ending with EOS, 0-padded, best first; L = S +
+        extra_length capped at the model's max_length (see decode_width).
       scores: float32 [B, K] log probability / GNMT length penalty (-inf for empty slots).
     """
     inputs = tf.cast(inputs, tf.int32)
     extra_length = clamp_extra_length(model, extra_length)
-    if max_decode_length is None:
-        max_decode_length = decode_width(model, inputs, extra_length)
+    max_decode_length = decode_width(model, inputs, extra_length)
     decode_lengths = tf.minimum(input_lengths(inputs) + tf.cast(extra_length, tf.int32),
                                 max_decode_length)
     encoded = model.encode(inputs, training=False)
-    cache, static = model.init_decode_state(encoded, max_decode_length, growing=growing_cache)
+    cache, static = model.init_decode_state(encoded)
     # Shared by every example, so not part of the per-example state the search may shrink.
     output_matrix = static.pop("output_matrix")
 
     # The encoder state stays at B rows: each example's K beams attend to its one copy.
     def tokens_to_logits(ids, index, cache, static):
         return model.decode_step(ids, index, cache, dict(static, output_matrix=output_matrix),
-                                 growing=growing_cache, queries_per_example=beam_size)
+                                 queries_per_example=beam_size)
 
-    # With the growing cache, an example leaves the search once its n-best are final: a
-    # trained model's sentences end at different steps, and the batch no longer computes the
-    # finished ones until its longest is done.
     return beam_search(tokens_to_logits, cache, static, batch_size=tf.shape(inputs)[0],
                        vocab_size=model.vocab_size, beam_size=beam_size, alpha=alpha,
                        max_decode_length=max_decode_length, decode_lengths=decode_lengths,
-                       eos_id=EOS_ID, growing_cache=growing_cache, tile_static=False,
-                       retire_finished=growing_cache)
-
-
-def translate_fn(model, beam_size=4, jit_compile=False):
-    """A tf.function(inputs [B, S] int32, alpha float32, extra_length int32) -> translate(...).
-
-    alpha and extra_length are runtime inputs, so one trace serves any setting. The output width
-    is source width + extra_length (capped at the model's max_length); under XLA, which needs
-    static shapes, it is always the model's max_length (examples still stop at their own limits).
-    """
-    width = int(model.config.max_length) if jit_compile else None
-
-    @tf.function(jit_compile=jit_compile, autograph=False, input_signature=[
-        tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([], tf.float32),
-        tf.TensorSpec([], tf.int32)])
-    def translate_batch(inputs, alpha, extra_length):
-        return translate(model, inputs, beam_size=beam_size, alpha=alpha,
-                         extra_length=extra_length, max_decode_length=width,
-                         growing_cache=not jit_compile)
-
-    return translate_batch
+                       eos_id=EOS_ID, growing_cache=True, tile_static=False,
+                       retire_finished=True)

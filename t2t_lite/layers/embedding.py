@@ -33,6 +33,12 @@ class SharedEmbedding(keras.layers.Layer):
     Embeddings are multiplied by sqrt(d_model); the initial stddev d_model^-0.5 makes them unit scale
     after that multiplication (tensor2tensor's choice), while the pre-softmax projection uses the
     unscaled matrix.
+
+    Args:
+      vocab_size: rows of the matrix.
+      d_model: its width.
+
+    Called on int ids [...], returns their embeddings [..., d_model] times sqrt(d_model).
     """
 
     def __init__(self, vocab_size, d_model, **kwargs):
@@ -62,7 +68,17 @@ class SharedEmbedding(keras.layers.Layer):
 
 
 class PositionEncoding(keras.layers.Layer):
-    """Adds sinusoidal (fixed) or learned (Table 3 row E) position vectors to [B, T, d] inputs."""
+    """Adds sinusoidal (fixed) or learned (Table 3 row E) position vectors to [B, T, d] inputs.
+
+    Args:
+      max_length: positions 0 .. max_length - 1 have vectors.
+      d_model: their width.
+      kind: "sinusoid" or "learned".
+      layout: the sinusoids' layout, "interleaved" (the paper) or "concat" (tensor2tensor).
+
+    Called on x [B, T, d_model] with an int `offset`, returns x plus the vectors of positions
+    offset .. offset + T - 1.
+    """
 
     def __init__(self, max_length, d_model, kind="sinusoid", layout="interleaved", **kwargs):
         super().__init__(**kwargs)
@@ -74,8 +90,8 @@ class PositionEncoding(keras.layers.Layer):
                 name="position_embeddings", shape=(self.max_length, self.d_model),
                 initializer=keras.initializers.RandomNormal(stddev=self.d_model ** -0.5))
         else:
-            # Sinusoids for positions beyond max_length are well defined, but the decode cache is
-            # sized by max_length, so one bound serves both.
+            # Sinusoids for positions beyond max_length are well defined, but learned positions
+            # end there, so one bound serves both kinds.
             self.table = ops.convert_to_tensor(
                 sinusoid_table(self.max_length, self.d_model, self.layout))
         super().build(input_shape)

@@ -4,11 +4,21 @@ import tensorflow as tf
 
 
 class FeedForward(keras.layers.Layer):
+    """The position-wise feed-forward network, on every position independently.
+
+    Args:
+      d_model: input and output width.
+      d_ff: the inner (ReLU) width.
+      relu_dropout: dropout on the inner activations (tensor2tensor's; 0 in the paper).
+
+    Called on x [..., d_model], returns [..., d_model].
+    """
+
     def __init__(self, d_model, d_ff, relu_dropout=0.0, **kwargs):
         super().__init__(**kwargs)
         self.d_model, self.d_ff, self.relu_dropout_rate = d_model, d_ff, relu_dropout
         self.inner = keras.layers.Dense(d_ff, activation="relu", name="inner")
-        self.relu_dropout = keras.layers.Dropout(relu_dropout)  # tensor2tensor's, 0 in the paper
+        self.relu_dropout = keras.layers.Dropout(relu_dropout)
         self.outer = keras.layers.Dense(d_model, name="outer")
 
     def build(self, input_shape):

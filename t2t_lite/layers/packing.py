@@ -1,8 +1,7 @@
 """Real-token rows of a padded batch, for training without work on pad positions.
 
-A length-bucketed batch still pads every sentence to its bucket's longest (on the gettext data
-~18% of source and ~5.5% of target positions are pads). Everything in a Transformer but the
-attention core is token-wise (projections, feed-forward, layer norms, residuals, logits, loss),
+A length-bucketed batch still pads every sentence to its bucket's longest. Everything in a
+Transformer but the attention core is token-wise (projections, feed-forward, layer norms, residuals, logits, loss),
 so it can run on the real tokens alone, packed into [n, d] rows: the "remove padding" of
 FasterTransformer. Only the attention's scores and context need the padded [B, H, T, d] layout,
 which `unpack_heads` builds straight from the packed projections (one gather, no transpose) and
@@ -89,7 +88,7 @@ class Packing:
 
             def grad(upstream):
                 # Zeros at pads (a dropped output has no gradient): pads read an appended zero
-                # row. A gather and a concat cost a third of a zero-filling scatter_nd.
+                # row, a gather and a concat cheaper than a zero-filling scatter_nd.
                 upstream = tf.concat([tf.reshape(upstream, [-1, depth]),
                                       tf.zeros([1, depth], upstream.dtype)], 0)
                 return tf.reshape(tf.gather(upstream, unpack_zeros), tf.shape(padded))

@@ -5,9 +5,8 @@ pre  (tensor2tensor v2 sets): x = x + Dropout(Sublayer(LayerNorm(x))), final Lay
 """
 import keras
 import tensorflow as tf
-from keras import ops
 
-from t2t_lite.layers.attention import MASK_NEGATIVE, MultiHeadAttention
+from t2t_lite.layers.attention import MultiHeadAttention
 from t2t_lite.layers.feed_forward import FeedForward
 
 
@@ -53,7 +52,14 @@ def _layer_norm(x, gamma, beta, epsilon):
 
 
 class Residual(keras.layers.Layer):
-    """Wraps one sub-layer with dropout, the residual add and layer normalisation."""
+    """Wraps one sub-layer with dropout, the residual add and layer normalisation:
+    `after(x, sublayer(before(x)))`.
+
+    Args:
+      dropout: rate of the dropout on the sub-layer's output.
+      norm_position: "post" (LayerNorm after the add, the paper) or "pre" (before the sub-layer).
+      epsilon: the layer norm's epsilon.
+    """
 
     def __init__(self, dropout, norm_position, epsilon, **kwargs):
         super().__init__(**kwargs)
@@ -66,10 +72,11 @@ class Residual(keras.layers.Layer):
         super().build(input_shape)
 
     def before(self, x):
-        """What the sub-layer sees."""
+        """x -> what the sub-layer sees (x itself, or its layer norm for "pre")."""
         return self.norm(x) if self.norm_position == "pre" else x
 
     def after(self, x, sublayer_output, training):
+        """The block's output from its input x and the sub-layer's output, same shape."""
         y = x + self.dropout(sublayer_output, training=training)
         return y if self.norm_position == "pre" else self.norm(y)
 
@@ -100,9 +107,6 @@ class EncoderLayer(_SublayerStack):
 
     Args:
       config: the ModelConfig (d_model, d_ff, h, d_k, d_v, dropouts, norm position, epsilon).
-
-    Called on x [B, S, d_model] with the source padding bias [B, 1, 1, S]; returns [B, S, d_model]
-    (and the attention weights [B, H, S, S] with return_weights=True).
     """
 
     def __init__(self, config, **kwargs):
@@ -120,6 +124,15 @@ class EncoderLayer(_SublayerStack):
         super().build(input_shape)
 
     def call(self, x, bias, training=False, return_weights=False):
+        """Args:
+          x: [B, S, d_model].
+          bias: the source padding bias [B, 1, 1, S].
+          training: whether dropout is on.
+          return_weights: also return the attention probabilities.
+
+        Returns:
+          [B, S, d_model]; with return_weights, (output, weights [B, H, S, S]).
+        """
         h = self.self_attention_residual.before(x)
         attended, weights = self.self_attention(h, bias=bias, training=training, return_weights=True)
         x = self._feed_forward_block(self.self_attention_residual.after(x, attended, training),
@@ -127,7 +140,15 @@ class EncoderLayer(_SublayerStack):
         return (x, weights) if return_weights else x
 
     def call_packed(self, x, packing, bias, training=False):
-        """The same layer on packed real-token rows x [n, d] (layers/packing.py)."""
+        """The same layer on packed real-token rows (layers/packing.py).
+
+        Args:
+          x: [n, d_model], the real positions of a padded batch; packing: their Packing.
+          bias, training: as for `call`.
+
+        Returns:
+          [n, d_model], the rows `call` gives at the real positions.
+        """
         with tf.name_scope(self.name):
             h = self.self_attention_residual.before(x)
             attended = self.self_attention.call_packed(h, packing, bias, training)
@@ -143,9 +164,9 @@ class DecoderLayer(_SublayerStack):
     Args:
       config: the ModelConfig, as for EncoderLayer.
 
-    Called on the shifted targets' x [B, T, d_model] with the encoder output, the causal and
-    source padding biases; `step` runs one position against a key/value cache (growing, or
-    fixed-size for XLA) for incremental decoding.
+    `call` runs the teacher-forced pass over a whole target prefix, `call_packed` the same on
+    packed rows, and `call_cached` one position of incremental decoding from the caches
+    `initial_cache` makes.
     """
 
     def __init__(self, config, **kwargs):
@@ -164,90 +185,92 @@ class DecoderLayer(_SublayerStack):
             layer.build(input_shape)
         super().build(input_shape)
 
-    def _cross_and_feed_forward(self, x, cross_key, cross_value, cross_bias, training):
-        h = self.cross_attention_residual.before(x)
-        attended, cross_weights = self.cross_attention.attend(
-            self.cross_attention.project_query(h), cross_key, cross_value, cross_bias, training)
-        x = self.cross_attention_residual.after(x, attended, training)
-        return self._feed_forward_block(x, training), cross_weights
-
     def call(self, x, encoder_outputs, self_bias, cross_bias, training=False, return_weights=False):
-        """Teacher-forced pass over the whole target prefix."""
+        """The teacher-forced pass over the whole target prefix.
+
+        Args:
+          x: [B, T, d_model], the shifted targets' hidden states.
+          encoder_outputs: [B, S, d_model].
+          self_bias: the causal bias [1, 1, T, T].
+          cross_bias: the source padding bias [B, 1, 1, S].
+          training: whether dropout is on.
+          return_weights: also return the attention probabilities.
+
+        Returns:
+          [B, T, d_model]; with return_weights, (output, self-attention weights [B, H, T, T],
+          encoder-decoder weights [B, H, T, S]).
+        """
         h = self.self_attention_residual.before(x)
         attended, self_weights = self.self_attention(h, bias=self_bias, training=training,
                                                      return_weights=True)
         x = self.self_attention_residual.after(x, attended, training)
-        cross_key, cross_value = self.cross_attention.project_key_value(encoder_outputs)
-        x, cross_weights = self._cross_and_feed_forward(x, cross_key, cross_value, cross_bias,
-                                                        training)
+        h = self.cross_attention_residual.before(x)
+        attended, cross_weights = self.cross_attention(h, encoder_outputs, bias=cross_bias,
+                                                       training=training, return_weights=True)
+        x = self._feed_forward_block(self.cross_attention_residual.after(x, attended, training),
+                                     training)
         return (x, self_weights, cross_weights) if return_weights else x
 
     def call_packed(self, x, packing, encoder_rows, source_packing, self_bias, cross_bias,
                     training=False):
-        """The teacher-forced pass on packed rows: x [n, d] of the shifted targets' real
-        positions, encoder_rows [m, d] of the source's (layers/packing.py)."""
+        """The teacher-forced pass on packed rows (layers/packing.py).
+
+        Args:
+          x: [n, d_model], the shifted targets' real positions; packing: their Packing.
+          encoder_rows: [m, d_model], the encoder output at the source's real positions;
+            source_packing: their Packing.
+          self_bias, cross_bias, training: as for `call`.
+
+        Returns:
+          [n, d_model], the rows `call` gives at the real positions.
+        """
         with tf.name_scope(self.name):
             h = self.self_attention_residual.before(x)
             attended = self.self_attention.call_packed(h, packing, self_bias, training)
             x = self.self_attention_residual.after(x, attended, training)
             h = self.cross_attention_residual.before(x)
-            key_value = self.cross_attention.project_packed_key_value(encoder_rows,
-                                                                      source_packing)
             attended = self.cross_attention.call_packed(h, packing, cross_bias, training,
-                                                        key_value)
+                                                        encoder_rows, source_packing)
             x = self.cross_attention_residual.after(x, attended, training)
             return self._feed_forward_block(x, training)
 
-    def step(self, x, index, cache, cross_key, cross_value, cross_bias, training=False,
-             growing=False, queries_per_example=1):
-        """One position: x [N, 1, d] at `index`; cache holds this layer's keys/values so far.
+    def initial_cache(self, encoder_outputs):
+        """The caches `call_cached` starts from.
 
-        Growing cache (growing=True, graph and eager mode): heads-first keys [N, H, t, k] and
-        values [N, H, t, v] holding exactly the positions decoded so far; the new position is
-        appended, so the beam search's per-step reorder and the attention touch index + 1
-        positions, and the attention needs no transpose and no mask.
-        Fixed-size cache (growing=False, for XLA): [N, L, H, k] buffers written with a slice
-        update at `index`, so shapes never change between steps; later positions are masked.
+        Args:
+          encoder_outputs: [B, S, d_model].
 
-        cross_key / cross_value are heads-first [N / G, H, S, k] for G = queries_per_example
-        consecutive rows per example (G = beam size when beam search leaves them untiled).
+        Returns:
+          (self_cache, cross_cache): the self-attention's, empty ({"key": [B, H, 0, d_k],
+          "value": [B, H, 0, d_v]}) and grown by every step; the encoder-decoder attention's,
+          the encoder output's keys and values ([B, H, S, d_k] / [B, H, S, d_v]), read only.
+        """
+        no_positions = encoder_outputs[:, :0]
+        return (self.self_attention.initial_cache(no_positions),
+                self.cross_attention.initial_cache(encoder_outputs))
+
+    def call_cached(self, x, self_cache, cross_cache, cross_bias, training=False,
+                    queries_per_example=1):
+        """One position of incremental decoding.
+
+        Args:
+          x: [N, 1, d_model], the decoder input at the position being decoded.
+          self_cache: this layer's self-attention keys and values of the positions before it,
+            N rows.
+          cross_cache: the encoder output's keys and values, N / queries_per_example rows.
+          cross_bias: the source padding bias [N / queries_per_example, 1, 1, S].
+          training: whether dropout is on.
+          queries_per_example: G consecutive rows of x share one example's cross_cache row.
+
+        Returns:
+          (output [N, 1, d_model], self_cache with this position appended).
         """
         h = self.self_attention_residual.before(x)
-        query, key, value = self.self_attention.project_query_key_value(h)
-        key, value = ops.cast(key, cache["key"].dtype), ops.cast(value, cache["value"].dtype)
-        if growing:
-            cache, attended = self._attend_growing_cache(query, key, value, cache, h.dtype,
-                                                         training)
-        else:
-            cache, attended = self._attend_fixed_cache(query, key, value, cache, index, h.dtype,
-                                                       training)
+        attended, self_cache = self.self_attention.call_cached(h, self_cache, training=training,
+                                                               update_cache=True)
         x = self.self_attention_residual.after(x, attended, training)
         h = self.cross_attention_residual.before(x)
-        attended = self.cross_attention.attend_grouped(
-            self.cross_attention.project_query(h), cross_key, cross_value, cross_bias,
-            queries_per_example, training)
+        attended, _ = self.cross_attention.call_cached(
+            h, cross_cache, cross_bias, training=training, queries_per_example=queries_per_example)
         x = self.cross_attention_residual.after(x, attended, training)
-        return self._feed_forward_block(x, training), cache
-
-    def _attend_growing_cache(self, query, key, value, cache, dtype, training):
-        # [N, 1, H, d] is [N, H, 1, d] in memory: a reshape, not a transpose, makes it heads-first.
-        rows = tf.shape(key)[0]
-        heads_first = lambda t: tf.reshape(t, [rows, t.shape[2], 1, t.shape[3]])
-        cache = {"key": tf.concat([cache["key"], heads_first(key)], axis=2),
-                 "value": tf.concat([cache["value"], heads_first(value)], axis=2)}
-        attended = self.self_attention.attend_cached(
-            query, ops.cast(cache["key"], dtype), ops.cast(cache["value"], dtype), training)
-        return cache, attended
-
-    def _attend_fixed_cache(self, query, key, value, cache, index, dtype, training):
-        start = [0, index, 0, 0]
-        cache = {"key": ops.slice_update(cache["key"], start, key),
-                 "value": ops.slice_update(cache["value"], start, value)}
-        length = ops.shape(cache["key"])[1]
-        # Positions after `index` hold zeros (not yet decoded): mask them out.
-        visible = ops.arange(length) <= index
-        self_bias = ops.where(visible, 0.0, MASK_NEGATIVE)[None, None, None, :]
-        attended, _ = self.self_attention.attend(
-            query, ops.cast(cache["key"], dtype), ops.cast(cache["value"], dtype), self_bias,
-            training)
-        return cache, attended
+        return self._feed_forward_block(x, training), self_cache

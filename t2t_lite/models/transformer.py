@@ -5,7 +5,8 @@ input is the target shifted right with 0 (pad) as the start symbol.
 
 Decoding is split for a model-agnostic search: `encode` once, `init_decode_state` once (the
 self-attention caches plus the cross-attention keys/values, which never change), then
-`decode_step(ids, index, cache, static)` per position.
+`decode_step(ids, index, cache, static)` per position, each step growing the caches by one
+position.
 """
 import keras
 from keras import ops
@@ -81,7 +82,17 @@ class Transformer(keras.Model):
         return dropout(x, training=training)
 
     def encode(self, inputs, training=False, return_weights=False):
-        """inputs [B, S] -> {"outputs": [B, S, d], "padding_mask": bool [B, S]}."""
+        """Runs the encoder.
+
+        Args:
+          inputs: int [B, S] source ids, 0-padded.
+          training: whether dropout is on.
+          return_weights: also return each layer's self-attention probabilities.
+
+        Returns:
+          {"outputs": [B, S, d_model], "padding_mask": bool [B, S]}; with return_weights,
+          (that, a list over layers of [B, H, S, S]).
+        """
         inputs = ops.cast(inputs, "int32")
         padding_mask = ops.not_equal(inputs, 0)
         bias = padding_bias(padding_mask)
@@ -97,7 +108,19 @@ class Transformer(keras.Model):
 
     # ---- teacher-forced decoder ----------------------------------------------------------------
     def decode(self, targets, encoded, training=False, return_weights=False):
-        """targets [B, T] -> logits [B, T, vocab] (float32), position t predicting targets[:, t]."""
+        """Runs the teacher-forced decoder.
+
+        Args:
+          targets: int [B, T] target ids, 0-padded (the decoder sees them shifted right).
+          encoded: what `encode` returned.
+          training: whether dropout is on.
+          return_weights: also return the attention probabilities.
+
+        Returns:
+          logits [B, T, vocab] float32, position t predicting targets[:, t]; with
+          return_weights, (logits, self-attention weights, encoder-decoder weights), each a
+          list over layers of [B, H, T, T] / [B, H, T, S].
+        """
         targets = ops.cast(targets, "int32")
         x = self._embed(shift_right(targets), self.decoder_input_dropout, training)
         self_bias = causal_bias(ops.shape(targets)[1])
@@ -119,6 +142,7 @@ class Transformer(keras.Model):
         return x if self.decoder_final_norm is None else self.decoder_final_norm(x)
 
     def call(self, features, training=False):
+        """{"inputs": [B, S], "targets": [B, T]} -> logits [B, T, vocab] float32."""
         encoded = self.encode(features["inputs"], training=training)
         return self.decode(features["targets"], encoded, training=training)
 
@@ -128,11 +152,19 @@ class Transformer(keras.Model):
         return ops.cast(self.embedding.embeddings, dtype)
 
     def packed_hidden(self, features, training=False):
-        """The decoder's final hidden rows of the real target tokens only, for training:
-        (hidden [n, d_model], targets [n]); logits = hidden @ output_matrix^T. Everything
-        token-wise (projections, feed-forward, norms, logits) runs on the real rows instead of
-        the padded B*T; only attention's scores and context see the padded layout
+        """The decoder's final hidden rows of the real target tokens only, for training.
+
+        Everything token-wise (projections, feed-forward, norms, logits) runs on the real rows
+        instead of the padded B*T; only attention's scores and context see the padded layout
         (layers/packing.py). Not for XLA: the row count depends on the data.
+
+        Args:
+          features: {"inputs": [B, S], "targets": [B, T]}, as for `call`.
+          training: whether dropout is on.
+
+        Returns:
+          (hidden [n, d_model], targets [n]) for the n real target tokens in row-major order;
+          hidden @ output_matrix^T gives the logits `call` gives at those positions.
         """
         inputs = ops.cast(features["inputs"], "int32")
         targets = ops.cast(features["targets"], "int32")
@@ -156,54 +188,61 @@ class Transformer(keras.Model):
         return dropout(x, training=training)
 
     def attention_weights(self, inputs, targets):
-        """Attention probabilities for plots (Figures 3-5): lists over layers of [B, H, q, k]."""
+        """Attention probabilities for plots (Figures 3-5).
+
+        Args:
+          inputs: int [B, S] source ids; targets: int [B, T] target ids.
+
+        Returns:
+          {"encoder_self", "decoder_self", "encoder_decoder"}: lists over layers of
+          [B, H, queries, keys].
+        """
         encoded, encoder_self = self.encode(inputs, return_weights=True)
         _, decoder_self, cross = self.decode(targets, encoded, return_weights=True)
         return {"encoder_self": encoder_self, "decoder_self": decoder_self,
                 "encoder_decoder": cross}
 
     # ---- incremental decoding ------------------------------------------------------------------
-    def init_decode_state(self, encoded, max_decode_length, growing=False):
-        """Self-attention caches and the once-computed cross-attention state.
+    def init_decode_state(self, encoded):
+        """The decoding state before the first position.
 
-        cache:  {"layer_i": {"key": ..., "value": ...}}, either growing=True: heads-first
-                [B, H, 0, d_k] / [B, H, 0, d_v], appended to along axis 2 by each decode_step;
-                or fixed-size zeros [B, L, H, d_k] / [B, L, H, d_v] written in place (XLA)
-        static: {"cross_bias": [B, 1, 1, S], "layer_i": {"key": [B, H, S, d_k], "value": ...},
-                "output_matrix": [d_model, vocab]}: computed once here, heads-first so no step
-                transposes them; not per example, so a search must not tile it (translate
-                passes tile_static=False)
+        Args:
+          encoded: what `encode` returned for B examples.
+
+        Returns:
+          (cache, static):
+          cache: {"layer_i": {"key": [B, H, 0, d_k], "value": [B, H, 0, d_v]}}, the
+            self-attention keys and values, empty; each decode_step appends its position.
+          static: {"cross_bias": [B, 1, 1, S], "layer_i": {"key": [B, H, S, d_k], "value":
+            [B, H, S, d_v]}, "output_matrix": [d_model, vocab]}: computed once here and never
+            changed. Not per beam: a search leaves it at B rows (translate passes
+            tile_static=False).
         """
         outputs = encoded["outputs"]
-        batch = ops.shape(outputs)[0]
-        heads, key_dim, value_dim = (self.config.num_heads, self.config.key_dim,
-                                     self.config.value_dim)
-        dtype = outputs.dtype
-        if growing:
-            shapes = (batch, heads, 0, key_dim), (batch, heads, 0, value_dim)
-        else:
-            shapes = ((batch, max_decode_length, heads, key_dim),
-                      (batch, max_decode_length, heads, value_dim))
         cache, static = {}, {"cross_bias": padding_bias(encoded["padding_mask"])}
         # The pre-softmax matrix transposed once per decode, [d_model, vocab]: a step's logits
-        # matmul without transpose_b runs ~12% faster under oneDNN.
-        static["output_matrix"] = ops.transpose(self.output_matrix(dtype))
+        # matmul without transpose_b is faster under oneDNN.
+        static["output_matrix"] = ops.transpose(self.output_matrix(outputs.dtype))
         for i, layer in enumerate(self.decoder_layers):
-            cache[f"layer_{i}"] = {"key": ops.zeros(shapes[0], dtype),
-                                   "value": ops.zeros(shapes[1], dtype)}
-            key, value = layer.cross_attention.project_key_value(outputs)
-            static[f"layer_{i}"] = {"key": ops.transpose(key, [0, 2, 1, 3]),
-                                    "value": ops.transpose(value, [0, 2, 1, 3])}
+            cache[f"layer_{i}"], static[f"layer_{i}"] = layer.initial_cache(outputs)
         return cache, static
 
-    def decode_step(self, ids, index, cache, static, training=False, growing=False,
-                    queries_per_example=1):
-        """ids [N] (the decoder input at position `index`) -> (logits [N, vocab], updated cache).
+    def decode_step(self, ids, index, cache, static, training=False, queries_per_example=1):
+        """One decoder position for N rows.
 
-        `growing` must match init_decode_state's. `static` holds N / queries_per_example
-        examples, each serving that many consecutive rows (beam search passes its beam size and
-        leaves the encoder state untiled); the cache holds N rows. The logits use static's
-        output_matrix, the shared embedding transposed once (same numbers as `_logits`).
+        Args:
+          ids: int [N], the decoder input at position `index` (0, the start symbol, first).
+          index: int scalar, the position.
+          cache: the N rows' self-attention caches (init_decode_state's, grown by the steps
+            before).
+          static: init_decode_state's, for N / queries_per_example examples.
+          training: whether dropout is on.
+          queries_per_example: G; rows g * G .. g * G + G - 1 belong to example g of `static`
+            (beam search passes its beam size and leaves the encoder state untiled).
+
+        Returns:
+          (logits [N, vocab] float32, the cache with this position appended). The logits use
+          static's output_matrix, the same numbers as `call`'s.
         """
         ids = ops.cast(ids, "int32")[:, None]
         index = ops.cast(index, "int32")
@@ -212,10 +251,9 @@ class Transformer(keras.Model):
         new_cache = {}
         for i, layer in enumerate(self.decoder_layers):
             name = f"layer_{i}"
-            x, new_cache[name] = layer.step(x, index, cache[name], static[name]["key"],
-                                            static[name]["value"], static["cross_bias"],
-                                            training=training, growing=growing,
-                                            queries_per_example=queries_per_example)
+            x, new_cache[name] = layer.call_cached(x, cache[name], static[name],
+                                                   static["cross_bias"], training=training,
+                                                   queries_per_example=queries_per_example)
         x = self._decoder_output(x)
         logits = ops.matmul(x[:, 0, :], ops.cast(static["output_matrix"], x.dtype))
         return ops.cast(logits, "float32"), new_cache

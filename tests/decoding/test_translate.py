@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from t2t_lite import hparams
 from t2t_lite.decoding import beam_search
-from t2t_lite.decoding.translate import input_lengths, translate, translate_fn
+from t2t_lite.decoding.translate import input_lengths, translate
 from t2t_lite.models.transformer import Transformer
 
 VOCAB = 40
@@ -77,20 +77,23 @@ def test_cached_beam_search_equals_uncached_reference(model, inputs):
 
 
 @pytest.mark.parametrize("extra_length", [3, pytest.param(50, marks=pytest.mark.slow)])
-def test_compiled_translation_equals_eager(model, inputs, extra_length):
+def test_translation_in_a_tf_function_equals_eager(model, inputs, extra_length):
     eager_sequences, eager_scores = translate(model, inputs, beam_size=2, alpha=0.6,
                                               extra_length=extra_length)
     # Width: source width 6 + extra_length, capped at the model's max_length (16).
     width = min(6 + extra_length, 16)
     assert eager_sequences.shape == (3, 2, width)
-    for jit_compile in (False, True):
-        sequences, scores = translate_fn(model, beam_size=2, jit_compile=jit_compile)(
-            inputs, tf.constant(0.6), tf.constant(extra_length))
-        # XLA needs a static width: the model's max_length, with the same hypotheses 0-padded.
-        assert sequences.shape[-1] == (16 if jit_compile else width)
-        np.testing.assert_array_equal(sequences.numpy()[:, :, :width], eager_sequences.numpy())
-        assert not sequences.numpy()[:, :, width:].any()
-        np.testing.assert_allclose(scores.numpy(), eager_scores.numpy(), rtol=1e-4, atol=1e-5)
+    # alpha and extra_length as runtime inputs: one trace serves any setting.
+    translate_batch = tf.function(
+        lambda inputs, alpha, extra_length: translate(model, inputs, beam_size=2, alpha=alpha,
+                                                      extra_length=extra_length),
+        autograph=False, input_signature=[tf.TensorSpec([None, None], tf.int32),
+                                          tf.TensorSpec([], tf.float32),
+                                          tf.TensorSpec([], tf.int32)])
+    sequences, scores = translate_batch(inputs, tf.constant(0.6), tf.constant(extra_length))
+    assert sequences.shape[-1] == width
+    np.testing.assert_array_equal(sequences.numpy(), eager_sequences.numpy())
+    np.testing.assert_allclose(scores.numpy(), eager_scores.numpy(), rtol=1e-4, atol=1e-5)
 
 
 def test_empty_batch(model):

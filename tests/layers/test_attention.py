@@ -104,49 +104,33 @@ def test_self_attention_path_matches_keras(use_bias, value_dim):
     assert np.abs(np.asarray(weights) - np.asarray(ref_weights)).max() <= 1e-5
 
 
-def test_incremental_decoding_projections_equal_the_self_attention_path():
-    # The decoder's incremental path projects with project_query / project_key_value and
-    # attends with `attend`; it must equal the self-attention path.
+def test_cached_steps_equal_the_causal_self_attention_path():
+    # Incremental decoding: position by position from an empty cache, each step appending its
+    # own key and value, equals one causal self-attention pass.
     ours, _, query, _ = _pair(True, 10)
-    q, k, v = ours.project_query_key_value(query)
-    np.testing.assert_allclose(np.asarray(q), np.asarray(ours.project_query(query)), atol=1e-6)
-    k2, v2 = ours.project_key_value(query)
-    np.testing.assert_allclose(np.asarray(k), np.asarray(k2), atol=1e-6)
-    np.testing.assert_allclose(np.asarray(v), np.asarray(v2), atol=1e-6)
-    bias = causal_bias(T)
-    out, _ = ours.attend(q, k, v, bias)
-    np.testing.assert_allclose(np.asarray(out), np.asarray(ours(query, bias=bias)), atol=1e-5)
-
-
-def _heads_first(x):
-    return np.transpose(np.asarray(x), [0, 2, 1, 3])
-
-
-def test_cached_step_attention_equals_attend_on_the_transposed_cache():
-    # One query position per row against its own heads-first cache [N, H, t, k]: the decoder's
-    # growing-cache path, which transposes nothing.
-    ours, _, query, source = _pair(True, 10)
-    q = ours.project_query(query[:, :1])  # [N, 1, H, k]
-    k, v = ours.project_key_value(source)  # [N, S, H, k]
-    out = ours.attend_cached(q, _heads_first(k), _heads_first(v))
-    expected, _ = ours.attend(q, k, v)
-    assert out.shape == (BATCH, 1, D)
-    np.testing.assert_allclose(np.asarray(out), np.asarray(expected), atol=1e-6)
+    expected = np.asarray(ours(query, bias=causal_bias(T)))
+    cache = ours.initial_cache(query[:, :0])
+    assert cache["key"].shape == (BATCH, HEADS, 0, KEY_DIM)
+    for t in range(T):
+        out, cache = ours.call_cached(query[:, t:t + 1], cache, update_cache=True)
+        assert out.shape == (BATCH, 1, D)
+        np.testing.assert_allclose(np.asarray(out)[:, 0], expected[:, t], atol=1e-5)
+    assert cache["value"].shape == (BATCH, HEADS, T, 10)
 
 
 @pytest.mark.parametrize("group", [1, 3])
-def test_grouped_query_attention_equals_attention_on_tiled_keys(group):
+def test_grouped_cached_cross_attention_equals_attention_on_tiled_source(group):
     # Beam search's cross-attention: `group` consecutive query rows per example share that
-    # example's keys/values, which are no longer tiled to every row.
+    # example's cached keys/values, which are not tiled to every row.
     ours, _, query, source = _pair(True, 10)
     rows = np.repeat(query[:, :1], group, axis=0)
     rows += np.random.default_rng(1).normal(size=rows.shape).astype("float32")  # distinct beams
-    q = ours.project_query(rows)
-    k, v = ours.project_key_value(source)
     real = np.arange(S)[None, :] < np.array([[S], [4], [2]])
     bias = padding_bias(real)
-    out = ours.attend_grouped(q, _heads_first(k), _heads_first(v), bias, group)
-    tile = lambda x: np.repeat(np.asarray(x), group, axis=0)
-    expected, _ = ours.attend(q, tile(k), tile(v), tile(bias))
+    cache = ours.initial_cache(source)
+    out, unchanged = ours.call_cached(rows, cache, bias, queries_per_example=group)
+    assert unchanged is cache
+    tile = lambda x: np.repeat(np.asarray(x), group, axis=0)  # noqa: E731
+    expected = ours(rows, tile(source), bias=tile(bias))
     assert out.shape == (BATCH * group, 1, D)
     np.testing.assert_allclose(np.asarray(out), np.asarray(expected), atol=1e-5)

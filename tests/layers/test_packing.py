@@ -1,7 +1,8 @@
-"""Packed real-token rows (layers/packing.py)."""
+"""Packed real-token rows (layers/packing.py) and attention on them."""
 import numpy as np
 import tensorflow as tf
 
+from t2t_lite.layers.attention import MultiHeadAttention, causal_bias, padding_bias
 from t2t_lite.layers.packing import Packing
 
 
@@ -42,3 +43,25 @@ def test_pack_heads_gradient_is_zero_at_pads_and_unpack_reads_real_rows():
         tape.watch(rows)
         objective = tf.reduce_sum(packing.pack_heads(packing.unpack_heads(rows, 2)) * upstream)
     np.testing.assert_allclose(tape.gradient(objective, rows).numpy(), upstream.numpy())
+
+
+def test_packed_attention_equals_padded_attention_at_real_positions():
+    ids = tf.constant([[5, 6, 0, 0], [7, 0, 0, 0], [8, 9, 4, 3]])
+    source_ids = tf.constant([[5, 6, 2, 0, 0], [7, 3, 0, 0, 0], [8, 9, 4, 3, 2]])
+    packing, source_packing = Packing(ids), Packing(source_ids)
+    rng = np.random.default_rng(2)
+    x = tf.constant(rng.normal(size=(3, 4, 16)).astype("float32"))
+    source = tf.constant(rng.normal(size=(3, 5, 16)).astype("float32"))
+    attention = MultiHeadAttention(4, 4, 6)
+    attention(x)
+    real = packing.mask.numpy()
+    self_bias = padding_bias(packing.mask) + causal_bias(4)
+    rows = attention.call_packed(packing.gather(x), packing, self_bias)
+    np.testing.assert_allclose(rows.numpy(), attention(x, bias=self_bias).numpy()[real],
+                               atol=1e-5)
+    cross_bias = padding_bias(source_packing.mask)
+    rows = attention.call_packed(packing.gather(x), packing, cross_bias,
+                                 source_rows=source_packing.gather(source),
+                                 source_packing=source_packing)
+    np.testing.assert_allclose(rows.numpy(), attention(x, source, bias=cross_bias).numpy()[real],
+                               atol=1e-5)

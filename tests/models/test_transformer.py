@@ -44,16 +44,17 @@ def test_cached_step_decoding_equals_full_forward_pass(overrides):
     inputs, targets = random_batch()
     expected = full_pass_logits(model, inputs, targets)
     decoder_inputs = np.pad(targets, [[0, 0], [1, 0]])[:, :-1]
-    cache, static = model.init_decode_state(model.encode(inputs), max_decode_length=10)
+    cache, static = model.init_decode_state(model.encode(inputs))
     for index in range(targets.shape[1]):
         logits, cache = model.decode_step(decoder_inputs[:, index], index, cache, static)
         assert np.abs(np.asarray(logits) - expected[:, index]).max() <= 1e-4, index
+    assert cache["layer_0"]["key"].shape[2] == targets.shape[1]  # [N, H, t, k]: t grew
 
 
 @pytest.mark.parametrize("norm_position", ["post", "pre"])
-def test_growing_cache_step_with_untiled_encoder_state_equals_full_pass(norm_position):
-    # Beam search's configuration: the cache grows heads-first and `beams` consecutive rows per
-    # example share that example's untiled encoder keys/values.
+def test_cached_step_with_untiled_encoder_state_equals_full_pass(norm_position):
+    # Beam search's configuration: `beams` consecutive rows per example share that example's
+    # untiled encoder keys/values.
     keras.utils.set_random_seed(4)
     model = Transformer(tiny_config(norm_position=norm_position), VOCAB)
     inputs, targets = random_batch()
@@ -64,34 +65,24 @@ def test_growing_cache_step_with_untiled_encoder_state_equals_full_pass(norm_pos
     beam_targets = beam_targets.reshape(-1, targets.shape[1])
     expected = full_pass_logits(model, np.repeat(inputs, beams, axis=0), beam_targets)
     decoder_inputs = np.pad(beam_targets, [[0, 0], [1, 0]])[:, :-1]
-    cache, static = model.init_decode_state(model.encode(inputs), max_decode_length=10,
-                                            growing=True)
+    cache, static = model.init_decode_state(model.encode(inputs))
     cache = {name: {part: tf.repeat(t, beams, axis=0) for part, t in layer.items()}
              for name, layer in cache.items()}
     for index in range(targets.shape[1]):
         logits, cache = model.decode_step(decoder_inputs[:, index], index, cache, static,
-                                          growing=True, queries_per_example=beams)
+                                          queries_per_example=beams)
         assert np.abs(np.asarray(logits) - expected[:, index]).max() <= 1e-4, index
     assert cache["layer_0"]["key"].shape[2] == targets.shape[1]  # [N, H, t, k]: t grew
 
 
-def test_forward_and_decode_step_compile_under_xla():
+def test_forward_pass_compiles_under_xla():
+    # Training may compile its step (TrainConfig.jit_compile): the padded forward pass.
     keras.utils.set_random_seed(2)
     model = Transformer(tiny_config(), VOCAB)
     inputs, targets = random_batch()
     expected = full_pass_logits(model, inputs, targets)
     forward = tf.function(lambda i, t: model({"inputs": i, "targets": t}), jit_compile=True)
     np.testing.assert_allclose(np.asarray(forward(inputs, targets)), expected, atol=1e-4)
-
-    step = tf.function(model.decode_step, jit_compile=True)
-    cache, static = model.init_decode_state(model.encode(inputs), max_decode_length=8)
-    decoder_inputs = np.pad(targets, [[0, 0], [1, 0]])[:, :-1]
-    for index in range(3):
-        logits, cache = step(tf.constant(decoder_inputs[:, index]), tf.constant(index), cache,
-                             static)
-        np.testing.assert_allclose(np.asarray(logits), expected[:, index], atol=1e-4)
-    # One trace serves every index: the cache shapes never change.
-    assert step.experimental_get_tracing_count() == 1
 
 
 @pytest.mark.parametrize("norm_position", ["post", "pre"])
