@@ -32,6 +32,10 @@ class ModelConfig:
     layer_norm_epsilon: float = 1e-6
 
     def __post_init__(self):
+        for name, low in (("num_layers", 1), ("d_model", 2), ("d_ff", 1), ("num_heads", 1),
+                          ("d_k", 0), ("d_v", 0), ("max_length", 2)):
+            if getattr(self, name) < low:
+                raise ValueError(f"{name} must be >= {low}, got {getattr(self, name)}")
         if self.norm_position not in ("post", "pre"):
             raise ValueError(f"norm_position must be 'post' or 'pre', got {self.norm_position!r}")
         if self.position_encoding not in ("sinusoid", "learned"):
@@ -132,3 +136,7 @@ class DecodeConfig:
     beam_size: int = 4
     alpha: float = 0.6  # GNMT length penalty ((5 + len) / 6) ** alpha
     extra_length: int = 50  # max output length = input length + extra_length
+
+    def __post_init__(self):
+        if self.beam_size < 1:
+            raise ValueError(f"beam_size must be >= 1, got {self.beam_size}")

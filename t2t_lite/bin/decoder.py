@@ -83,6 +83,10 @@ def _check_flags():
         value = FLAGS[name].value
         if value is not None and value < 1:
             raise cli.UserError(f"--{name} must be >= 1, got {value}")
+    if FLAGS.beam_size is not None:
+        from t2t_lite.model_dir import check
+
+        check.check_bounds({"beam_size": FLAGS.beam_size}, "--beam_size")
 
 
 def _translator(searches):

@@ -35,8 +35,10 @@ cli.define_decode_precision_flag("--format=savedmodel only")
 
 
 def main(argv):
-    if FLAGS.beam_size is not None and FLAGS.beam_size < 1:
-        raise cli.UserError(f"--beam_size must be >= 1, got {FLAGS.beam_size}")
+    if FLAGS.beam_size is not None:
+        from t2t_lite.model_dir import check
+
+        check.check_bounds({"beam_size": FLAGS.beam_size}, "--beam_size")
     if FLAGS.quantization and FLAGS.format != "ctranslate2":
         raise cli.UserError("--quantization applies to --format=ctranslate2 only")
     if FLAGS.decode_precision != "float32" and FLAGS.format != "savedmodel":

@@ -194,8 +194,13 @@ def average_checkpoints(model_dir, num_last, output_dir=None):
         raise UserError(f"no checkpoints in {model_dir}")
     chosen = paths[-num_last:]
 
-    model = models.build(files.load_configs(model_dir)[0],
-                         files.read_run_info(model_dir)["vocab_size"])
+    from t2t_lite.model_dir import check
+
+    model_config = files.load_configs(model_dir)[0]
+    vocab_size = files.read_run_info(model_dir)["vocab_size"]
+    for path in chosen:
+        check.check_model_dir(model_config, vocab_size, path, files.configs_where(model_dir))
+    model = models.build(model_config, vocab_size)
     checkpoint = tf.train.Checkpoint(model=model)
     sums = None
     for path in chosen:

@@ -150,6 +150,12 @@ def write_operative_config(model_dir):
     atomic.write_text(os.path.join(model_dir, OPERATIVE_CONFIG), hparams.operative_config_text())
 
 
+def configs_where(model_dir):
+    """How messages name the file a model_dir's configs come from."""
+    path = os.path.join(model_dir, CONFIGS)
+    return path if os.path.isfile(path) else os.path.join(model_dir, CONFIG)
+
+
 def load_configs(model_dir):
     """(ModelConfig, TrainConfig, DecodeConfig) exactly as the run in model_dir used them.
 

@@ -5,7 +5,8 @@ from typing import Any, Dict, Tuple
 import tensorflow as tf
 
 from t2t_lite.config import DecodeConfig, ModelConfig, TrainConfig
-from t2t_lite.model_dir import checkpoints, files
+from t2t_lite.errors import UserError
+from t2t_lite.model_dir import check, checkpoints, files
 
 
 @dataclasses.dataclass
@@ -44,9 +45,16 @@ def load(model_dir, checkpoint_path=None):
 
     info = files.read_run_info(model_dir)
     configs = files.load_configs(model_dir)
-    tokenizer = tokenizers.load_tokenizer(files.vocab_path(model_dir, info))
-    model = models.build(configs[0], info["vocab_size"])
     path = checkpoints.resolve_checkpoint(model_dir, checkpoint_path)
+    # Before anything is allocated: the configs must describe the checkpoint's own weights.
+    check.check_model_dir(configs[0], info["vocab_size"], path, files.configs_where(model_dir),
+                          decode_config=configs[2])
+    tokenizer = tokenizers.load_tokenizer(files.vocab_path(model_dir, info))
+    if tokenizer.vocab_size != info["vocab_size"]:
+        raise UserError(f"{files.vocab_path(model_dir, info)} holds {tokenizer.vocab_size} "
+                        f"tokens but {model_dir}'s run.json says vocab_size "
+                        f"{info['vocab_size']}")
+    model = models.build(configs[0], info["vocab_size"])
     checkpoints.restore(tf.train.Checkpoint(model=model), path, partial=True)
     return LoadedRun(model_dir=model_dir, info=info, configs=configs, tokenizer=tokenizer,
                      model=model, checkpoint=path)
