@@ -81,8 +81,7 @@ def main():
     figure, axis = plt.subplots(figsize=(6, 4))
     axis.plot(xs, [p["bleu"] for p in points], "o-", label="BLEU")
     axis.plot(xs, [p["chrf"] for p in points], "s--", label="chrF")
-    axis.set_xlabel("training steps (~4,096 tokens each)" if args.x == "steps"
-                    else "training minutes (2 CPU cores)")
+    axis.set_xlabel(f"training {args.x}")
     axis.set_ylabel(f"sacreBLEU / chrF on {args.split} ({len(pairs)} sentences)")
     axis.set_title(args.title)
     axis.grid(alpha=0.3)
