@@ -76,11 +76,16 @@ def checkpoint_shapes(checkpoint_path):
     """{variable name: shape} of the model weights a checkpoint holds (its index only)."""
     import tensorflow as tf
 
+    from t2t_lite.model_dir import checkpoints
+
+    missing = checkpoints.missing_files(checkpoint_path)
+    if missing:
+        raise UserError(f"checkpoint {checkpoint_path} is incomplete: {missing[0]} is missing")
     try:
         listed = tf.train.list_variables(checkpoint_path)
     except (tf.errors.OpError, ValueError) as error:
-        raise UserError(f"cannot read checkpoint {checkpoint_path}: "
-                        f"{' '.join(str(error).split())[:200]}") from None
+        raise UserError(f"cannot read checkpoint {checkpoint_path}: {checkpoint_path}.index is "
+                        f"damaged or truncated ({' '.join(str(error).split())[:200]})") from None
     return {name[:-len(_SUFFIX)]: list(shape) for name, shape in listed
             if name.startswith("model/") and name.endswith(_SUFFIX)}
 

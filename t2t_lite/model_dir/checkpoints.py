@@ -199,7 +199,10 @@ def average_checkpoints(model_dir, num_last, output_dir=None):
     model_config = files.load_configs(model_dir)[0]
     vocab_size = files.read_run_info(model_dir)["vocab_size"]
     for path in chosen:
-        check.check_model_dir(model_config, vocab_size, path, files.configs_where(model_dir))
+        try:
+            check.check_model_dir(model_config, vocab_size, path, files.configs_where(model_dir))
+        except UserError as error:
+            raise UserError(f"cannot average: {error}") from None
     model = models.build(model_config, vocab_size)
     checkpoint = tf.train.Checkpoint(model=model)
     sums = None
