@@ -1,15 +1,19 @@
-"""Beam search over any `tokens_to_logits` function, in one fixed-shape tf.while_loop (XLA-ready).
+"""Beam search over any `tokens_to_logits` function, in one tf.while_loop.
 
 The search never sees a model. Each step it calls
 
-    tokens_to_logits(ids [B*K] int32, index int32 scalar, cache, static) -> (logits [B*K, V], cache)
+    tokens_to_logits(ids [N] int32, index int32 scalar, cache, static) -> (logits [N, V], cache)
 
-where `ids` are the tokens at position `index` (position 0 holds the start token, pad id 0).
-`cache` is gathered along the surviving beams every step; `static` (e.g. encoder outputs) is not:
-it is tiled to B*K once, or with tile_static=False left at B rows for a tokens_to_logits that
-serves the K consecutive rows of an example from that example's one row. With retire_finished,
-an example whose n-best are final leaves the batch: the cache's beam gather drops its rows, and
-`static` is gathered only at the steps where an example leaves.
+for the N = B*K beams of the B examples still searching, where `ids` are the tokens at position
+`index` (position 0 holds the start token, pad id 0). `cache` is gathered along the surviving
+beams every step, and may grow along its axes of initial size 0; `static` (e.g. encoder outputs)
+is not: it is tiled to B*K once, or with tile_static=False left at B rows for a tokens_to_logits
+that serves the K consecutive rows of an example from that example's one row.
+
+An example whose n-best are final leaves the batch: sentences end at different steps, and the
+search should not compute the finished ones until the longest is done. The cache's beam gather
+drops its rows, and `static` is gathered only at the steps where an example leaves. Shapes
+therefore change from step to step (no XLA).
 
 Two sets of K hypotheses are kept per example, as in tensor2tensor and flax:
   alive    - sequences without EOS, ranked by raw log probability (the ones we extend);
@@ -27,6 +31,8 @@ the only token left, and it keeps the model's own log probability (fairseq's rul
 true sequence probabilities. The loop stops as soon as no alive beam can still beat the worst
 finished one, even at the most favourable length penalty.
 """
+from typing import Any, NamedTuple
+
 import tensorflow as tf
 
 # Large but finite "minus infinity": sums of it stay finite and ordered, unlike -inf (which turns
@@ -34,6 +40,32 @@ import tensorflow as tf
 NEG_INF = -1.0e9
 # Anything below this is a dead hypothesis (a descendant of a NEG_INF one), never a real one.
 _DEAD = NEG_INF / 2
+
+
+class _NBest(NamedTuple):
+    """K finished hypotheses per example, best first."""
+    seqs: tf.Tensor  # int32 [B, K, L+1], column 0 the start token
+    scores: tf.Tensor  # float32 [B, K], log probability / length penalty
+    flags: tf.Tensor  # bool [B, K], the slot holds a real hypothesis
+
+
+class _Beams(NamedTuple):
+    """The examples still searching, one row each: gathered together when examples leave."""
+    alive_seqs: tf.Tensor  # int32 [B, K, L+1], sequences without EOS, best first
+    alive_log_probs: tf.Tensor  # float32 [B, K], their log probabilities
+    finished: _NBest
+    decode_lengths: tf.Tensor  # int32 [B], each example's limit (EOS included)
+    max_penalty: tf.Tensor  # float32 [B], the most favourable length penalty still possible
+    rows: tf.Tensor  # int32 [B], each example's row in the caller's batch
+
+
+class _SearchState(NamedTuple):
+    """What the search loop carries from one step to the next."""
+    index: tf.Tensor  # int32 scalar, the position whose tokens are fed next
+    beams: _Beams
+    cache: Any  # tokens_to_logits' cache, one row per beam of the examples still searching
+    static: Any  # tokens_to_logits' static, one row per such example (or per beam, tiled)
+    results: _NBest  # every example's n-best at its original row, written when it leaves
 
 
 def length_penalty(length, alpha):
@@ -52,25 +84,26 @@ def _gather_beams(nested, beam_indices):
     return tf.nest.map_structure(lambda t: tf.gather(t, beam_indices, batch_dims=1), nested)
 
 
-def _gather_flat_beams(nested, beam_indices, beam_size, examples=None):
-    """Same as _gather_beams for flattened tensors [B*K, ...] (the cache). With `examples`
-    (int32 [B_new], rows of beam_indices), only those examples' beams are kept."""
-    if examples is None:
-        examples = tf.range(tf.shape(beam_indices)[0])
-    else:
-        beam_indices = tf.gather(beam_indices, examples)
+def _gather_flat_beams(nested, beam_indices, beam_size, examples):
+    """Picks beams of flattened tensors [B*K, ...] (the cache) by indices [B, K_new], keeping
+    only the given examples (int32 [B_new], rows of beam_indices) -> [B_new*K_new, ...]."""
+    beam_indices = tf.gather(beam_indices, examples)
     flat_indices = tf.reshape(examples[:, None] * beam_size + beam_indices, [-1])
     return tf.nest.map_structure(lambda t: tf.gather(t, flat_indices), nested)
 
 
-def _examples_done(alive_log_probs, finished_scores, finished_flags, max_penalty):
-    """bool [B]: no alive beam of the example can still enter its n-best, even at the most
-    favourable length penalty (or none is alive)."""
-    best_alive = tf.reduce_max(alive_log_probs, axis=1)
-    best_possible = best_alive / max_penalty
-    worst_finished = tf.reduce_min(finished_scores, axis=1)
-    full = tf.reduce_all(finished_flags, axis=1)
-    return (best_alive < _DEAD) | (full & (worst_finished > best_possible))
+def _examples_done(beams, early_stopping):
+    """bool [B]: the example's n-best are final. No alive beam is left (it reached its limit),
+    or with early_stopping, none can still enter the n-best, even at the most favourable length
+    penalty."""
+    best_alive = tf.reduce_max(beams.alive_log_probs, axis=1)
+    none_alive = best_alive < _DEAD
+    if not early_stopping:
+        return none_alive
+    best_possible = best_alive / beams.max_penalty
+    worst_finished = tf.reduce_min(beams.finished.scores, axis=1)
+    full = tf.reduce_all(beams.finished.flags, axis=1)
+    return none_alive | (full & (worst_finished > best_possible))
 
 
 def _block_size(vocab_size, k):
@@ -84,8 +117,8 @@ def _block_size(vocab_size, k):
 def _row_top_k(logits, k, vocab_size):
     """top_k over each row of logits [N, V] -> (values [N, k], token ids [N, k]), same result.
 
-    One top_k over 8k entries per row cost as much as the rest of the bookkeeping together. Cut
-    each row into blocks; a block holding one of the row's top k holds a value at least as large
+    A top_k over a whole vocabulary row is the dearest op of a step's bookkeeping. Cut each row
+    into blocks; a block holding one of the row's top k holds a value at least as large
     as the k-th, so the top k blocks by their maxima hold the top k. Only those k blocks go
     through top_k. Blocks are taken in index order, so ties resolve to the lower token id, as in
     one top_k over the row.
@@ -139,44 +172,42 @@ def _top_candidates(logits, alive_log_probs, must_end, beam_size, vocab_size, eo
     return top_log_probs, picks // row_k, top_tokens
 
 
-def _write_results(results, examples, finished_seqs, finished_scores, finished_flags, rows):
-    """results (seqs [B0, K, W], scores [B0, K], flags [B0, K]) with the finished n-best of the
-    given rows of the current batch written at their examples' original rows."""
-    where = tf.gather(examples, rows)[:, None]
-    return tuple(tf.tensor_scatter_nd_update(buffer, where, tf.gather(values, rows))
-                 for buffer, values in zip(results, (finished_seqs, finished_scores,
-                                                     finished_flags)))
+def _write_results(results, beams, leaving):
+    """results (an _NBest at the caller's B0 rows) with the finished n-best of the `leaving`
+    examples (int32 indices into beams) written at their original rows."""
+    where = tf.gather(beams.rows, leaving)[:, None]
+    return tf.nest.map_structure(
+        lambda buffer, values: tf.tensor_scatter_nd_update(buffer, where,
+                                                           tf.gather(values, leaving)),
+        results, beams.finished)
 
 
 def _write_position(sequences, tokens, position):
-    """sequences [B, K, L+1] with column `position` set to tokens [B, K]; XLA-friendly (no scatter)."""
+    """sequences [B, K, L+1] with column `position` set to tokens [B, K] (no scatter)."""
     is_position = tf.equal(tf.range(tf.shape(sequences)[-1]), position)
     return tf.where(is_position[None, None, :], tokens[:, :, None], sequences)
 
 
 def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_size=4, alpha=0.6,
                 max_decode_length=256, decode_lengths=None, eos_id=1, early_stopping=True,
-                growing_cache=False, tile_static=True, retire_finished=False):
+                tile_static=True):
     """Returns the n-best continuations for every example, best first.
 
     Args:
-      tokens_to_logits: fn(ids [B*K], index, cache, static) -> (logits [B*K, V], new cache).
-      cache, static: nested structures of tensors with leading dimension batch_size.
+      tokens_to_logits: fn(ids [N], index, cache, static) -> (logits [N, V], new cache), N the
+        beams of the examples still searching.
+      cache: nested structure of tensors [B, ...]; axes of size 0 may grow from step to step.
+      static: nested structure of tensors [B, ...], one row per example.
       batch_size: B (int or scalar tensor). vocab_size: V (int).
       beam_size: K (static int). alpha: length penalty exponent (float or scalar tensor).
-      max_decode_length: L, the output width and the largest number of generated tokens: a
-        static int, or (outside XLA, which needs static shapes) a scalar int32 tensor.
+      max_decode_length: L, the output width and the largest number of generated tokens (int
+        or scalar int32 tensor).
       decode_lengths: optional int32 [B], per-example limits (EOS included), clipped to [1, L].
       eos_id: the end-of-sequence id.
-      early_stopping: stop once no alive beam can improve the n-best (False only for testing).
-      growing_cache: the cache's tensors grow each step along their axes of initial size 0
-        (graph and eager mode; XLA needs a fixed-size cache).
+      early_stopping: an example leaves once no alive beam can improve its n-best; False keeps
+        it until its limit (the same outputs, for testing that rule).
       tile_static: repeat `static` to B*K rows; False passes it at B rows (tokens_to_logits then
         serves rows b*K .. b*K + K - 1 from example b).
-      retire_finished: drop an example from the search (its beams, cache rows and static rows)
-        as soon as it is done, instead of computing it until the whole batch is; the same
-        outputs. Needs growing_cache (the batch shrinks: no XLA) and early_stopping. Every
-        tensor of `static` must then hold one row per example (or per beam when tiled).
 
     Returns:
       sequences: int32 [B, K, L], each ending with EOS and padded with 0, best first.
@@ -186,8 +217,6 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_si
     beam_size = int(beam_size)
     if beam_size < 1:
         raise ValueError(f"beam_size must be at least 1, got {beam_size}")
-    if retire_finished and not (growing_cache and early_stopping):
-        raise ValueError("retire_finished needs growing_cache=True and early_stopping=True")
     if not tf.is_tensor(max_decode_length):
         max_decode_length = int(max_decode_length)
     if decode_lengths is None:
@@ -203,36 +232,34 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_si
     if tile_static:
         static = tile_beams(static, beam_size)
 
+    def no_hypotheses():
+        return _NBest(tf.zeros([batch_size, beam_size, seq_width], tf.int32),
+                      tf.fill([batch_size, beam_size], NEG_INF),
+                      tf.zeros([batch_size, beam_size], tf.bool))
+
     # Only beam 0 starts alive; the others are dead copies until the first expansion fills them.
     initial_log_probs = tf.concat([[0.0], tf.fill([beam_size - 1], NEG_INF)], axis=0)
-    alive_log_probs = tf.tile(initial_log_probs[None, :], [batch_size, 1])
-    alive_seqs = tf.zeros([batch_size, beam_size, seq_width], tf.int32)
-    finished_seqs = tf.zeros([batch_size, beam_size, seq_width], tf.int32)
-    finished_scores = tf.fill([batch_size, beam_size], NEG_INF)
-    finished_flags = tf.zeros([batch_size, beam_size], tf.bool)
+    beams = _Beams(alive_seqs=tf.zeros([batch_size, beam_size, seq_width], tf.int32),
+                   alive_log_probs=tf.tile(initial_log_probs[None, :], [batch_size, 1]),
+                   finished=no_hypotheses(), decode_lengths=decode_lengths,
+                   max_penalty=max_penalty, rows=tf.range(batch_size))
+    state = _SearchState(index=tf.constant(0), beams=beams, cache=cache, static=static,
+                         results=no_hypotheses())
 
-    # Per-example settings travel with their examples when finished ones retire.
-    examples = tf.range(batch_size)
+    def not_done(state):
+        # Done examples have already left: go on while any is left.
+        return (state.index < max_decode_length) & (tf.shape(state.beams.rows)[0] > 0)
 
-    def not_done(i, alive_seqs, alive_log_probs, finished_seqs, finished_scores, finished_flags,
-                 cache, static, decode_lengths, max_penalty, examples, results):
-        in_range = i < max_decode_length
-        if not early_stopping:
-            return in_range
-        if retire_finished:  # done examples have already left: go on while any is left
-            return in_range & (tf.shape(alive_log_probs)[0] > 0)
-        done = _examples_done(alive_log_probs, finished_scores, finished_flags, max_penalty)
-        return in_range & tf.logical_not(tf.reduce_all(done))
-
-    def step(i, alive_seqs, alive_log_probs, finished_seqs, finished_scores, finished_flags, cache,
-             static, decode_lengths, max_penalty, examples, results):
-        ids = tf.reshape(tf.gather(alive_seqs, i, axis=2), [-1])
-        logits, cache = tokens_to_logits(ids, i, cache, static)
-        new_length = i + 1
-        must_end = tf.greater_equal(new_length, decode_lengths)
+    def step(state):
+        beams = state.beams
+        ids = tf.reshape(tf.gather(beams.alive_seqs, state.index, axis=2), [-1])
+        logits, cache = tokens_to_logits(ids, state.index, state.cache, state.static)
+        new_length = state.index + 1
+        must_end = tf.greater_equal(new_length, beams.decode_lengths)
         top_log_probs, top_beams, top_tokens = _top_candidates(
-            logits, alive_log_probs, must_end, beam_size, vocab_size, eos_id)
-        top_seqs = _write_position(_gather_beams(alive_seqs, top_beams), top_tokens, new_length)
+            logits, beams.alive_log_probs, must_end, beam_size, vocab_size, eos_id)
+        top_seqs = _write_position(_gather_beams(beams.alive_seqs, top_beams), top_tokens,
+                                   new_length)
         top_is_eos = tf.equal(top_tokens, eos_id)
         is_real = top_log_probs > _DEAD
 
@@ -247,77 +274,57 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_si
         newly_finished = top_is_eos & is_real & within_beam
         new_scores = top_log_probs / length_penalty(new_length, alpha)
         new_scores = tf.where(newly_finished, new_scores, NEG_INF)
-        merged_scores = tf.concat([finished_scores, new_scores], axis=1)
-        merged_seqs = tf.concat([finished_seqs, top_seqs], axis=1)
-        merged_flags = tf.concat([finished_flags, newly_finished], axis=1)
         # Old entries come first, so on ties (e.g. two NEG_INF) the older hypothesis is kept.
-        finished_scores, finished_picks = tf.math.top_k(merged_scores, k=beam_size)
-        finished_seqs = _gather_beams(merged_seqs, finished_picks)
-        finished_flags = _gather_beams(merged_flags, finished_picks)
-        state = (alive_seqs, alive_log_probs, finished_seqs, finished_scores, finished_flags,
-                 decode_lengths, max_penalty, examples)
-        if not retire_finished:
-            cache = _gather_flat_beams(cache, cache_beams, beam_size)
-            return (i + 1,) + state[:5] + (cache, static) + state[5:] + (results,)
+        merged = tf.nest.map_structure(lambda old, new: tf.concat([old, new], axis=1),
+                                       beams.finished, _NBest(top_seqs, new_scores,
+                                                              newly_finished))
+        finished_scores, finished_picks = tf.math.top_k(merged.scores, k=beam_size)
+        finished = _NBest(_gather_beams(merged.seqs, finished_picks), finished_scores,
+                          _gather_beams(merged.flags, finished_picks))
+        beams = beams._replace(alive_seqs=alive_seqs, alive_log_probs=alive_log_probs,
+                               finished=finished)
 
         # A done example leaves: its n-best are final and written out, and the beam reorder's
         # one gather of the cache keeps only the examples still searching. The rest of the
         # per-example state is gathered only at the steps where one leaves.
-        done = _examples_done(alive_log_probs, finished_scores, finished_flags, max_penalty)
+        done = _examples_done(beams, early_stopping)
         keep = tf.cast(tf.where(tf.logical_not(done))[:, 0], tf.int32)
         cache = _gather_flat_beams(cache, cache_beams, beam_size, keep)
 
         def leave():
-            retired = tf.cast(tf.where(done)[:, 0], tf.int32)
+            leaving = tf.cast(tf.where(done)[:, 0], tf.int32)
             static_rows = keep if not tile_static else tf.reshape(
                 keep[:, None] * beam_size + tf.range(beam_size)[None, :], [-1])
-            return (tuple(tf.gather(t, keep) for t in state),
-                    tf.nest.map_structure(lambda t: tf.gather(t, static_rows), static),
-                    _write_results(results, examples, finished_seqs, finished_scores,
-                                   finished_flags, retired))
+            return (tf.nest.map_structure(lambda t: tf.gather(t, keep), beams),
+                    tf.nest.map_structure(lambda t: tf.gather(t, static_rows), state.static),
+                    _write_results(state.results, beams, leaving))
 
-        state, static, results = tf.cond(tf.reduce_any(done), leave,
-                                         lambda: (state, static, results))
-        return (i + 1,) + state[:5] + (cache, static) + state[5:] + (results,)
+        beams, static, results = tf.cond(tf.reduce_any(done), leave,
+                                         lambda: (beams, state.static, state.results))
+        return (_SearchState(new_length, beams, cache, static, results),)
 
-    # The n-best of every example, by its original row; written when it retires (or at the end).
-    results = (tf.zeros([batch_size, beam_size, seq_width], tf.int32),
-               tf.fill([batch_size, beam_size], NEG_INF),
-               tf.zeros([batch_size, beam_size], tf.bool))
-    state = (tf.constant(0), alive_seqs, alive_log_probs, finished_seqs, finished_scores,
-             finished_flags, cache, static, decode_lengths, max_penalty, examples, results)
-    shape_invariants = None
-    if growing_cache:
-        def time_may_grow(tensor):
-            # The time axis is the one that starts empty; the batch axis shrinks as examples
-            # retire.
-            dims = [None if size == 0 else size for size in tensor.shape.as_list()]
-            if retire_finished and dims:
-                dims[0] = None
-            return tf.TensorShape(dims)
+    def batch_may_shrink(tensor):
+        dims = tensor.shape.as_list()
+        return tf.TensorShape([None] + dims[1:] if dims else dims)
 
-        def batch_may_shrink(tensor):
-            dims = tensor.shape.as_list()
-            if retire_finished and dims:
-                dims[0] = None
-            return tf.TensorShape(dims)
+    def time_may_grow(tensor):
+        # The time axis is the one that starts empty.
+        return tf.TensorShape([None if size == 0 else size
+                               for size in batch_may_shrink(tensor).as_list()])
 
-        shape_invariants = (
-            (tf.TensorShape([]),)
-            + tuple(tf.nest.map_structure(batch_may_shrink, t) for t in state[1:6])
-            + (tf.nest.map_structure(time_may_grow, cache),
-               tf.nest.map_structure(batch_may_shrink, static))
-            + tuple(tf.nest.map_structure(batch_may_shrink, t) for t in state[8:11])
-            + (tf.nest.map_structure(lambda t: t.shape, results),))
-    final = tf.while_loop(not_done, step, state, maximum_iterations=max_decode_length,
-                          shape_invariants=shape_invariants)
-    _, _, _, finished_seqs, finished_scores, finished_flags, _, _, _, _, examples, results = final
-    everyone = tf.range(tf.shape(examples)[0])
-    finished_seqs, finished_scores, finished_flags = _write_results(
-        results, examples, finished_seqs, finished_scores, finished_flags, everyone)
+    shape_invariants = _SearchState(
+        index=tf.TensorShape([]),
+        beams=tf.nest.map_structure(batch_may_shrink, beams),
+        cache=tf.nest.map_structure(time_may_grow, cache),
+        static=tf.nest.map_structure(batch_may_shrink, static),
+        results=tf.nest.map_structure(lambda t: t.shape, state.results))
+    final, = tf.while_loop(not_done, step, (state,), maximum_iterations=max_decode_length,
+                           shape_invariants=(shape_invariants,))
+    # Examples still searching at the last position leave now.
+    results = _write_results(final.results, final.beams, tf.range(tf.shape(final.beams.rows)[0]))
 
     # Every real hypothesis ends with EOS, so the finished set always holds at least one; the
     # remaining slots (only possible when a limit allows fewer than K sequences) are marked -inf.
-    sequences = tf.where(finished_flags[:, :, None], finished_seqs[:, :, 1:], 0)
-    scores = tf.where(finished_flags, finished_scores, float("-inf"))
+    sequences = tf.where(results.flags[:, :, None], results.seqs[:, :, 1:], 0)
+    scores = tf.where(results.flags, results.scores, float("-inf"))
     return sequences, scores

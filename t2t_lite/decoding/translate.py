@@ -82,5 +82,4 @@ def translate(model, inputs, beam_size=4, alpha=0.6, extra_length=50):
     return beam_search(tokens_to_logits, cache, static, batch_size=tf.shape(inputs)[0],
                        vocab_size=model.vocab_size, beam_size=beam_size, alpha=alpha,
                        max_decode_length=max_decode_length, decode_lengths=decode_lengths,
-                       eos_id=EOS_ID, growing_cache=True, tile_static=False,
-                       retire_finished=True)
+                       eos_id=EOS_ID, tile_static=False)

@@ -1,8 +1,7 @@
 """Beam search's candidate selection (per-beam top 2K, block-wise top_k) against the full table.
 
-The reference is the selection beam search made before: log_softmax over [B*K, V], the
-must-end rule as a mask over the vocabulary, alive log probs added to build [B, K*V], and one
-top_k over it.
+The reference is the straightforward selection: log_softmax over [B*K, V], the must-end rule as
+a mask over the vocabulary, alive log probs added to build [B, K*V], and one top_k over it.
 """
 import importlib
 
