@@ -12,12 +12,12 @@ bench/peers_decode.py measures equal work (random weights, every sentence decode
 This measures what a user sees: trained models stop at different steps, and a sentence that
 babbles to its limit costs whatever the search makes it cost.
 
-Model Garden is trained once by the script the issue's peer figures came from
-(shared/peers/mg_seq2seq_train.py, its own recipe: Noam warmup 100, x0.32, dropout 0.1), on the
-same training pairs and with RUN's SentencePiece model, so both sides count the same tokens. It
-is kept in --peer_dir (RUN/peer_model_garden) and reused; training takes ~8 minutes at 300 steps
-on 2 cores. Each round then times, in alternation (order reversed every round):
-- Model Garden's beam search of the saved model, in a peer-venv subprocess, as that script
+Model Garden is trained once by the peer script (shared/peers/mg_seq2seq_train.py, its own
+recipe: Noam warmup 100, x0.32, dropout 0.1), on the same training pairs and with RUN's
+SentencePiece model, so both sides count the same tokens. It is kept in --peer_dir
+(RUN/peer_model_garden) and reused. Each round then times, in alternation (order reversed every
+round):
+- Model Garden's beam search of the saved model, in a peer-venv worker process, as that script
   decodes: beam 4, alpha 0.6, +50, batches of 64 sorted by length, after a warm-up call;
 - t2t-lite-decoder with RUN's SavedModel, its checkpoint and, when the ctranslate2 package is
   installed, the CTranslate2 engine, each at its default settings; the rate is the decoder's own
@@ -27,6 +27,7 @@ Rows: best lines/s over --rounds, output tokens/s (SentencePiece pieces of the d
 as both models write it), the ratio to Model Garden in lines/s, test sacreBLEU.
 """
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -34,79 +35,50 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
+import harness
 
-from t2t_lite import cli  # noqa: E402  sets TF_ENABLE_ONEDNN_OPTS=1 and quiet TensorFlow logs
-from t2t_lite.demo import decoder_rate  # noqa: E402  reads t2t-lite-decoder's summary line
-from t2t_lite.metrics.report import read_lines  # noqa: E402
 
-DEFAULT_PEER_SCRIPT = os.path.join(os.path.dirname(ROOT), "shared", "peers",
-                                   "mg_seq2seq_train.py")
+def model_garden_worker(config):
+    """Runs under the peer venv's python: the saved peer model (built as the peer script builds
+    it; dropout is off at inference) decoding a file on "decode", as the peer script's
+    translate() does: batches of 64 sorted by length, a warm-up call first, the time of the whole
+    file."""
+    import numpy as np
+    import sentencepiece as spm
 
-# Model Garden's decode of the saved peer model, run under the peer venv's python (never imports
-# t2t_lite): the model as shared/peers/mg_seq2seq_train.py builds it (its defaults: no biases;
-# dropout is off at inference) and its translate(): batches of 64 sorted by length, a warm-up
-# call first, the time of the whole test split. Prints one JSON line.
-MG_DECODE = r'''
-import json, os, sys, time
-os.environ["TF_USE_LEGACY_KERAS"] = "1"
-import numpy as np
-import sentencepiece as spm
-import tensorflow as tf
-from official.nlp.modeling.models import seq2seq_transformer as s2s
+    sp = spm.SentencePieceProcessor(model_file=config["spm"])
+    model = harness.model_garden_transformer(**config["model"])
+    model.load_weights(config["weights"]).expect_partial()
+    search = harness.model_garden_search(model)
 
-config = json.loads(sys.argv[1])
-model_config = config["model"]
-sp = spm.SentencePieceProcessor(model_file=config["spm"])
+    def translate(sources, batch=64):
+        ids = [x + [1] for x in sp.encode(list(sources))]
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        hypotheses = [None] * len(ids)
+        for start in range(0, len(order), batch):
+            rows = order[start:start + batch]
+            array = np.zeros((len(rows), max(len(ids[i]) for i in rows)), np.int32)
+            for r, i in enumerate(rows):
+                array[r, :len(ids[i])] = ids[i]
+            for r, out in zip(rows, search(array).tolist()):
+                kept = []
+                for token in out:  # up to EOS (1) or padding (0)
+                    if token in (0, 1):
+                        break
+                    kept.append(token)
+                hypotheses[r] = sp.decode(kept)
+        return hypotheses
 
-def stack(n):
-    return dict(num_layers=n, num_attention_heads=model_config["heads"],
-                intermediate_size=model_config["d_ff"], activation="relu", dropout_rate=0.0,
-                attention_dropout_rate=0.0, use_bias=False, norm_first=model_config["pre_ln"],
-                norm_epsilon=1e-6, intermediate_dropout=0.0)
+    def decode(source, output):
+        with open(source, encoding="utf-8") as f:
+            sources = [line.rstrip("\n") for line in f]
+        translate(["Open file"])
+        seconds, hypotheses = harness.timed(translate, sources)
+        with open(output, "w", encoding="utf-8") as f:
+            f.writelines(h + "\n" for h in hypotheses)
+        return {"rate": len(sources) / seconds}
 
-model = s2s.Seq2SeqTransformer(
-    vocab_size=model_config["vocab"], embedding_width=model_config["d_model"], dropout_rate=0.0,
-    padded_decode=False, decode_max_length=None, extra_decode_length=config["extra_length"],
-    beam_size=config["beam_size"], alpha=config["alpha"],
-    encoder_layer=s2s.TransformerEncoder(**stack(model_config["layers"])),
-    decoder_layer=s2s.TransformerDecoder(**stack(model_config["dec_layers"])), eos_id=1)
-dummy = tf.constant([[5, 6, 1]], tf.int32)
-model(dict(inputs=dummy, targets=dummy), training=False)
-model.load_weights(config["weights"]).expect_partial()
-decode = tf.function(lambda x: model(dict(inputs=x), training=False),
-                     input_signature=[tf.TensorSpec([None, None], tf.int32)])
-
-def translate(sources, batch=64):
-    ids = [x + [1] for x in sp.encode(list(sources))]
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    hypotheses = [None] * len(ids)
-    for start in range(0, len(order), batch):
-        rows = order[start:start + batch]
-        array = np.zeros((len(rows), max(len(ids[i]) for i in rows)), np.int32)
-        for r, i in enumerate(rows):
-            array[r, :len(ids[i])] = ids[i]
-        for r, out in zip(rows, decode(tf.constant(array))["outputs"].numpy().tolist()):
-            kept = []
-            for token in out:  # up to EOS (1) or padding (0)
-                if token in (0, 1):
-                    break
-                kept.append(token)
-            hypotheses[r] = sp.decode(kept)
-    return hypotheses
-
-with open(config["source"], encoding="utf-8") as f:
-    sources = [line.rstrip("\n") for line in f]
-translate(["Open file"])
-start = time.perf_counter()
-hypotheses = translate(sources)
-seconds = time.perf_counter() - start
-with open(config["output"], "w", encoding="utf-8") as f:
-    f.writelines(h + "\n" for h in hypotheses)
-print("@@" + json.dumps({"rate": len(sources) / seconds}), flush=True)
-'''
+    harness.serve(decode=decode)
 
 
 def fail(message):
@@ -116,15 +88,16 @@ def fail(message):
 
 def run_files(run_dir):
     """RUN's data dir, model dir, newest export, test source/reference and SentencePiece model."""
+    from t2t_lite.export import exporter
+
     data, model = os.path.join(run_dir, "data"), os.path.join(run_dir, "model")
     export_root = os.path.join(run_dir, "export")
-    versions = sorted(int(n) for n in os.listdir(export_root) if n.isdigit()) if os.path.isdir(
-        export_root) else []
+    versions = exporter.versions(export_root)
     spm_models = [n for n in os.listdir(data) if n.endswith(".spm.model")] if os.path.isdir(
         data) else []
     files = dict(data=data, model=model, source=os.path.join(run_dir, "test.src"),
                  reference=os.path.join(run_dir, "test.ref"),
-                 export=os.path.join(export_root, str(versions[-1])) if versions else None,
+                 export=exporter.latest_version_dir(export_root) if versions else None,
                  spm=os.path.join(data, spm_models[0]) if len(spm_models) == 1 else None)
     missing = [k for k, v in files.items() if not v or not os.path.exists(v)]
     if missing:
@@ -137,6 +110,7 @@ def write_peer_data(problem_name, files, folder):
     """train.tsv (the problem's training pairs, as datagen read them) and test.tsv (RUN's)."""
     from t2t_lite import registry
     from t2t_lite.data import text_io
+    from t2t_lite.metrics.report import read_lines
 
     problem = registry.problem_class(problem_name)()
     train = os.path.join(folder, "train.tsv")
@@ -174,49 +148,56 @@ def train_model_garden(args, files):
         return json.load(f)
 
 
-def model_garden_decode(args, files, result, output):
-    """One timed decode of the test lines by the saved peer model; returns lines/s."""
-    config = dict(model=result["config"], spm=files["spm"], source=files["source"],
-                  output=output, weights=os.path.join(args.peer_dir, "ckpt", "model"),
-                  beam_size=4, alpha=0.6, extra_length=50)
-    done = subprocess.run([args.peer_python, "-c", MG_DECODE, json.dumps(config)],
-                          capture_output=True, text=True)
-    answers = [line[2:] for line in done.stdout.splitlines() if line.startswith("@@")]
-    if done.returncode or not answers:
-        fail(f"the Model Garden decode failed (exit {done.returncode}): "
-             f"{done.stderr.strip().splitlines()[-1:]}")
-    return json.loads(answers[-1])["rate"]
+def model_garden_decoder(args, files, result):
+    """A worker holding the saved peer model; .ask("decode", source=..., output=...)."""
+    peer = result["config"]  # as the peer script writes it
+    model = dict(vocab_size=peer["vocab"], d_model=peer["d_model"], d_ff=peer["d_ff"],
+                 num_heads=peer["heads"], num_layers=peer["layers"],
+                 dec_layers=peer["dec_layers"], norm_first=peer["pre_ln"], beam_size=4,
+                 alpha=0.6, extra_length=50)
+    return harness.Worker("Model Garden", args.peer_python, __file__, "mg", dict(
+        model=model, spm=files["spm"], weights=os.path.join(args.peer_dir, "ckpt", "model")),
+        harness.model_garden_env())
 
 
 def t2t_lite_decode(engine_args, files, output):
-    """One t2t-lite-decoder run over the test lines; returns its own lines/s."""
+    """One t2t-lite-decoder run over the test lines; returns its own lines/s (its summary: the
+    translation, without process start-up or model load)."""
+    summary = output + ".summary.json"
     command = [sys.executable, "-m", "t2t_lite.bin.decoder", *engine_args,
-               f"--decode_from_file={files['source']}", f"--decode_to_file={output}"]
+               f"--decode_from_file={files['source']}", f"--decode_to_file={output}",
+               f"--summary_file={summary}", "--start_over"]
     done = subprocess.run(command, capture_output=True, text=True)
-    rate = decoder_rate(done.stderr)
-    if done.returncode or rate is None:
+    if done.returncode or not os.path.isfile(summary):
         fail(f"t2t-lite-decoder {' '.join(engine_args)} failed (exit {done.returncode}): "
              f"{done.stderr.strip().splitlines()[-1:]}")
-    return rate
+    with open(summary) as f:
+        return json.load(f)["lines_per_second"]
 
 
 def main():
+    if harness.worker_main({"mg": model_garden_worker}):
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--run_dir", required=True)
     parser.add_argument("--problem", default="translate_ende_gettext")
-    parser.add_argument("--peer_python", default=os.path.join(ROOT, "runs", "peer_venv", "bin",
-                                                              "python"))
-    parser.add_argument("--peer_script", default=DEFAULT_PEER_SCRIPT)
+    harness.add_peer_python(parser)
+    parser.add_argument("--peer_script", default=harness.PEER_SCRIPT)
     parser.add_argument("--peer_steps", type=int, default=300)
     parser.add_argument("--peer_dir", default=None,
                         help="Model Garden's run folder (default: RUN/peer_model_garden)")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     args.peer_dir = args.peer_dir or os.path.join(args.run_dir, "peer_model_garden")
+    harness.tensorflow_env()
+    from t2t_lite import cli
+
     cli.filter_stderr()  # the problem's import loads TensorFlow, which prints start-up lines
 
     import sentencepiece
+
     from t2t_lite.metrics import bleu
+    from t2t_lite.metrics.report import read_lines
 
     files = run_files(args.run_dir)
     peer = train_model_garden(args, files)
@@ -224,9 +205,7 @@ def main():
     engines = {"t2t_lite, SavedModel (`--export_dir`)": [f"--export_dir={files['export']}"],
                "t2t_lite, checkpoint (`--model_dir`)": [f"--model_dir={files['model']}"]}
     scratch = tempfile.mkdtemp(prefix="peers_real_decode_")
-    try:
-        import ctranslate2  # noqa: F401  (only whether it is installed)
-    except ImportError:
+    if importlib.util.find_spec("ctranslate2") is None:
         print("CTranslate2 skipped: pip install 't2t_lite[ctranslate2]'", file=sys.stderr)
     else:
         converted = os.path.join(scratch, "ctranslate2")
@@ -237,18 +216,17 @@ def main():
             "--engine=ctranslate2", f"--export_dir={converted}"]
     outputs = {name: os.path.join(scratch, f"{i}.txt")
                for i, name in enumerate([peer_name, *engines])}
-    rates = {name: [] for name in outputs}
-    # Alternate the contenders, reversing the order each round, so drifting load favours none.
-    order = list(outputs)
-    for round_index in range(args.rounds):
-        for name in order if round_index % 2 == 0 else order[::-1]:
-            if name == peer_name:
-                rate = model_garden_decode(args, files, peer, outputs[name])
-            else:
-                rate = t2t_lite_decode(engines[name], files, outputs[name])
-            rates[name].append(rate)
-            print(f"round {round_index + 1}: {name}: {rate:.1f} lines/s", flush=True)
-    rows = {name: (max(rates[name]), read_lines(outputs[name], name)) for name in outputs}
+    with model_garden_decoder(args, files, peer) as decoder:
+        decoder.wait_ready()  # loaded before anything is timed
+        contenders = {peer_name: lambda _: decoder.ask(
+            "decode", source=files["source"], output=outputs[peer_name])["rate"]}
+        contenders.update({name: lambda _, name=name: t2t_lite_decode(engines[name], files,
+                                                                      outputs[name])
+                           for name in engines})
+        rates = harness.alternate(contenders, args.rounds, report=lambda r, name, rate: print(
+            f"round {r + 1}: {name}: {rate:.1f} lines/s", flush=True))
+    rows = {name: (rate, read_lines(outputs[name], name))
+            for name, rate in harness.best_of(rates).items()}
     shutil.rmtree(scratch)
     peer_rate = rows[peer_name][0]
 
