@@ -22,22 +22,8 @@ harness.tensorflow_env()
 
 import tensorflow as tf  # noqa: E402
 
-from t2t_lite import hparams  # noqa: E402
 from t2t_lite.export import exporter  # noqa: E402
 from t2t_lite.inference import batch_decode, translator  # noqa: E402
-from t2t_lite.model_dir import files as model_dir_lib  # noqa: E402
-
-
-def build_model_dir(root, hparams_set, vocab_size):
-    """A model_dir of a random-weight model with a symbol vocabulary, as the trainer writes one."""
-    vocab_path, _ = harness.symbol_vocab(root, vocab_size)
-    configs = hparams.load(hparams_set)
-    directory = os.path.join(root, "model")
-    model_dir_lib.write_run_info(directory, "bench", hparams_set, [], vocab_path, vocab_size,
-                                 configs)
-    model = harness.random_transformer(configs[0], vocab_size)
-    tf.train.CheckpointManager(tf.train.Checkpoint(model=model), directory, 1).save(1)
-    return directory
 
 
 def random_sentences(count, vocab_size, max_words, seed=0):
@@ -54,7 +40,7 @@ def timed(translate_batches, texts, repeats=2):
 
 
 def run(args, root):
-    model_dir = build_model_dir(root, args.hparams_set, args.vocab_size)
+    model_dir, _ = harness.random_model_dir(root, args.hparams_set, args.vocab_size)
     texts = random_sentences(args.sentences, args.vocab_size, args.max_words)
     alpha, extra = 0.6, args.extra_length
 

@@ -13,49 +13,16 @@ Each run is a fresh decoder process; its rate is the decoder's own summary line.
 import argparse
 import os
 import random
-import re
-import subprocess
 import sys
 
 import harness
 
-SUMMARY = re.compile(r"^decoded (\d+) lines in ([0-9.]+)s \(([0-9.]+) lines/s\)", re.M)
-
-
 def decoder_run(model_dir, source, *flags):
     """Runs the decoder on `source` into a scratch output; returns (lines/s, peak RSS in MiB)."""
     output = source + ".out"
-    command = [sys.executable, "-m", "t2t_lite.bin.decoder", f"--model_dir={model_dir}",
-               f"--decode_from_file={source}", f"--decode_to_file={output}", "--start_over",
-               *flags]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               env=harness.worker_env(), text=True)
-    stderr = process.stderr.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode:
-        sys.exit(f"decoder failed ({process.returncode}):\n{stderr[-2000:]}")
+    summary, peak = harness.run_decoder([f"--model_dir={model_dir}", *flags], source, output)
     os.remove(output)
-    rate = float(SUMMARY.findall(stderr)[-1][2])
-    return rate, usage.ru_maxrss / 1024  # Linux reports KiB
-
-
-def tiny_model_dir(folder, vocab_size=40):
-    """A model_dir of the `tiny` set with random weights and a symbol vocabulary."""
-    import tensorflow as tf
-
-    from t2t_lite import hparams
-    from t2t_lite.model_dir import files
-
-    vocab_path, symbols = harness.symbol_vocab(folder, vocab_size)
-    gin_params = ["MAX_LENGTH = 16", "DecodeConfig.beam_size = 1", "DecodeConfig.extra_length = 2"]
-    configs = hparams.load("tiny", gin_params)
-    model_dir = os.path.join(folder, "model")
-    files.write_run_info(model_dir, "bench_stream", "tiny", gin_params, vocab_path, vocab_size,
-                         configs)
-    model = harness.random_transformer(configs[0], vocab_size)
-    tf.train.CheckpointManager(tf.train.Checkpoint(model=model), model_dir, 1).save(1)
-    return model_dir, symbols
+    return summary["lines_per_second"], peak
 
 
 def write_lines(path, count, symbols, seed=0):
@@ -69,7 +36,8 @@ def write_lines(path, count, symbols, seed=0):
 def memory(args):
     harness.tensorflow_env()
     with harness.scratch_dir("bench_stream_") as folder:
-        model_dir, symbols = tiny_model_dir(folder)
+        model_dir, symbols = harness.random_model_dir(folder, "tiny", 40, [
+            "MAX_LENGTH = 16", "DecodeConfig.beam_size = 1", "DecodeConfig.extra_length = 2"])
         rows = []
         for count in (args.small_lines, args.large_lines):
             source = write_lines(os.path.join(folder, f"in.{count}"), count, symbols)

@@ -414,6 +414,47 @@ def symbol_vocab(folder, vocab_size):
     return vocab.write_symbol_vocab(os.path.join(folder, "bench.symbols.txt"), symbols), symbols
 
 
+def random_model_dir(folder, hparams_set, vocab_size, gin_params=()):
+    """A model_dir under `folder` as the trainer writes one (run info, configs, one checkpoint) of
+    `hparams_set` with seeded random weights and a symbol vocabulary: (its path, the symbols)."""
+    import tensorflow as tf
+
+    from t2t_lite import hparams
+    from t2t_lite.model_dir import files
+
+    vocab_path, symbols = symbol_vocab(folder, vocab_size)
+    configs = hparams.load(hparams_set, list(gin_params))
+    model_dir = os.path.join(folder, "model")
+    files.write_run_info(model_dir, "bench", hparams_set, list(gin_params), vocab_path,
+                         vocab_size, configs)
+    model = random_transformer(configs[0], vocab_size)
+    tf.train.CheckpointManager(tf.train.Checkpoint(model=model), model_dir, 1).save(1)
+    return model_dir, symbols
+
+
+def run_decoder(flags, source, output):
+    """One t2t-lite-decoder process translating `source` into `output`, from the start:
+    (its summary: lines, seconds, lines_per_second, ... of the translation itself, without process
+    start-up or model load; the process's peak RSS in MiB). Exits with the decoder's last stderr
+    lines when it fails."""
+    summary = output + ".summary.json"
+    command = [sys.executable, "-m", "t2t_lite.bin.decoder", *flags,
+               f"--decode_from_file={source}", f"--decode_to_file={output}",
+               f"--summary_file={summary}", "--start_over"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               env=worker_env(), text=True)
+    stderr = process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)  # wait4: the child's own peak RSS
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode or not os.path.isfile(summary):
+        sys.exit(f"t2t-lite-decoder {' '.join(flags)} failed (exit {process.returncode}):\n"
+                 f"{stderr[-2000:]}")
+    with open(summary) as f:
+        result = json.load(f)
+    os.remove(summary)
+    return result, usage.ru_maxrss / 1024  # Linux reports KiB
+
+
 def train_steps(hparams_set, gin_params, precision, vocab_size, element_spec=None):
     """(model config, train config, TrainSteps) as the trainer builds them for `hparams_set` under
     Keras policy `precision`, on a seeded random model; TrainSteps.final_step(batch) is one step."""

@@ -161,18 +161,8 @@ def model_garden_decoder(args, files, result):
 
 
 def t2t_lite_decode(engine_args, files, output):
-    """One t2t-lite-decoder run over the test lines; returns its own lines/s (its summary: the
-    translation, without process start-up or model load)."""
-    summary = output + ".summary.json"
-    command = [sys.executable, "-m", "t2t_lite.bin.decoder", *engine_args,
-               f"--decode_from_file={files['source']}", f"--decode_to_file={output}",
-               f"--summary_file={summary}", "--start_over"]
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode or not os.path.isfile(summary):
-        fail(f"t2t-lite-decoder {' '.join(engine_args)} failed (exit {done.returncode}): "
-             f"{done.stderr.strip().splitlines()[-1:]}")
-    with open(summary) as f:
-        return json.load(f)["lines_per_second"]
+    """One t2t-lite-decoder run over the test lines; returns its own lines/s."""
+    return harness.run_decoder(engine_args, files["source"], output)[0]["lines_per_second"]
 
 
 def main():
