@@ -35,6 +35,7 @@ CONSOLE_SCRIPTS = [
     "t2t-lite-avg-checkpoints=t2t_lite.bin.avg_checkpoints:run",
     "t2t-lite-exporter=t2t_lite.bin.exporter:run",
     "t2t-lite-decoder=t2t_lite.bin.decoder:run",
+    "t2t-lite-score=t2t_lite.bin.score:run",
     "t2t-lite-bleu=t2t_lite.bin.bleu:run",
     "t2t-lite-parseval=t2t_lite.bin.parseval:run",
     "t2t-lite-attention-plot=t2t_lite.bin.attention_plot:run",

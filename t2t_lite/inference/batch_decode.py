@@ -34,8 +34,7 @@ from t2t_lite import registry
 from t2t_lite.decoding.translate import clamp_to_limit
 from t2t_lite.errors import UserError
 from t2t_lite.ids import PAD_ID
-from t2t_lite.inference import parallel_search
-from t2t_lite.progress import ProgressLine
+from t2t_lite.inference import parallel_search, streaming
 
 TOKENIZE_CHUNK = 4096  # lines per `tokenize` call
 
@@ -257,22 +256,14 @@ def decode_stream(translator, line_input, output, chunk_lines, alpha, extra_leng
     Progress over the whole input goes to `stream`. Returns this run's DecodeStats."""
     postprocess = output_postprocessor(settings(translator).get("problem"))
     stats = DecodeStats()
-    done = output.lines_done
-    total = line_input.total_lines
-    progress = ProgressLine("decoded", "lines", total=total, initial=done, stream=stream)
-    if done:
-        print(f"resuming after {done} lines already in the output", file=stream, flush=True)
 
-    def chunk_progress(chunk_done, _):
-        detail = None if total is not None else f"{line_input.bytes_read:,} bytes read"
-        progress(done + chunk_done, detail=detail)
-
-    for lines, offset in line_input.chunks(chunk_lines, lines_done=done, offset=output.offset):
+    def decode_chunk(lines, progress):
         outputs, _ = decode_lines(translator, lines, alpha, extra_length, nbest=nbest,
                                   print_scores=print_scores, batch_tokens=batch_tokens,
-                                  progress=chunk_progress, postprocess=postprocess,
+                                  progress=lambda done, _: progress(done), postprocess=postprocess,
                                   parallel_searches=parallel_searches, stats=stats)
-        output.append(outputs, offset)
-        done += len(lines)
-    output.finish()
+        return outputs
+
+    streaming.run_chunks(line_input, output, chunk_lines, decode_chunk, "decoded", "lines",
+                         stream=stream)
     return stats

@@ -2,8 +2,8 @@
 
 A line ends at "\\n" only (a stray "\\r" never makes a line), and a last line without "\\n" is
 a line too. A file can be split into `num_shards` contiguous parts of nearly equal line counts:
-shard I holds lines [I * L // N, (I + 1) * L // N), so the shards' outputs put back together in shard
-order (`cat out.0 out.1 ...`) are the whole file's output in input order.
+shard I holds lines [I * L // N, (I + 1) * L // N), so the shards' outputs put back together in
+shard order (`cat out.0 out.1 ...`) are the whole file's output in input order.
 """
 import hashlib
 import os
@@ -36,25 +36,26 @@ class LineInput:
     total_lines: the lines this input will yield (None for a stream: unknown in advance).
     """
 
-    def __init__(self, path=None, stream=None, num_shards=1, shard_index=0):
+    def __init__(self, path=None, stream=None, num_shards=1, shard_index=0,
+                 flag="--decode_from_file"):
         if (path is None) == (stream is None):
             raise ValueError("give exactly one of path and stream")
         if num_shards < 1 or not 0 <= shard_index < num_shards:
             raise UserError(f"--shard_index must be in [0, --num_shards={num_shards}), "
                             f"got {shard_index}")
         if stream is not None and num_shards > 1:
-            raise UserError("--num_shards needs --decode_from_file (a pipe cannot be split)")
-        self.path, self.stream = path, stream
+            raise UserError(f"--num_shards needs {flag} (a pipe cannot be split)")
+        self.path, self.stream, self.flag = path, stream, flag
         self.bytes_read = 0
         if path is None:
             self.total_lines, self.first_line = None, 0
             return
         if not os.path.isfile(path):
-            raise UserError(f"--decode_from_file {path} does not exist or is not a file")
+            raise UserError(f"{flag} {path} does not exist or is not a file")
         try:
             file_lines = count_lines(path)
         except OSError as error:
-            raise UserError(f"--decode_from_file {path}: cannot read ({error.strerror})") from None
+            raise UserError(f"{flag} {path}: cannot read ({error.strerror})") from None
         self.first_line, end = shard_range(file_lines, num_shards, shard_index)
         self.total_lines = end - self.first_line
 
@@ -85,7 +86,7 @@ class LineInput:
                     skip = 0
                 yield from self._chunks(f, chunk_lines, skip, remaining, seekable=f)
         except OSError as error:
-            raise UserError(f"--decode_from_file {self.path}: cannot read "
+            raise UserError(f"{self.flag} {self.path}: cannot read "
                             f"({error.strerror})") from None
 
     def _chunks(self, f, chunk_lines, skip_lines, remaining, seekable=None):
@@ -107,3 +108,33 @@ class LineInput:
                 chunk = []
         if chunk:
             yield chunk, seekable.tell() if seekable else None
+
+
+class ParallelInput:
+    """Two line-aligned files read together, in the LineInput interface: chunks of (source line,
+    target line) pairs; past the end of the shorter file its side is None."""
+
+    def __init__(self, source_path, target_path):
+        self.inputs = [LineInput(path=source_path, flag="--source_file"),
+                       LineInput(path=target_path, flag="--target_file")]
+        self.total_lines = max(i.total_lines for i in self.inputs)
+
+    @property
+    def bytes_read(self):
+        return sum(i.bytes_read for i in self.inputs)
+
+    def identity(self):
+        return {"source": self.inputs[0].identity(), "target": self.inputs[1].identity()}
+
+    def chunks(self, chunk_lines, lines_done=0, offset=None):
+        """As LineInput.chunks; `offset` is ignored (two files have two), lines are skipped."""
+        both = [i.chunks(chunk_lines, lines_done=min(lines_done, i.total_lines))
+                for i in self.inputs]
+        while True:
+            parts = [next(chunks, (None, None))[0] for chunks in both]
+            if parts == [None, None]:
+                return
+            sources, targets = (part or [] for part in parts)
+            width = max(len(sources), len(targets))
+            yield list(zip(sources + [None] * (width - len(sources)),
+                           targets + [None] * (width - len(targets)))), None

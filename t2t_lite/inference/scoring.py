@@ -1,0 +1,120 @@
+"""Scoring given translations: log P(target | source) and the beam search's normalised score.
+
+Works with anything that has the TranslationModule's `tokenize`, `score` and `describe` (a module
+built from a checkpoint, or a loaded SavedModel, whose `score` signature this calls), so the
+numbers are the export's own. Pairs are read a chunk at a time, tokenized once to learn their
+lengths, sorted and batched by length within the chunk, scored, and written back in input order:
+one output line per pair, "log_prob<TAB>score", where score = log_prob / ((5 + length) / 6)^alpha
+with the length counting EOS, as the beam search ranks hypotheses.
+
+Whatever a pair holds, it gets its line: a missing side (a TSV line without a tab, or the shorter
+of two parallel files) is scored as empty, an empty target as the probability of translating to
+nothing (EOS first), invalid UTF-8 is replaced (U+FFFD), a side longer than the model's limit is
+truncated to it; each of these is counted in the summary. Extra TSV columns are ignored (counted).
+"""
+import dataclasses
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from t2t_lite.inference import batch_decode, streaming
+
+
+@dataclasses.dataclass
+class ScoreStats:
+    pairs: int = 0
+    missing_side: int = 0
+    empty_target: int = 0
+    extra_columns: int = 0
+    invalid_utf8: int = 0
+    truncated: int = 0
+    seconds: float = 0.0
+
+    def summary(self):
+        rate = self.pairs / self.seconds if self.seconds > 0 else 0.0
+        return (f"scored {self.pairs} pairs in {self.seconds:.1f}s ({rate:.1f} pairs/s); "
+                f"{self.missing_side} with a missing side, {self.empty_target} with an empty "
+                f"target, {self.extra_columns} with extra columns, {self.truncated} truncated, "
+                f"{self.invalid_utf8} with invalid UTF-8 replaced")
+
+
+def split_tsv(raw, stats):
+    """A TSV line (bytes) -> (source, target) texts; counts what it had to mend."""
+    columns = raw.split(b"\t")
+    if len(columns) < 2:
+        stats.missing_side += 1
+        columns.append(b"")
+    elif len(columns) > 2:
+        stats.extra_columns += 1
+    return _clean(columns[0], stats), _clean(columns[1], stats)
+
+
+def zip_parallel(source_lines, target_lines, stats):
+    """Lines of two parallel files (the shorter padded with missing sides) -> text pairs."""
+    count = max(len(source_lines), len(target_lines))
+    stats.missing_side += count - min(len(source_lines), len(target_lines))
+    source_lines = list(source_lines) + [b""] * (count - len(source_lines))
+    target_lines = list(target_lines) + [b""] * (count - len(target_lines))
+    return [(_clean(s, stats), _clean(t, stats)) for s, t in zip(source_lines, target_lines)]
+
+
+def _clean(raw, stats):
+    text, invalid = batch_decode.clean_line(raw)
+    stats.invalid_utf8 += invalid
+    return text
+
+
+def _token_counts(translator, texts):
+    counts = []
+    for start in range(0, len(texts), batch_decode.TOKENIZE_CHUNK):
+        chunk = tf.constant(texts[start:start + batch_decode.TOKENIZE_CHUNK], tf.string)
+        counts.extend(translator.tokenize(chunk)["token_counts"].numpy().tolist())
+    return counts
+
+
+def score_pairs(translator, pairs, batch_tokens=4096, stats=None):
+    """[(source, target) texts] -> [(log_prob, score)] in the same order."""
+    stats = stats if stats is not None else ScoreStats()
+    limit = batch_decode.settings(translator)["max_source_tokens"]
+    sources, targets = [p[0] for p in pairs], [p[1] for p in pairs]
+    source_counts = _token_counts(translator, sources)
+    target_counts = _token_counts(translator, targets)
+    stats.pairs += len(pairs)
+    stats.empty_target += sum(1 for c in target_counts if c == 0)
+    stats.truncated += sum(1 for s, t in zip(source_counts, target_counts) if max(s, t) > limit)
+    lengths = [min(max(s, t), limit) for s, t in zip(source_counts, target_counts)]
+    results = [None] * len(pairs)
+    for batch in batch_decode.plan_batches(lengths, batch_tokens):
+        scored = translator.score(tf.constant([sources[i] for i in batch], tf.string),
+                                  tf.constant([targets[i] for i in batch], tf.string))
+        log_probs = np.asarray(scored["log_prob"], np.float64)
+        scores = np.asarray(scored["score"], np.float64)
+        for row, index in enumerate(batch):
+            results[index] = (float(log_probs[row]), float(scores[row]))
+    return results
+
+
+def format_score(log_prob, score):
+    return f"{log_prob:.6f}\t{score:.6f}"
+
+
+def score_stream(translator, pair_input, output, chunk_lines, batch_tokens=4096):
+    """Scores `pair_input` chunk by chunk into `output` (see streaming.run_chunks): a
+    line_input.LineInput of TSV lines or a line_input.ParallelInput. Returns ScoreStats."""
+    stats = ScoreStats()
+
+    def score_chunk(items, progress):
+        start = time.monotonic()
+        if items and isinstance(items[0], tuple):
+            pairs = zip_parallel([s for s, _ in items if s is not None],
+                                 [t for _, t in items if t is not None], stats)
+        else:
+            pairs = [split_tsv(raw, stats) for raw in items]
+        results = score_pairs(translator, pairs, batch_tokens=batch_tokens, stats=stats)
+        stats.seconds += time.monotonic() - start
+        progress(len(items))
+        return [format_score(*result) for result in results]
+
+    streaming.run_chunks(pair_input, output, chunk_lines, score_chunk, "scored", "pairs")
+    return stats
