@@ -5,6 +5,7 @@ depends on corpus size) and writes one vocabulary file whose suffix tells `load_
 apply it. All vocabularies reserve 0 = <pad>, 1 = EOS, 2 = <unk>.
 """
 import collections
+import json
 import os
 import random
 
@@ -12,6 +13,7 @@ import sentencepiece as spm
 
 from t2t_lite import atomic
 from t2t_lite.data import tokenizers
+from t2t_lite.errors import UserError
 
 
 def reservoir_sample(items, k, seed=0):
@@ -75,3 +77,29 @@ def write_symbol_vocab(vocab_path, symbols):
 
 def _write_lines(path, lines):
     atomic.write_text(path, "".join(line + "\n" for line in lines))
+
+
+def file_in_folder(folder, name, named_in):
+    """folder/name for a vocabulary `name` that `named_in` (a file) gives: a file name alone,
+    since a path would read (and an export would ship) a file from outside the folder."""
+    if not isinstance(name, str) or name in ("", ".", "..") or os.path.basename(name) != name:
+        raise UserError(f"{named_in} names the vocabulary {name!r}; it must be a file name "
+                        "inside the folder")
+    return os.path.join(folder, name)
+
+
+def vocab_of(spec):
+    """The vocabulary file `spec` names: the file itself, or a model_dir's copy (by run.json)."""
+    if os.path.isfile(spec):
+        return spec
+    run_info = os.path.join(spec, "run.json")
+    try:
+        with open(run_info, encoding="utf-8") as f:
+            name = json.load(f).get("vocab_file")
+    except (OSError, ValueError, AttributeError) as error:
+        raise UserError(f"vocab_from={spec} is neither a vocabulary file nor a model_dir with a "
+                        f"readable run.json ({error})") from None
+    path = file_in_folder(spec, name, run_info)
+    if not os.path.isfile(path):
+        raise UserError(f"vocab_from={spec}: its vocabulary {path} is missing")
+    return path

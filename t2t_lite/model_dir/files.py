@@ -21,6 +21,7 @@ import json
 import os
 
 from t2t_lite import atomic, hparams
+from t2t_lite.data import vocab
 from t2t_lite.config import DecodeConfig, ModelConfig, TrainConfig
 from t2t_lite.errors import UserError
 
@@ -217,8 +218,5 @@ def vocab_path(model_dir, info=None):
     run.json names it by file name alone: a path would read (and an export would ship) a file
     from outside the model_dir."""
     info = info if info is not None else read_run_info(model_dir)
-    name = info.get("vocab_file")
-    if not isinstance(name, str) or name in ("", ".", "..") or os.path.basename(name) != name:
-        raise UserError(f"{os.path.join(model_dir, RUN_INFO)} names the vocabulary {name!r}; it "
-                        "must be a file name inside the model_dir")
-    return os.path.join(model_dir, name)
+    return vocab.file_in_folder(model_dir, info.get("vocab_file"),
+                                os.path.join(model_dir, RUN_INFO))

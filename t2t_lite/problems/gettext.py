@@ -8,6 +8,8 @@ any other pair joins two languages' catalogs on the msgid. Catalogs are parsed w
     t2t-lite-datagen --problem=translate_gettext --problem_param=target_lang=es --data_dir=D
     t2t-lite-datagen --problem=translate_gettext --problem_param=source_lang=de \
         --problem_param=target_lang=fr --data_dir=D
+    # one family of catalogs (regexes searched in the domain names), e.g. PostgreSQL's:
+    t2t-lite-datagen --problem=translate_ende_gettext --problem_param='domains=-15$' --data_dir=D
 
 Messages are filtered to sentence-like translations: code lists (ISO names, keyboard layouts),
 untranslated or identical strings, formatted blocks, mismatched printf placeholders and odd
@@ -121,7 +123,7 @@ class TranslateGettext(translation.TranslationProblem):
     examples_per_shard = {"train": 50_000, "dev": 50_000, "test": 50_000}
 
     def __init__(self, target_lang=None, source_lang="en", locale_dir="/usr/share/locale",
-                 vocab_size=None):
+                 vocab_size=None, domains=None, exclude_domains=None, vocab_from=None):
         self.target_lang = target_lang or getattr(type(self), "default_target_lang", None)
         if not self.target_lang:
             raise UserError("translate_gettext needs --problem_param=target_lang=<code>, e.g. de")
@@ -129,16 +131,34 @@ class TranslateGettext(translation.TranslationProblem):
         self.locale_dir = locale_dir
         if vocab_size is not None:
             self.vocab_size = int(vocab_size)
+        self.vocab_from = vocab_from
+        self.domain_filters = (domains, exclude_domains)
+        for pattern in self.domain_filters:
+            if pattern is not None:
+                try:
+                    re.compile(pattern)
+                except re.error as error:
+                    raise UserError(f"bad domain pattern {pattern!r}: {error}") from None
 
     @property
     def dataset_name(self):
-        return f"translate_{self.source_lang}{self.target_lang}_gettext"
+        name = f"translate_{self.source_lang}{self.target_lang}_gettext"
+        if self.domain_filters != (None, None):  # a subset of the catalogs: files of its own
+            name += f"_{zlib.crc32(repr(self.domain_filters).encode()):08x}"
+        return name
+
+    def wanted(self, domain):
+        """Whether a catalog's domain passes `domains` / `exclude_domains` (regexes, searched)."""
+        include, exclude = self.domain_filters
+        return ((include is None or re.search(include, domain) is not None)
+                and (exclude is None or re.search(exclude, domain) is None))
 
     def catalogs(self, lang):
         """{domain: .mo path} for one language, code-list catalogs excluded."""
         paths = sorted(glob.glob(os.path.join(self.locale_dir, lang, "LC_MESSAGES", "*.mo")))
         return {os.path.basename(p)[:-3]: p for p in paths
-                if not os.path.basename(p).startswith(EXCLUDED_CATALOG_PREFIXES)}
+                if not os.path.basename(p).startswith(EXCLUDED_CATALOG_PREFIXES)
+                and self.wanted(os.path.basename(p)[:-3])}
 
     def raw_pairs(self):
         """(source, target) message pairs of all shared catalogs, in a fixed order."""

@@ -9,6 +9,10 @@ deterministic 1% / 1% of the training pairs (chosen by a hash of the source) is 
     # or in a gin file / --gin_param:
     translate_text_files.train = "corpus.tsv"
     translate_text_files.vocab_type = "wordpiece"
+
+`vocab_from=PARENT` (a model_dir or a vocabulary file) encodes the data with that vocabulary
+instead of learning one, as a model fine-tuned from PARENT needs (t2t-lite-trainer
+--warm_start_from=PARENT).
 """
 import os
 import zlib
@@ -28,8 +32,9 @@ class TranslateTextFiles(translation.TranslationProblem):
     """Your own parallel text: TSV or source,target files (set with --problem_param or gin)."""
 
     def __init__(self, train=None, dev=None, test=None, vocab_type="bpe", vocab_size=8000,
-                 vocab_sample_pairs=200_000):
+                 vocab_sample_pairs=200_000, vocab_from=None):
         self.files = {"train": train, "dev": dev, "test": test}
+        self.vocab_from = vocab_from
         self.vocab_type = vocab_type
         self.vocab_size = int(vocab_size)
         self.vocab_sample_pairs = int(vocab_sample_pairs)

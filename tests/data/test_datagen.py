@@ -164,3 +164,30 @@ def test_a_vocabulary_smaller_than_asked_is_reported(tmp_path, caplog):
     assert size < 5000
     assert (f"the vocabulary has {size} tokens, fewer than the 5000 asked: the training data "
             "supports no more") in caplog.text
+
+
+def test_vocab_from_encodes_the_data_with_a_given_vocabulary(tmp_path):
+    src = write_tsv(tmp_path / "p.en", [f"sentence {i}".encode() for i in range(300)])
+    tgt = write_tsv(tmp_path / "p.de", [f"satz {i}".encode() for i in range(300)])
+    parent = registry.problem("translate_text_files", train=f"{src},{tgt}", vocab_size="60")
+    parent.generate_data(str(tmp_path / "parent"))
+    parent_vocab = parent.vocab_path(str(tmp_path / "parent"))
+    # A model_dir names its vocabulary in run.json; a vocabulary file may be given directly.
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    (model_dir / "run.json").write_text(json.dumps({"vocab_file": "v.spm.model"}))
+    (model_dir / "v.spm.model").write_bytes(open(parent_vocab, "rb").read())
+    for spec in (str(model_dir), parent_vocab):
+        child = registry.problem("translate_text_files", train=f"{tgt},{src}", vocab_from=spec)
+        data_dir = str(tmp_path / f"child{len(spec)}")
+        child.generate_data(data_dir)
+        assert open(child.vocab_path(data_dir), "rb").read() == open(parent_vocab, "rb").read()
+    # A data_dir already encoded with another vocabulary is refused, not mixed.
+    other = registry.problem("translate_text_files", train=f"{src},{tgt}", vocab_size="40")
+    other.generate_data(str(tmp_path / "other"))
+    child = registry.problem("translate_text_files", train=f"{src},{tgt}", vocab_from=parent_vocab)
+    with pytest.raises(UserError, match="is not the vocabulary of vocab_from="):
+        child.generate_data(str(tmp_path / "other"))
+    with pytest.raises(UserError, match="neither a vocabulary file nor a model_dir"):
+        registry.problem("translate_text_files", train=f"{src},{tgt}",
+                         vocab_from=str(tmp_path / "nothing")).generate_data(str(tmp_path / "x"))

@@ -95,3 +95,21 @@ def test_real_german_catalogs_give_disjoint_deterministic_splits():
     for source, target in dev:
         assert "\n" not in source + target and source != target
     print(f"real de catalogs: dev {len(dev)} pairs, test {len(test)} pairs")
+
+
+def test_domain_filters_split_the_catalogs_into_families(tmp_path):
+    locale = tmp_path / "locale"
+    for domain in ("psql-15", "postgres-15", "coreutils"):
+        build_catalog(locale / "de" / "LC_MESSAGES" / f"{domain}.mo",
+                      [(f"{domain} message number {i}", f"{domain} Meldung Nummer {i}")
+                       for i in range(5)])
+    family = registry.problem("translate_ende_gettext", locale_dir=str(locale), domains="-15$")
+    rest = registry.problem("translate_ende_gettext", locale_dir=str(locale),
+                            exclude_domains="-15$")
+    assert sorted(family.catalogs("de")) == ["postgres-15", "psql-15"]
+    assert sorted(rest.catalogs("de")) == ["coreutils"]
+    # Each subset writes files of its own name, never the whole corpus's.
+    names = {p.dataset_name for p in (family, rest)}
+    assert len(names) == 2 and "translate_ende_gettext" not in names
+    with pytest.raises(UserError, match="bad domain pattern"):
+        registry.problem("translate_ende_gettext", domains="(")
