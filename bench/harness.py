@@ -81,15 +81,9 @@ def answer(message):
     print(PROTOCOL + json.dumps(message), flush=True)
 
 
-def split_answers(text):
-    """(messages, other lines) of a worker's stdout."""
-    messages, others = [], []
-    for line in text.splitlines():
-        if line.startswith(PROTOCOL):
-            messages.append(json.loads(line[len(PROTOCOL):]))
-        else:
-            others.append(line)
-    return messages, others
+def _message(line):
+    """The message an `answer` line carries, or None for any other line."""
+    return json.loads(line[len(PROTOCOL):]) if line.startswith(PROTOCOL) else None
 
 
 def serve(**handlers):
@@ -132,8 +126,9 @@ class Worker:
 
     def _read(self):
         for line in self.process.stdout:
-            if line.startswith(PROTOCOL):
-                return json.loads(line[len(PROTOCOL):])
+            message = _message(line)
+            if message is not None:
+                return message
         raise RuntimeError(f"the {self.name} worker ended (exit {self.process.wait()}); "
                            "its stderr is above")
 
@@ -170,9 +165,13 @@ def run_for_answers(command, env=None):
     returns its messages. Its other stdout lines (tables) are printed; its stderr is shown only
     when it fails, as the failure's explanation."""
     done = subprocess.run(command, env=env, capture_output=True, text=True)
-    messages, others = split_answers(done.stdout)
-    for line in others:
-        print(line)
+    messages = []
+    for line in done.stdout.splitlines():
+        message = _message(line)
+        if message is None:
+            print(line)
+        else:
+            messages.append(message)
     if done.returncode:
         print(f"{os.path.basename(command[1])} failed (exit {done.returncode}):\n"
               f"{done.stderr[-2000:]}", file=sys.stderr)
