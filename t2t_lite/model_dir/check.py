@@ -24,7 +24,6 @@ BOUNDS = {
     "beam_size": (1, 1024),
     "extra_length": (-(1 << 16), 1 << 16),
 }
-_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 
 
 def check_bounds(values, where, why=""):
@@ -73,8 +72,13 @@ def expected_shapes(model_config, vocab_size):
 
 
 def checkpoint_shapes(checkpoint_path):
-    """{variable name: shape} of the model weights a checkpoint holds (its index only)."""
+    """{variable name under model/: shape} of the model weights a checkpoint holds.
+
+    Read from the checkpoint's index and its object graph, never its weights. A training
+    checkpoint stores a weight once, under the first path its object graph reaches it by (often
+    the optimizer's), so names are found by walking the graph from the `model` node."""
     import tensorflow as tf
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
 
     from t2t_lite.model_dir import checkpoints
 
@@ -82,12 +86,27 @@ def checkpoint_shapes(checkpoint_path):
     if missing:
         raise UserError(f"checkpoint {checkpoint_path} is incomplete: {missing[0]} is missing")
     try:
-        listed = tf.train.list_variables(checkpoint_path)
+        reader = tf.train.load_checkpoint(checkpoint_path)
+        shapes = reader.get_variable_to_shape_map()
+        graph = trackable_object_graph_pb2.TrackableObjectGraph()
+        graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
     except (tf.errors.OpError, ValueError) as error:
         raise UserError(f"cannot read checkpoint {checkpoint_path}: {checkpoint_path}.index is "
                         f"damaged or truncated ({' '.join(str(error).split())[:200]})") from None
-    return {name[:-len(_SUFFIX)]: list(shape) for name, shape in listed
-            if name.startswith("model/") and name.endswith(_SUFFIX)}
+    found = {}
+    queue = [(child.node_id, "model") for child in graph.nodes[0].children
+             if child.local_name == "model"]
+    seen = {node for node, _ in queue}
+    while queue:  # breadth first, as the saver names a weight by the first path to it
+        node, path = queue.pop(0)
+        for attribute in graph.nodes[node].attributes:
+            if attribute.name == "VARIABLE_VALUE" and attribute.checkpoint_key in shapes:
+                found[path] = list(shapes[attribute.checkpoint_key])
+        for child in graph.nodes[node].children:
+            if child.node_id not in seen:
+                seen.add(child.node_id)
+                queue.append((child.node_id, f"{path}/{child.local_name}"))
+    return found
 
 
 def check_model_dir(model_config, vocab_size, checkpoint_path, where, decode_config=None):

@@ -25,6 +25,20 @@ def test_expected_shapes_are_a_built_models_checkpoint(overrides, tmp_path):
     check.check_model_dir(config, 23, path, "configs.json")  # passes
 
 
+def test_a_training_checkpoint_names_weights_through_its_object_graph(tmp_path):
+    """With the optimizer in the checkpoint, weights are stored under the optimizer's paths; the
+    check still finds each under its model name."""
+    import keras
+
+    config = hparams.load("tiny", ["MAX_LENGTH = 20"])[0]
+    model = models.build(config, 23)
+    optimizer = keras.optimizers.Adam()
+    optimizer.build(model.trainable_variables)
+    path = tf.train.Checkpoint(optimizer=optimizer, model=model).save(str(tmp_path / "ckpt"))
+    assert not any(n.startswith("model/") and "kernel" in n for n, _ in tf.train.list_variables(path))
+    assert check.checkpoint_shapes(path) == check.expected_shapes(config, 23)
+
+
 def _edited(model_dir, tmp_path, section, field, value):
     """A copy of model_dir with one value of configs.json (or run.json) replaced."""
     copy = tmp_path / "edited"
