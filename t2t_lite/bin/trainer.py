@@ -4,6 +4,8 @@
     t2t-lite-trainer ... --train_minutes=20          # wall-clock budget instead of / besides steps
     t2t-lite-trainer --registry_help
 
+    t2t-lite-trainer ... --model_dir=CHILD --warm_start_from=PARENT   # fine-tune PARENT's weights
+
 Re-running the same command resumes from the latest checkpoint in --model_dir.
 """
 from absl import flags
@@ -37,6 +39,12 @@ flags.DEFINE_integer("early_stopping_evals", None, "Stop after N evaluations wit
                      "improvement (default: the set's, 0: never).")
 flags.DEFINE_integer("log_every", None, "Steps between progress lines (default: the set's, 50).")
 flags.DEFINE_bool("print_params", False, "Print the model's parameter count.")
+flags.DEFINE_string("warm_start_from", None, "Start a new --model_dir from the model weights of "
+                    "this parent: a model_dir (its averaged checkpoint if newest, else its "
+                    "latest) or a checkpoint path (PARENT/ckpt-800), with a fresh optimizer, step "
+                    "0 and this set's schedule. The parent must have this set's shapes and the "
+                    "data's vocabulary (datagen --problem_param=vocab_from=PARENT). Ignored when "
+                    "--model_dir already has checkpoints (it resumes).")
 
 
 def main(argv):
@@ -51,7 +59,8 @@ def main(argv):
         accumulate_steps=FLAGS.accumulate_steps, eval_every_steps=FLAGS.eval_every_steps,
         eval_batches=FLAGS.eval_batches, bleu_sentences=FLAGS.bleu_sentences,
         eval_beam_size=FLAGS.eval_beam_size, early_stopping_evals=FLAGS.early_stopping_evals,
-        log_every=FLAGS.log_every, print_params=FLAGS.print_params))
+        log_every=FLAGS.log_every, print_params=FLAGS.print_params,
+        warm_start_from=FLAGS.warm_start_from))
 
 
 def run():

@@ -2,9 +2,10 @@
 
 One call, `train(options)`: load the hparams set, prepare the problem's data and the model_dir,
 pick a distribution strategy, build the model and the paper's optimizer, restore the latest
-checkpoint if any, then step until --train_steps or --train_minutes. Everything beside the step
-is a hook (hooks.py): the budget plan, the divergence guard, the progress line, checkpoints on
-the set's timer, dev evaluation with the best checkpoint and early stopping, summaries.
+checkpoint if any (else, with --warm_start_from, the parent's model weights: warm_start.py), then
+step until --train_steps or --train_minutes. Everything beside the step is a hook (hooks.py): the
+budget plan, the divergence guard, the progress line, checkpoints on the set's timer, dev
+evaluation with the best checkpoint and early stopping, summaries.
 """
 import dataclasses
 import math
@@ -19,10 +20,11 @@ from absl import logging
 from t2t_lite import hparams, models, registry
 from t2t_lite.errors import UserError
 from t2t_lite.model_dir import files as model_dir_files
-from t2t_lite.model_dir.checkpoints import CheckpointKeeper
+from t2t_lite.model_dir.checkpoints import CheckpointKeeper, checkpoint_paths
 from t2t_lite.models.params import analytic_parameter_count
 from t2t_lite.training import precision as precision_lib
 from t2t_lite.training import strategy as strategy_lib
+from t2t_lite.training import warm_start as warm_start_lib
 from t2t_lite.training.budget import BudgetPlanner
 from t2t_lite.training.checkpointing import Checkpoints
 from t2t_lite.training.divergence import DivergenceGuard
@@ -58,6 +60,8 @@ class TrainOptions:
     early_stopping_evals: Optional[int] = None
     log_every: Optional[int] = None
     print_params: bool = False
+    # A parent model_dir or checkpoint whose model weights a new model_dir starts from.
+    warm_start_from: Optional[str] = None
 
 
 # TrainOptions fields that override the TrainConfig field of the same name.
@@ -137,6 +141,12 @@ def train(options: TrainOptions) -> TrainResult:
         print(f"{options.hparams_set}: {count:,} parameters ({count / 1e6:.1f}M) at vocabulary "
               f"{vocab_size:,}", flush=True)
 
+    # Before anything is built or written: a parent that cannot be the child's start is refused.
+    warm_start = None
+    if options.warm_start_from:
+        warm_start = warm_start_lib.prepare(
+            options.warm_start_from, options.model_dir, model_config, vocab_size, problem,
+            options.data_dir, _config_where(options))
     chief = strategy_lib.is_chief(strategy)
     os.makedirs(options.model_dir, exist_ok=True)
     lock = model_dir_files.TrainerLock(options.model_dir) if chief else None
@@ -144,6 +154,11 @@ def train(options: TrainOptions) -> TrainResult:
         lock.acquire()
     try:
         if chief:
+            extra = {}
+            # A resumed child keeps the record of the parent its weights started from.
+            record = warm_start.record() if warm_start else _previous_warm_start(options.model_dir)
+            if record:
+                extra["warm_start"] = record
             model_dir_files.write_run_info(
                 options.model_dir, problem.name, options.hparams_set, options.gin_params,
                 problem.vocab_path(options.data_dir), vocab_size,
@@ -151,12 +166,29 @@ def train(options: TrainOptions) -> TrainResult:
                 extra={"gin_files": [os.path.abspath(p) for p in options.gin_files],
                        "problem_params": list(options.problem_params),
                        "problem_modules": list(options.problem_modules),
-                       "data_dir": os.path.abspath(options.data_dir)})
+                       "data_dir": os.path.abspath(options.data_dir), **extra})
         return _train_loop(options, problem, tokenizer, strategy, chief, model_config,
-                           train_config, decode_config)
+                           train_config, decode_config, warm_start)
     finally:
         if lock:
             lock.release()
+
+
+def _config_where(options):
+    """How a message names the configuration the flags give."""
+    given = [name for name, values in (("--gin_file", options.gin_files),
+                                       ("--gin_param", options.gin_params)) if values]
+    return f"--hparams_set={options.hparams_set}" + (f" with {' and '.join(given)}"
+                                                      if given else "")
+
+
+def _previous_warm_start(model_dir):
+    """The warm_start record of the run.json already in model_dir, while its checkpoints (whose
+    weights started from that parent) are there to resume."""
+    if (not os.path.isfile(os.path.join(model_dir, model_dir_files.RUN_INFO))
+            or not checkpoint_paths(model_dir)):
+        return None
+    return model_dir_files.read_run_info(model_dir).get("warm_start")
 
 
 def _checkpoint_dir(options, strategy, chief):
@@ -194,7 +226,7 @@ def loop(state, train_step, hooks):
 
 
 def _train_loop(options, problem, tokenizer, strategy, chief, model_config, train_config,
-                decode_config):
+                decode_config, warm_start=None):
     train_config = _set_precision(train_config)
     replicas = strategy.num_replicas_in_sync
     per_replica_tokens, accumulate = batch_plan(train_config, replicas, options.accumulate_steps)
@@ -208,6 +240,11 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
                               minutes=train_config.checkpoint_minutes,
                               steps=train_config.checkpoint_steps)
     restored = keeper.restore_latest()
+    if not restored and warm_start:
+        # The parent's model weights only: the optimizer, its iterations (the step) and
+        # trained_seconds stay fresh, so the child runs its own schedule from step 0.
+        warm_start.restore(parts.model)
+        print(warm_start.describe(), flush=True)
     step = int(parts.optimizer.iterations.numpy())
     if restored:
         print(f"resumed from {restored} at step {step}", flush=True)
