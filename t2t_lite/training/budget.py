@@ -12,7 +12,8 @@ plans the run around the steps that will fit:
   annealed whatever its length and short runs keep their high learning rate long enough;
 - checkpoint averaging: `average_last` checkpoints spread over the last few percent of the run
   (as the paper averaged checkpoints from the end of training), never over half of it;
-- dev evaluation: spaced so that evaluating costs at most `eval_fraction` of the budget.
+- dev evaluation: spaced so that evaluating costs at most `eval_fraction` of the planned run
+  (the budget, or less when --train_steps caps the run below what the budget fits).
 
 `plan` makes a plan; `BudgetPlanner`, a training-loop hook, measures, plans and re-plans as the
 run goes. The paper's sets keep the paper's schedule; this is for budgeted runs only.
@@ -62,7 +63,7 @@ def plan(step, seconds_left, seconds_per_step, max_steps, average_last, warmup_f
     else:
         # A little more kept back for checkpoint saves and step-rate noise: the run should end
         # on its plan, not on the deadline.
-        training_seconds = max(seconds_left * (1.0 - eval_fraction) * 0.97, 0.0)
+        training_seconds = max(seconds_left * _training_share(eval_fraction), 0.0)
         fits = step + int(training_seconds / max(seconds_per_step, 1e-9))
         total = min(max_steps, fits)
     # A finished run (re-run after its last step) plans no more steps: total = step.
@@ -79,16 +80,30 @@ def plan(step, seconds_left, seconds_per_step, max_steps, average_last, warmup_f
     spacing = max(1, min(window, total - step) // average_last)
     average_steps = tuple(s for s in (total - spacing * i for i in reversed(range(average_last)))
                           if s > step)
-    # Evaluations: as many as eval_fraction of the budget pays for, at least one (at the end).
+    # Evaluations: as many as eval_fraction of the planned run pays for, at least one (at the
+    # end). The planned run is the budget left; or, when --train_steps caps it below what the
+    # budget fits, the time its steps take with the shares kept back above added again: a
+    # short run under long minutes must not spend a share of all the minutes evaluating (its
+    # interval would shrink as the steps left get fewer).
     if seconds_left is None or not eval_seconds:
         evals = 10
     else:
-        evals = max(1, int(eval_fraction * seconds_left / eval_seconds))
+        run_seconds = seconds_left
+        if total < fits:
+            run_seconds = min(seconds_left, (total - step) * seconds_per_step
+                              / _training_share(eval_fraction))
+        evals = max(1, int(eval_fraction * run_seconds / eval_seconds))
     eval_every = max(1, math.ceil((total - step) / evals))
     return BudgetPlan(total_steps=total, warmup_steps=warmup_steps, average_steps=average_steps,
                       eval_every=eval_every, seconds_per_step=seconds_per_step,
                       steps_that_fit=fits,
                       decay_start=decay_start(warmup_steps, total, decay_fraction))
+
+
+def _training_share(eval_fraction):
+    """The share of a run's seconds planned for steps: less evaluation, and 3% for checkpoint
+    saves and step-rate noise."""
+    return (1.0 - eval_fraction) * 0.97
 
 
 def decay_start(warmup, total, decay_fraction):

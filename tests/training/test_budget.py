@@ -55,6 +55,55 @@ def test_plan_without_a_time_budget_uses_the_step_cap():
     assert plan.average_steps == (288, 291, 294, 297, 300)  # 15-step window, every 3
 
 
+def test_a_step_cap_below_the_budget_sizes_evaluation_to_the_planned_steps():
+    """--train_steps=400 --train_minutes=60 on a machine that does 400 steps in ~7 minutes:
+    evaluation is 5% of the run that is planned, not of the 60 minutes. Sized on the minutes,
+    the interval shrank as the run went on (every 5 steps, then 2, then each step)."""
+    # Uncapped: the run is the whole budget, as before.
+    assert budget.plan(12, 1200, 2.7, 5000, 5, eval_seconds=15).eval_every == 103
+    # Capped: 388 steps of 1 s, and 5% of the run they make (388 s / (0.95 * 0.97)) pays for
+    # 10 evaluations of 2 s (the minutes would have paid for 89).
+    first = budget.plan(12, 3600, 1.0, max_steps=400, average_last=5, eval_seconds=2.0)
+    assert first.total_steps == 400 and first.eval_every == -(-388 // 10)
+    # Later in the same run: the interval does not shrink as the steps left get fewer (near the
+    # end, one interval is what is left of the run).
+    for step in (100, 200, 300, 380):
+        later = budget.plan(step, 3600 - 1.05 * step, 1.0, max_steps=400, average_last=5,
+                            eval_seconds=2.0)
+        assert later.eval_every >= min(first.eval_every - 1, 400 - step), (step, later)
+
+
+def test_the_planner_keeps_a_capped_runs_evaluation_interval(monkeypatch):
+    """The BudgetPlanner hook over a whole capped run, on a fake clock: evaluations stay evenly
+    spaced and cost about budget_eval_fraction of the run, however many minutes are left over."""
+    from t2t_lite.config import TrainConfig
+    from t2t_lite.training.hooks import TrainState
+
+    clock = [0.0]
+    monkeypatch.setattr(budget.time, "monotonic", lambda: clock[0])
+    seconds_per_step, eval_seconds = 1.0, 2.0
+    planner = budget.BudgetPlanner(
+        TrainConfig(budget_schedule=True), 400, tf.Variable(80, dtype=tf.int64),
+        tf.Variable(400, dtype=tf.int64), peak=1e-3, log_every=10, eval_batches=5,
+        bleu_sentences=0)
+    state = TrainState(None, None, None, step=0, total_steps=400, deadline=3600.0, start=0.0)
+    planner.begin(state)
+    evaluations = []
+    while state.step < state.total_steps:
+        clock[0] += seconds_per_step
+        state.next_step(state.step + 1, seconds=seconds_per_step)
+        planner.after_step(state)
+        if state.evaluation_due:  # as the Evaluation hook does
+            clock[0] += eval_seconds
+            state.evaluation_seconds.append(eval_seconds)
+            evaluations.append(state.step)
+    assert state.step == 400
+    intervals = np.diff(evaluations)
+    assert 5 <= len(evaluations) <= 12, evaluations
+    assert intervals.min() >= 0.75 * intervals.max(), evaluations
+    assert len(evaluations) * eval_seconds <= 0.06 * clock[0]
+
+
 def test_budget_schedule_warms_up_then_decays_linearly_to_zero():
     warmup, total = tf.Variable(10, dtype=tf.int64), tf.Variable(100, dtype=tf.int64)
     schedule = budget.BudgetSchedule(2e-3, warmup, total, decay_fraction=0.9)
