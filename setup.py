@@ -40,6 +40,7 @@ CONSOLE_SCRIPTS = [
     "t2t-lite-parseval=t2t_lite.bin.parseval:run",
     "t2t-lite-attention-plot=t2t_lite.bin.attention_plot:run",
     "t2t-lite-demo=t2t_lite.bin.demo:run",
+    "t2t-lite-table3=t2t_lite.bin.table3:run",
 ]
 
 setup(
