@@ -476,6 +476,18 @@ def _plan(row, scale, gin_params, precision, vocab_size, base_configs=None):
                    training_flops(configs[0], vocab_size, 25, 25))
 
 
+def share_gpus():
+    """Keeps this process off the GPUs' memory: TensorFlow reserves nearly all of it at its first
+    op, and the rows' trainers and decoders (other processes) need it. Call before any op."""
+    import tensorflow as tf
+
+    for gpu in tf.config.list_physical_devices("GPU"):
+        try:
+            tf.config.experimental.set_memory_growth(gpu, True)
+        except RuntimeError:  # already initialised (the table run as a library, after other work)
+            pass
+
+
 def _precision(train_config):
     """(the Keras policy every row trains in, why): the set's, or "auto" decided once here."""
     if train_config.mixed_precision != "auto":
@@ -496,6 +508,7 @@ def run_table(options: TableOptions, echo=print):
     table = Table(options.out_dir, echo)
     scale, budget = _resolve_identity(table, options)
 
+    share_gpus()
     for module in options.problem_modules:
         registry.import_problem_module(module)
     registry.list_problems()  # problem configurables exist before gin reads --gin_param
@@ -543,6 +556,8 @@ def run_table(options: TableOptions, echo=print):
             plans["base"] = _plan("base", scale, options.gin_params, precision, vocab_size,
                                   base_configs)
 
+    if table.record.get("steps") is None and table.result("base"):
+        table.record["steps"] = table.result("base")["steps"]  # killed before it was recorded
     runner = RowRunner(table, problem, options, echo)
     echo(f"table3: {options.problem} at scale {scale}, {len(rows)} row"
          f"{'s' if len(rows) > 1 else ''} selected; precision {precision} ({precision_why}); "
@@ -588,6 +603,7 @@ def _run_one(table, runner, plans, rows, index, row, minutes, echo, start):
          f"elapsed {format_duration(time.monotonic() - start)}"
          + (f", table eta {format_duration(eta)}" if eta is not None else ""), flush=True)
     row_start = time.monotonic()
+    os.makedirs(table.row_path(row), exist_ok=True)
     try:
         result = runner.run(row, plans[row], steps, minutes if row == "base" and steps is None
                             else None)
@@ -662,8 +678,12 @@ def _refresh_rows(table, plans):
 def run_tool(name, args, prefix, echo):
     """Runs `python -m t2t_lite.bin.<name> args`, its stdout and stderr streamed with `prefix`
     (TensorFlow's start-up noise dropped); returns (exit status, its last lines)."""
-    command = [sys.executable, "-m", f"t2t_lite.bin.{name}", *args]
     echo(f"{prefix} $ t2t-lite-{name.replace('_', '-')} {' '.join(args)}", flush=True)
+    return run_streamed([sys.executable, "-m", f"t2t_lite.bin.{name}", *args], prefix, echo)
+
+
+def run_streamed(command, prefix, echo):
+    """Runs `command`, streaming its merged output with `prefix`; (exit status, last lines)."""
     tail = []
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, bufsize=1, errors="replace")
@@ -686,19 +706,19 @@ def run_tool(name, args, prefix, echo):
     return process.returncode, tail
 
 
-def failure_reason(tool, returncode, tail):
-    """The line saying why a tool failed: its last `error: ...` line (a divergence, a bad
+def failure_reason(what, returncode, tail):
+    """"<what>: <why>", why being the tool's last `error: ...` line (a divergence, a bad
     setting), else its exit status and last line."""
     for line in reversed(tail):
         if line.startswith("error: "):
-            return f"t2t-lite-{tool}: {line[len('error: '):]}"
+            return f"{what}: {line[len('error: '):]}"
     if returncode < 0:
         how = f"killed by signal {-returncode}" + (" (out of memory?)" if returncode == -9
                                                     else "")
     else:
         how = f"exit {returncode}"
     last = next((line for line in reversed(tail) if line.strip()), "")
-    return f"t2t-lite-{tool} {how}" + (f": {last.strip()[:300]}" if last else "")
+    return f"{what}: {how}" + (f": {last.strip()[:300]}" if last else "")
 
 
 class RowRunner:
@@ -723,7 +743,7 @@ class RowRunner:
             args += [f"--train_steps={steps}", "--train_minutes=0"]
         returncode, tail = run_tool("trainer", args, prefix, self.echo)
         if returncode:
-            raise RowFailed(failure_reason("trainer", returncode, tail))
+            raise RowFailed(failure_reason("t2t-lite-trainer", returncode, tail))
 
     def evaluate(self, row, plan):
         """The last checkpoint's dev perplexity (in process) and dev BLEU (t2t-lite-decoder,
@@ -737,10 +757,7 @@ class RowRunner:
             raise RowFailed(f"no checkpoint in {model_dir} after training")
         checkpoint = listed[-1]
         start = time.monotonic()
-        try:
-            dev = dev_loss_metrics(self.problem, self.options.data_dir, model_dir, checkpoint)
-        except UserError as error:
-            raise RowFailed(f"dev perplexity: {error}") from None
+        dev = self.perplexity(row, model_dir, checkpoint)
         if not math.isfinite(dev["loss"]):
             raise RowFailed(f"diverged: dev loss {dev['loss']} at {checkpoint}")
         perplexity_seconds = time.monotonic() - start
@@ -754,7 +771,7 @@ class RowRunner:
             f"--decode_to_file={translation}", f"--summary_file={summary}", "--start_over"],
             f"[{row}]", self.echo)
         if returncode:
-            raise RowFailed(failure_reason("decoder", returncode, tail))
+            raise RowFailed(failure_reason("t2t-lite-decoder", returncode, tail))
         decode_seconds = time.monotonic() - start
         try:
             report, scores = score_files(translation, self.table.path(DEV_REFERENCE))
@@ -763,8 +780,26 @@ class RowRunner:
         atomic.write_text(self.table.row_path(row, "bleu.txt"), report + "\n")
         return checkpoint, dev, scores, report, perplexity_seconds, decode_seconds
 
+    def perplexity(self, row, model_dir, checkpoint):
+        """dev_loss_metrics in a subprocess of its own, so that the model (and on a GPU, its
+        memory) is gone before the next row trains."""
+        path = self.table.row_path(row, "dev_perplexity.json")
+        if os.path.isfile(path):
+            os.remove(path)
+        request = {"problem": self.options.problem,
+                   "problem_params": list(self.options.problem_params),
+                   "problem_modules": list(self.options.problem_modules),
+                   "data_dir": os.path.abspath(self.options.data_dir), "model_dir": model_dir,
+                   "checkpoint": checkpoint, "output": path}
+        self.echo(f"[{row}] dev perplexity of {checkpoint} over the whole dev split", flush=True)
+        returncode, tail = run_streamed([sys.executable, "-c", PERPLEXITY_WORKER,
+                                         json.dumps(request)], f"[{row}]", self.echo)
+        metrics = _read_json(path)
+        if returncode or not isinstance(metrics, dict) or "loss" not in metrics:
+            raise RowFailed(failure_reason("dev perplexity", returncode or 1, tail))
+        return metrics
+
     def run(self, row, plan, steps, minutes):
-        os.makedirs(self.table.row_path(row), exist_ok=True)
         self.train(row, plan, steps, minutes)
         checkpoint, dev, scores, report, ppl_seconds, decode_seconds = self.evaluate(row, plan)
         step = checkpoint_step(checkpoint)
@@ -806,22 +841,39 @@ def trained_seconds(checkpoint):
         return float("nan")
 
 
+PERPLEXITY_WORKER = ("import sys; from t2t_lite import table3; "
+                     "table3.perplexity_worker(sys.argv[1])")
+
+
+def perplexity_worker(request):
+    """The dev-perplexity subprocess: a JSON request in, dev_loss_metrics written to its
+    "output" file; a UserError becomes one `error:` line and exit status 1."""
+    try:
+        request = json.loads(request)
+        for module in request["problem_modules"]:
+            registry.import_problem_module(module)
+        problem = registry.problem(request["problem"],
+                                   **registry.parse_params(request["problem_params"]))
+        metrics = dev_loss_metrics(problem, request["data_dir"], request["model_dir"],
+                                   request["checkpoint"])
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr, flush=True)
+        sys.exit(1)
+    atomic.write_json(request["output"], {k: float(v) for k, v in metrics.items()}, indent=1)
+    print(f"dev perplexity {metrics['perplexity']:.4f} (loss {metrics['loss']:.4f}, token "
+          f"accuracy {metrics['token_accuracy']:.4f})", flush=True)
+
+
 def dev_loss_metrics(problem, data_dir, model_dir, checkpoint):
     """Loss, perplexity (exp of the unsmoothed per-token NLL) and token accuracy of a checkpoint
     over the whole dev split, as the trainer's evaluation computes them."""
-    import keras
-
     from t2t_lite.model_dir import loaded
     from t2t_lite.training.evaluation import Evaluator
 
     run = loaded.load(model_dir, checkpoint)
-    try:
-        evaluator = Evaluator(run.model, problem, data_dir, run.tokenizer, *run.configs,
-                              max_batches=2 ** 31 - 1, bleu_sentences=0)
-        return evaluator.loss_metrics()
-    finally:
-        del run
-        keras.backend.clear_session()
+    evaluator = Evaluator(run.model, problem, data_dir, run.tokenizer, *run.configs,
+                          max_batches=2 ** 31 - 1, bleu_sentences=0)
+    return evaluator.loss_metrics()
 
 
 def row_columns(configs):

@@ -1,0 +1,308 @@
+"""t2t-lite-table3: a tiny two-row table end to end (one row killed mid-training and resumed, the
+finished row skipped), the CPU mapping of every row against its set, failed rows, bad input."""
+import dataclasses
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from t2t_lite import hparams, registry, table3
+from t2t_lite.models.params import analytic_parameter_count
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PROBLEM = "algorithmic_copy"
+PROBLEM_PARAMS = ["num_symbols=8", "max_length=8", "train_samples=2000", "eval_samples=24"]
+# The tiny model and a handful of steps, on top of every row's set and the CPU mapping; a
+# checkpoint every 5 steps so that a row can be killed between two.
+TINY = ["ModelConfig.num_layers = 1", "ModelConfig.d_model = 16", "ModelConfig.d_ff = 32",
+        "ModelConfig.num_heads = 2", "ModelConfig.d_k = 8", "ModelConfig.d_v = 8",
+        "MAX_LENGTH = 24", "TrainConfig.batch_tokens = 512",
+        "TrainConfig.max_tokens_per_replica = 512", "TrainConfig.checkpoint_steps = 5",
+        "TrainConfig.checkpoint_minutes = 0.0", "TrainConfig.eval_batches = 1",
+        "TrainConfig.log_every = 10", "TrainConfig.mixed_precision = 'float32'"]
+STEPS = 30
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+# As a user runs it: the tool hides TensorFlow's start-up lines itself, so stderr is its own.
+USER_ENV = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("table3_data") / "data"
+    registry.problem(PROBLEM, **registry.parse_params(PROBLEM_PARAMS)).generate_data(str(folder))
+    return folder
+
+
+def command(data_dir, out_dir, *extra):
+    return [sys.executable, "-m", "t2t_lite.bin.table3", f"--problem={PROBLEM}",
+            *[f"--problem_param={p}" for p in PROBLEM_PARAMS], f"--data_dir={data_dir}",
+            f"--out_dir={out_dir}", *[f"--gin_param={g}" for g in TINY], *extra]
+
+
+# ---- end to end ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def table_run(data_dir, tmp_path_factory):
+    """The table run, killed (table and trainer) once the second row has a checkpoint, then
+    re-run with the same command: (out_dir, first run's output, second run's CompletedProcess)."""
+    out_dir = tmp_path_factory.mktemp("table3") / "out"
+    log = out_dir.parent / "first.log"
+    run = command(data_dir, out_dir, "--rows=D_smoothing0,base", "--scale=cpu",
+                  f"--train_steps={STEPS}", "--dev_sentences=12")
+    with open(log, "w") as output:
+        first = subprocess.Popen(run, stdout=output, stderr=subprocess.STDOUT, env=ENV,
+                                 cwd=ROOT, start_new_session=True)
+        killed_row = out_dir / "D_smoothing0" / "model" / "checkpoint"
+        deadline = time.monotonic() + 300
+        while (not killed_row.exists() and first.poll() is None
+               and time.monotonic() < deadline):
+            time.sleep(0.05)
+        os.killpg(first.pid, signal.SIGKILL)  # the table and the row's trainer
+        first.wait()
+    first_output = log.read_text()
+    assert killed_row.exists(), first_output[-3000:]
+    second = subprocess.run(run, capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=600)
+    assert second.returncode == 0, first_output[-2000:] + second.stdout[-3000:] + second.stderr[-3000:]
+    return out_dir, first_output, second
+
+
+@pytest.mark.slow
+def test_a_killed_row_resumes_and_a_finished_row_is_skipped(table_run):
+    out_dir, first, second = table_run
+    # The first run finished base, and was killed in D_smoothing0's training.
+    assert "[1/2] base: done: dev perplexity" in first
+    assert "[2/2] D_smoothing0: training 30 steps, eps_ls=0.0" in first
+    assert "table eta" in first
+    assert "[D_smoothing0] step" in first or "[D_smoothing0] plan:" in first
+    out = second.stdout
+    assert "[1/2] base: finished before, skipped" in out
+    assert "[base] $ t2t-lite-trainer" not in out
+    assert "[D_smoothing0] resumed from" in out
+    assert "[2/2] D_smoothing0: done: dev perplexity" in out
+
+
+@pytest.mark.slow
+def test_the_table_files_hold_every_row_as_table3_evaluates_it(table_run):
+    out_dir, _, _ = table_run
+    record = json.loads((out_dir / "table3.json").read_text())
+    assert record["problem"] == PROBLEM and record["scale"] == "cpu"
+    assert record["steps"] == STEPS and record["budget"] == {"train_steps": STEPS}
+    assert record["data_dir"] == str(pathlib.Path(record["data_dir"]).resolve())
+    assert record["precision"] == "float32" and record["machine"]["cores"] >= 1
+    assert set(record["rows"]) == {"base", "D_smoothing0"}
+    for row, entry in record["rows"].items():
+        assert entry["status"] == "done" and entry["model_dir"] == str(out_dir / row / "model")
+        result = entry["evaluation"]
+        # The last checkpoint, not averaged, decoded with beam 4 and alpha 0.6.
+        assert result["checkpoint"].endswith(f"ckpt-{STEPS}") and result["steps"] == STEPS
+        assert result["averaged"] is False and not (out_dir / row / "model" / "averaged").exists()
+        assert (result["beam_size"], result["alpha"]) == (4, 0.6)
+        assert 1.0 < result["dev"]["perplexity"] < 20.0  # 8 symbols + EOS: at most ~11 at random
+        assert 0.0 <= result["bleu"] <= 100.0 and "nrefs:1" in result["bleu_signature"]
+        assert result["seconds"]["train"] > 0 and result["seconds"]["evaluate"] > 0
+        assert entry["seconds"] == result["seconds"]
+        lines = (out_dir / row / "dev.translation").read_text().split("\n")
+        assert len(lines) == 13  # --dev_sentences=12, and the final newline
+    base, row = (record["rows"][r]["evaluation"] for r in ("base", "D_smoothing0"))
+    assert base["columns"]["eps_ls"] == 0.1 and row["columns"]["eps_ls"] == 0.0
+    assert row["varied"] == {"label_smoothing": 0.0}
+    # The CPU mapping came first, the user's bindings last (they win).
+    assert base["bindings"][:6] == table3.cpu_bindings("base")[:6]
+    assert base["bindings"][-len(TINY):] == TINY
+    markdown = (out_dir / "table3.md").read_text()
+    for text in ("| N | d_model | d_ff | h | d_k | d_v | P_drop | eps_ls | steps | PPL (dev) | "
+                 "BLEU (dev) | params ×10^6 | paper PPL | paper BLEU | paper params ×10^6 |",
+                 "| base | `base` | 1 | 16 | 32 | 2 | 8 | 8 | 0.1 | 0.1 | 30 |",
+                 "| (D) | `D_smoothing0` |  |  |  |  |  |  |  | 0.0 |  |",
+                 "| 4.92 | 25.8 | 65 |", "| 4.67 | 25.3 |  |", "AMD" if "AMD" in
+                 record["machine"]["cpu"] else "cores", "Precision: float32",
+                 "no checkpoint averaging", "beam-4, alpha-0.6", "table3.png"):
+        assert text in markdown, text
+    rows = (out_dir / "table3.csv").read_text().splitlines()
+    assert rows[0].startswith("group,row,status,reason,N,d_model") and len(rows) == 3
+    assert rows[1].startswith("base,base,done,,1,16,32,2,8,8,0.1,0.1,sinusoid,30,")
+    assert (out_dir / "table3.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_an_out_dir_of_another_problem_or_scale_is_refused_and_kept(table_run, data_dir):
+    out_dir, _, _ = table_run
+    before = {p: p.read_bytes() for p in out_dir.iterdir() if p.is_file()}
+    runs = [command(data_dir, out_dir, "--scale=paper", f"--train_steps={STEPS}"),
+            [a.replace(PROBLEM, "algorithmic_reverse") for a in command(data_dir, out_dir)]]
+    for args in runs:
+        result = subprocess.run(args, capture_output=True, text=True, env=USER_ENV, cwd=ROOT,
+                                timeout=300)
+        assert result.returncode == 1, result.stderr[-2000:]
+        errors = [l for l in result.stderr.splitlines() if l.strip()]
+        assert len(errors) == 1 and errors[0].startswith("error: "), result.stderr
+        assert "holds a Table 3 of another run" in errors[0] and "--out_dir" in errors[0]
+    assert {p: p.read_bytes() for p in out_dir.iterdir() if p.is_file()} == before
+
+
+# ---- bad input ------------------------------------------------------------------------------------
+
+def test_unknown_rows_and_missing_data_are_one_error_line_and_nothing_is_written(
+        data_dir, tmp_path):
+    empty = tmp_path / "empty_data"
+    empty.mkdir()
+    cases = {
+        "unknown": (command(data_dir, tmp_path / "out1", "--rows=base,A_heads2,Z"),
+                    ["unknown Table 3 rows 'A_heads2', 'Z'", "A_heads1_dk512"]),
+        "no data": (command(empty, tmp_path / "out2", "--rows=base"),
+                    ["t2t-lite-datagen", str(empty)]),
+        "both budgets": (command(data_dir, tmp_path / "out3", "--train_steps=5",
+                                 "--train_minutes=1"), ["not both"]),
+    }
+    processes = {name: subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True, env=USER_ENV, cwd=ROOT)
+                 for name, (args, _) in cases.items()}
+    for name, process in processes.items():
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 1, (name, err[-2000:])
+        errors = [l for l in err.splitlines() if l.strip()]
+        assert len(errors) == 1 and errors[0].startswith("error: "), (name, err)
+        for text in cases[name][1]:
+            assert text in errors[0], (name, errors[0])
+    assert not any((tmp_path / f"out{i}").exists() for i in (1, 2, 3))
+
+
+def test_a_folder_that_is_not_a_table_is_refused(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(table3.UserError, match="holds files but no table3.json"):
+        table3.Table(str(tmp_path))
+
+
+def test_rows_are_selected_by_name_or_group_in_the_papers_order():
+    assert table3.select_rows("D_smoothing0,base") == ["base", "D_smoothing0"]
+    assert table3.select_rows("B,e") == ["B_dk16", "B_dk32", "E_learned_positions"]
+    assert table3.select_rows(None) == list(table3.ROWS) == table3.select_rows("all")
+    with pytest.raises(table3.UserError, match="unknown Table 3 row 'F'"):
+        table3.select_rows("F")
+
+
+# ---- the paper's table and the CPU mapping --------------------------------------------------------
+
+def test_every_row_is_a_set_and_the_paper_numbers_are_the_papers():
+    sets = [s.split("/", 1)[1] for s in hparams.list_hparams_sets() if s.startswith("table3/")]
+    assert sorted(sets) == sorted(table3.ROWS)
+    assert [table3.PAPER_BY_ROW[r].group for r in table3.ROWS] == (
+        ["base"] + ["A"] * 4 + ["B"] * 2 + ["C"] * 7 + ["D"] * 4 + ["E"])
+    paper = {r.name: (r.ppl, r.bleu) for r in table3.PAPER}
+    assert paper["base"] == (4.92, 25.8) and paper["A_heads1_dk512"] == (5.29, 24.9)
+    assert paper["C_dmodel1024_dk128"] == (4.66, 26.0) and paper["E_learned_positions"] == (
+        4.92, 25.7)
+    # The sets' analytic size at the paper's ~37k vocabulary is the paper's column (within 7%).
+    for row in table3.PAPER:
+        if row.params:
+            count = analytic_parameter_count(hparams.load(table3.set_name(row.name))[0], 37000)
+            assert abs(count / 1e6 - row.params) / row.params < 0.07, (row.name, count)
+
+
+def _fields(configs):
+    values = {}
+    for config in configs:
+        values.update(dataclasses.asdict(config))
+        if hasattr(config, "key_dim"):
+            values.update(d_k=config.key_dim, d_v=config.value_dim)
+    return values
+
+
+def test_the_cpu_mapping_of_every_row_varies_what_its_set_varies_in_proportion():
+    paper_base = _fields(hparams.load("table3/base"))
+    cpu_base = _fields(hparams.load("table3/base", table3.cpu_bindings("base")))
+    assert {k: cpu_base[k] for k in table3.DIMENSIONS} == table3.CPU_BASE
+    assert cpu_base["batch_tokens"] == 4096 and cpu_base["budget_schedule"] is True
+    for row in table3.ROWS:
+        paper = _fields(hparams.load(table3.set_name(row)))
+        mapped = _fields(hparams.load(table3.set_name(row), table3.cpu_bindings(row)))
+        paper_changes = {k for k in paper if paper[k] != paper_base[k]}
+        cpu_changes = {k for k in mapped if mapped[k] != cpu_base[k]}
+        assert paper_changes == cpu_changes, row
+        for name in paper_changes:
+            if name not in table3.DIMENSIONS:  # dropout, smoothing, positions: the paper's
+                assert mapped[name] == paper[name], (row, name)
+            elif name == "num_heads" and mapped[name] == 1:  # one head cannot be halved
+                assert paper[name] / paper_base[name] < 1 / cpu_base[name]
+            elif name in ("d_k", "d_v"):  # the total width h * d_k keeps its ratio
+                assert (mapped[name] * mapped["num_heads"] / (cpu_base[name] * cpu_base["num_heads"])
+                        == paper[name] * paper["num_heads"] / (paper_base[name] *
+                                                               paper_base["num_heads"])), row
+            else:
+                assert mapped[name] / cpu_base[name] == paper[name] / paper_base[name], (row, name)
+        # Rows A keep h * d_k = d_model, as in the paper.
+        if row.startswith("A_"):
+            assert mapped["num_heads"] * mapped["d_k"] == mapped["d_model"]
+    heads = {r: _fields(hparams.load(table3.set_name(r), table3.cpu_bindings(r)))["num_heads"]
+             for r in table3.ROWS if r.startswith("A_")}
+    assert heads == {"A_heads1_dk512": 1, "A_heads4_dk128": 2, "A_heads16_dk32": 8,
+                     "A_heads32_dk16": 16}
+
+
+def test_docs_show_the_mapping_the_code_applies():
+    docs = (ROOT / "docs" / "table3.md").read_text(encoding="utf-8")
+    assert table3.mapping_markdown() in docs
+
+
+# ---- failures, minutes -----------------------------------------------------------------------------
+
+def test_failure_reason_is_the_tools_error_line_or_its_exit():
+    tail = ["step 40/100 loss nan", "error: training diverged at step 41: loss is nan; the last "
+            "good checkpoint (M/ckpt-40) was kept. Try a lower learning rate or more warmup."]
+    assert table3.failure_reason("t2t-lite-trainer", 1, tail).startswith(
+        "t2t-lite-trainer: training diverged at step 41")
+    assert table3.failure_reason("t2t-lite-decoder", -9, ["decoded 3 lines"]) == (
+        "t2t-lite-decoder: killed by signal 9 (out of memory?): decoded 3 lines")
+
+
+def _fake_result(row, steps, ppl, bleu):
+    return {"row": row, "status": "done", "steps": steps, "dev": {"perplexity": ppl, "loss": 1.0},
+            "bleu": bleu, "chrf": 50.0, "precision": "float32", "machine": table3.machine(),
+            "seconds": {"train": 10.0 * steps, "evaluate": 5.0}}
+
+
+def test_a_failed_row_is_reported_the_others_run_and_a_rerun_tries_it_again(
+        data_dir, tmp_path, monkeypatch):
+    calls = []
+    fail = {"C_layers2"}
+
+    def run(self, row, plan, steps, minutes):
+        calls.append((row, steps, minutes))
+        if row in fail:
+            raise table3.RowFailed("t2t-lite-trainer: training diverged at step 7: loss is nan")
+        # Under --train_minutes base sets everyone's steps: it reaches 17.
+        return _fake_result(row, 17 if minutes else steps, 5.0 + len(calls), 20.0 + len(calls))
+
+    monkeypatch.setattr(table3.RowRunner, "run", run)
+    lines = []
+    options = table3.TableOptions(problem=PROBLEM, data_dir=str(data_dir),
+                                  out_dir=str(tmp_path / "out"), rows="C_layers2,C_layers4",
+                                  train_minutes=0.5, gin_params=TINY,
+                                  problem_params=PROBLEM_PARAMS)
+    record = table3.run_table(options, echo=lambda *a, **k: lines.append(" ".join(a)))
+    # base was not selected, but --train_minutes trains it first: its steps are the budget.
+    assert calls == [("base", None, 0.5), ("C_layers2", 17, None), ("C_layers4", 17, None)]
+    assert record["steps"] == 17
+    assert {r: e["status"] for r, e in record["rows"].items()} == {
+        "base": "done", "C_layers2": "failed", "C_layers4": "done"}
+    assert "diverged at step 7" in record["rows"]["C_layers2"]["reason"]
+    markdown = (tmp_path / "out" / "table3.md").read_text()
+    assert "| failed |" in markdown
+    assert "- `C_layers2` failed: t2t-lite-trainer: training diverged at step 7" in markdown
+    assert "base trained 0.5 minutes and reached step 17" in markdown
+    assert any("C_layers2: FAILED" in line for line in lines)
+    assert any("table eta" in line for line in lines)
+
+    fail.clear()
+    calls.clear()
+    lines.clear()
+    record = table3.run_table(options, echo=lambda *a, **k: lines.append(" ".join(a)))
+    assert calls == [("C_layers2", 17, None)]  # finished rows skipped, the failed one retried
+    assert any("failed before (t2t-lite-trainer: training diverged" in l for l in lines)
+    assert all(e["status"] == "done" for e in record["rows"].values())
+    assert not (tmp_path / "out" / "C_layers2" / table3.FAILURE).exists()
