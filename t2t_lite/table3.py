@@ -33,6 +33,7 @@ import json
 import math
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import time
@@ -640,7 +641,8 @@ def _eta(table, plans, remaining, minutes):
     """Seconds the remaining rows should take: training at the FLOP rate measured on the
     finished rows (weighted by each row's size), plus their mean evaluation time; base under
     --train_minutes takes its minutes. None before anything is measured."""
-    measured = [(table.result(r), plans[r]) for r in plans if table.result(r)]
+    measured = [(table.result(r), plans[r]) for r in plans if table.result(r)
+                and math.isfinite(table.result(r)["seconds"]["train"])]
     steps = table.record.get("steps")
     seconds = 0.0
     if measured:
@@ -678,7 +680,7 @@ def _refresh_rows(table, plans):
 def run_tool(name, args, prefix, echo):
     """Runs `python -m t2t_lite.bin.<name> args`, its stdout and stderr streamed with `prefix`
     (TensorFlow's start-up noise dropped); returns (exit status, its last lines)."""
-    echo(f"{prefix} $ t2t-lite-{name.replace('_', '-')} {' '.join(args)}", flush=True)
+    echo(f"{prefix} $ t2t-lite-{name.replace('_', '-')} {shlex.join(args)}", flush=True)
     return run_streamed([sys.executable, "-m", f"t2t_lite.bin.{name}", *args], prefix, echo)
 
 
