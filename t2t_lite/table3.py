@@ -113,7 +113,7 @@ CPU_BASE = {"num_layers": 3, "d_model": 256, "d_ff": 1024, "num_heads": 4, "d_k"
 CPU_TRAINING = (
     "TrainConfig.batch_tokens = 4096",
     "TrainConfig.max_tokens_per_replica = 4096",
-    "TrainConfig.mixed_precision = 'auto'",
+    'TrainConfig.mixed_precision = "auto"',
     "TrainConfig.budget_schedule = True",
     "TrainConfig.budget_warmup_fraction = 0.33",
     "TrainConfig.budget_decay_fraction = 0.4",
@@ -470,7 +470,7 @@ def _plan(row, scale, gin_params, precision, vocab_size, base_configs=None):
     bindings = scale_bindings(row, scale) + list(gin_params)
     configs = _load(row, bindings)
     if configs[1].mixed_precision != precision:  # "auto": decided once, for every row
-        bindings.append(f"TrainConfig.mixed_precision = '{precision}'")
+        bindings.append(f'TrainConfig.mixed_precision = "{precision}"')
         configs = _load(row, bindings)
     return RowPlan(row, bindings, configs, _varied(configs, base_configs or configs),
                    analytic_parameter_count(configs[0], vocab_size),
