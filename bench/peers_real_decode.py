@@ -88,16 +88,16 @@ def fail(message):
 
 def run_files(run_dir):
     """RUN's data dir, model dir, newest export, test source/reference and SentencePiece model."""
-    from t2t_lite.export import exporter
+    from t2t_lite.inference import saved_model
 
     data, model = os.path.join(run_dir, "data"), os.path.join(run_dir, "model")
     export_root = os.path.join(run_dir, "export")
-    versions = exporter.versions(export_root)
+    versions = saved_model.versions(export_root)
     spm_models = [n for n in os.listdir(data) if n.endswith(".spm.model")] if os.path.isdir(
         data) else []
     files = dict(data=data, model=model, source=os.path.join(run_dir, "test.src"),
                  reference=os.path.join(run_dir, "test.ref"),
-                 export=exporter.latest_version_dir(export_root) if versions else None,
+                 export=saved_model.latest_version_dir(export_root) if versions else None,
                  spm=os.path.join(data, spm_models[0]) if len(spm_models) == 1 else None)
     missing = [k for k, v in files.items() if not v or not os.path.exists(v)]
     if missing:

@@ -45,11 +45,10 @@ def _rows(result):
 def main(argv):
     del argv
     import tensorflow as tf
-    import tensorflow_text  # noqa: F401  SentencePiece / WordPiece ops
 
-    from t2t_lite.export import exporter
+    from t2t_lite.inference import saved_model
 
-    loaded = tf.saved_model.load(exporter.latest_version_dir(FLAGS.export_dir))
+    loaded = saved_model.load(FLAGS.export_dir)
     sig = loaded.signatures
     sources = FLAGS.sentence
     targets = FLAGS.target or sources

@@ -95,7 +95,7 @@ def run_demo(run_dir, problem="translate_ende_gettext", hparams_set="small_cpu",
     # Without --average_last, the tool averages the set's own TrainConfig.average_last.
     run.tool("avg_checkpoints", f"--model_dir={model_dir}",
              *([f"--num_last={average_last}"] if average_last else []))
-    from t2t_lite.export import exporter
+    from t2t_lite.inference import saved_model
     from t2t_lite.model_dir.checkpoints import resolve_checkpoint
 
     checkpoint = resolve_checkpoint(model_dir)  # the average just written
@@ -104,7 +104,7 @@ def run_demo(run_dir, problem="translate_ende_gettext", hparams_set="small_cpu",
         out, timings["export"] = run.tool("exporter", f"--model_dir={model_dir}",
                                           f"--export_dir={export_dir}",
                                           f"--checkpoint_path={checkpoint}")
-        run.state["export_path"] = exporter.latest_version_dir(export_dir)
+        run.state["export_path"] = saved_model.latest_version_dir(export_dir)
         run.state["exported_from"] = checkpoint
         run.state.pop("translated_with", None)
         run.save_state()

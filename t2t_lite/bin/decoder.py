@@ -11,7 +11,6 @@ Writes exactly one line per input line, in input order, a chunk of lines at a ti
 with --decode_to_file re-run with the same command continues after its last finished chunk.
 Progress and a final summary (empty, truncated and invalid-UTF-8 line counts) go to stderr.
 """
-import os
 import sys
 
 from absl import flags
@@ -107,13 +106,10 @@ def _translator(searches):
                             "fixed (t2t-lite-exporter --decode_precision)")
     if FLAGS.checkpoint_path:
         raise cli.UserError("--checkpoint_path needs --model_dir (an export holds one checkpoint)")
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  registers the tokenizer ops the SavedModel uses
+    from t2t_lite.inference import batch_decode, saved_model
 
-    from t2t_lite.export import exporter
-    from t2t_lite.inference import batch_decode
-    version_dir = exporter.latest_version_dir(FLAGS.export_dir)
-    translator = tf.saved_model.load(version_dir)
+    version_dir = saved_model.latest_version_dir(FLAGS.export_dir)
+    translator = saved_model.load(version_dir)
     beam_size = batch_decode.settings(translator)["beam_size"]
     if FLAGS.beam_size is not None and FLAGS.beam_size != beam_size:
         raise cli.UserError(f"{version_dir} was exported with beam size {beam_size}; re-export "
@@ -136,28 +132,6 @@ def _ctranslate2_translator(searches):
         searches=searches)
 
 
-def _model_identity():
-    """What identifies the model a resumed run must decode with: the checkpoint or export files."""
-    def stamp(path):
-        try:
-            status = os.stat(path)
-        except OSError as error:
-            raise cli.UserError(f"cannot read the model at {path} ({error.strerror})") from None
-        return {"path": os.path.abspath(path), "size": status.st_size,
-                "mtime_ns": status.st_mtime_ns}
-
-    if FLAGS.model_dir:
-        from t2t_lite.model_dir import checkpoints
-
-        checkpoint = checkpoints.resolve_checkpoint(FLAGS.model_dir, FLAGS.checkpoint_path)
-        return stamp(checkpoint + ".index")
-    from t2t_lite.export import exporter
-
-    if FLAGS.engine == "ctranslate2":
-        return stamp(os.path.join(FLAGS.export_dir, "model.bin"))
-    return stamp(os.path.join(exporter.latest_version_dir(FLAGS.export_dir), "saved_model.pb"))
-
-
 # Flags that change what is written: a resumed run must use the same values.
 OUTPUT_FLAGS = ("engine", "compute_type", "decode_precision", "beam_size", "alpha",
                 "extra_length", "nbest", "print_scores", "batch_tokens", "chunk_lines",
@@ -177,7 +151,9 @@ def main(argv):
     if FLAGS.decode_to_file:
         # Checked before the model loads: a run that cannot resume says so at once.
         output = resume.ResumableOutput(FLAGS.decode_to_file, {
-            "input": source.identity(), "model": _model_identity(),
+            "input": source.identity(),
+            "model": resume.model_identity(FLAGS.model_dir, FLAGS.checkpoint_path,
+                                           FLAGS.export_dir, FLAGS.engine),
             "settings": {name: FLAGS[name].value for name in OUTPUT_FLAGS},
             "parallel_searches": searches}, start_over=FLAGS.start_over)
     else:

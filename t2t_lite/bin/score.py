@@ -9,7 +9,6 @@ chunk at a time and batched by length; a killed run with --output_file resumes l
 What had to be mended (missing sides, empty targets, invalid UTF-8, truncation) is counted in the
 summary on stderr.
 """
-import os
 import sys
 
 from absl import flags
@@ -59,20 +58,16 @@ def _translator():
     if FLAGS.alpha is not None or FLAGS.checkpoint_path:
         raise cli.UserError("--alpha and --checkpoint_path need --model_dir (an export's are "
                             "fixed)")
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  registers the tokenizer ops the SavedModel uses
+    from t2t_lite.inference import saved_model
 
-    from t2t_lite.export import exporter
-
-    return tf.saved_model.load(exporter.latest_version_dir(FLAGS.export_dir))
+    return saved_model.load(FLAGS.export_dir)
 
 
 def _identity(source):
-    from t2t_lite.inference import line_input
+    from t2t_lite.inference import line_input, resume
 
-    model = FLAGS.model_dir or FLAGS.export_dir
-    return {"input": source.identity(), "model": os.path.abspath(model),
-            "checkpoint": FLAGS.checkpoint_path, "alpha": FLAGS.alpha,
+    model = resume.model_identity(FLAGS.model_dir, FLAGS.checkpoint_path, FLAGS.export_dir)
+    return {"input": source.identity(), "model": model, "alpha": FLAGS.alpha,
             "batch_tokens": FLAGS.batch_tokens, "chunk_lines": FLAGS.chunk_lines,
             "pairs": isinstance(source, line_input.LineInput)}
 

@@ -13,32 +13,14 @@ import tensorflow as tf
 
 from t2t_lite.errors import UserError
 from t2t_lite.inference import translator
+from t2t_lite.inference.saved_model import versions
 
 METADATA_FILE = os.path.join("assets.extra", "t2t_lite.json")
-
-
-def versions(export_dir):
-    """The integer versions already in export_dir, ascending."""
-    if not os.path.isdir(export_dir):
-        return []
-    return sorted(int(name) for name in os.listdir(export_dir)
-                  if name.isdigit() and os.path.isdir(os.path.join(export_dir, name)))
 
 
 def next_version(export_dir):
     existing = versions(export_dir)
     return existing[-1] + 1 if existing else 1
-
-
-def latest_version_dir(export_dir):
-    """export_dir itself if it holds a SavedModel, else its newest version folder."""
-    if os.path.isfile(os.path.join(export_dir, "saved_model.pb")):
-        return export_dir
-    existing = versions(export_dir)
-    if not existing:
-        raise UserError(f"no SavedModel in {export_dir} (expected {export_dir}/<version>/"
-                        "saved_model.pb); export one with t2t-lite-exporter")
-    return os.path.join(export_dir, str(existing[-1]))
 
 
 def save(module, export_dir):

@@ -35,6 +35,26 @@ def _first_difference(recorded, current, prefix=""):
     return None
 
 
+def model_identity(model_dir=None, checkpoint_path=None, export_dir=None, engine="tensorflow"):
+    """What identifies the model a resumed run must use: the file that holds it (a checkpoint's
+    index, an export's saved_model.pb, a CTranslate2 model.bin) with its size and mtime."""
+    if model_dir:
+        from t2t_lite.model_dir import checkpoints
+
+        path = checkpoints.resolve_checkpoint(model_dir, checkpoint_path) + ".index"
+    elif engine == "ctranslate2":
+        path = os.path.join(export_dir, "model.bin")
+    else:
+        from t2t_lite.inference import saved_model
+
+        path = os.path.join(saved_model.latest_version_dir(export_dir), "saved_model.pb")
+    try:
+        status = os.stat(path)
+    except OSError as error:
+        raise UserError(f"cannot read the model at {path} ({error.strerror})") from None
+    return {"path": os.path.abspath(path), "size": status.st_size, "mtime_ns": status.st_mtime_ns}
+
+
 class StreamOutput:
     """Finished chunks written to a binary stream (stdout) and flushed at once: no resume."""
 

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from t2t_lite.errors import UserError
 from t2t_lite.export import exporter
+from t2t_lite.inference import saved_model
 from t2t_lite.inference import batch_decode
 from t2t_lite.model_dir import loaded
 
@@ -115,12 +116,12 @@ def test_version_folders(tmp_path):
     for name in ("1", "3", "notaversion", ".incomplete-x"):
         (tmp_path / name).mkdir()
     (tmp_path / "7").write_text("a file, not a version")
-    assert exporter.versions(str(tmp_path)) == [1, 3]
+    assert saved_model.versions(str(tmp_path)) == [1, 3]
     assert exporter.next_version(str(tmp_path)) == 4
     assert exporter.next_version(str(tmp_path / "missing")) == 1
-    assert exporter.latest_version_dir(str(tmp_path)) == str(tmp_path / "3")
+    assert saved_model.latest_version_dir(str(tmp_path)) == str(tmp_path / "3")
     with pytest.raises(UserError, match="no SavedModel"):
-        exporter.latest_version_dir(str(tmp_path / "notaversion"))
+        saved_model.latest_version_dir(str(tmp_path / "notaversion"))
 
 
 def test_export_layout(export_version_dir):
