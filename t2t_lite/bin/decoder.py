@@ -142,6 +142,8 @@ def main(argv):
     _check_flags()
     from t2t_lite.inference import line_input, resume
 
+    if FLAGS.decode_to_file:  # before TensorFlow loads: a mistake is reported at once
+        resume.check_output_path(FLAGS.decode_to_file)
     source = (line_input.LineInput(path=FLAGS.decode_from_file, num_shards=FLAGS.num_shards,
                                    shard_index=FLAGS.shard_index) if FLAGS.decode_from_file
               else line_input.LineInput(stream=sys.stdin.buffer, num_shards=FLAGS.num_shards,

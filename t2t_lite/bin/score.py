@@ -48,16 +48,22 @@ def _input():
     return line_input.LineInput(stream=sys.stdin.buffer)
 
 
-def _translator():
+def _check_flags():
     if bool(FLAGS.model_dir) == bool(FLAGS.export_dir):
         raise cli.UserError("give exactly one of --model_dir and --export_dir")
+    if FLAGS.export_dir and (FLAGS.alpha is not None or FLAGS.checkpoint_path):
+        raise cli.UserError("--alpha and --checkpoint_path need --model_dir (an export's are "
+                            "fixed)")
+    for name in ("batch_tokens", "chunk_lines"):
+        if FLAGS[name].value < 1:
+            raise cli.UserError(f"--{name} must be >= 1, got {FLAGS[name].value}")
+
+
+def _translator():
     if FLAGS.model_dir:
         from t2t_lite.inference import translator
 
         return translator.from_model_dir(FLAGS.model_dir, FLAGS.checkpoint_path, alpha=FLAGS.alpha)
-    if FLAGS.alpha is not None or FLAGS.checkpoint_path:
-        raise cli.UserError("--alpha and --checkpoint_path need --model_dir (an export's are "
-                            "fixed)")
     from t2t_lite.inference import saved_model
 
     return saved_model.load(FLAGS.export_dir)
@@ -73,15 +79,13 @@ def _identity(source):
 
 
 def main(argv):
-    for name in ("batch_tokens", "chunk_lines"):
-        if FLAGS[name].value < 1:
-            raise cli.UserError(f"--{name} must be >= 1, got {FLAGS[name].value}")
+    _check_flags()
     from t2t_lite.inference import resume
 
     source = _input()
     output = (resume.ResumableOutput(FLAGS.output_file, _identity(source),
-                                     start_over=FLAGS.start_over) if FLAGS.output_file
-              else resume.StreamOutput(sys.stdout.buffer))
+                                     start_over=FLAGS.start_over, flag="--output_file")
+              if FLAGS.output_file else resume.StreamOutput(sys.stdout.buffer))
     scorer = _translator()
     from t2t_lite.inference import scoring
 

@@ -55,6 +55,15 @@ def model_identity(model_dir=None, checkpoint_path=None, export_dir=None, engine
     return {"path": os.path.abspath(path), "size": status.st_size, "mtime_ns": status.st_mtime_ns}
 
 
+def check_output_path(path, flag="--decode_to_file"):
+    """UserError unless `path` can become an output file: its folder exists, it is no folder."""
+    if os.path.isdir(path):
+        raise UserError(f"{flag} {path} is a directory; name a file")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UserError(f"{flag}: folder {folder} does not exist")
+
+
 class StreamOutput:
     """Finished chunks written to a binary stream (stdout) and flushed at once: no resume."""
 
@@ -79,15 +88,11 @@ class ResumableOutput:
     lines_done / offset: where the input continues (0 / None for a fresh run).
     """
 
-    def __init__(self, path, run_identity, start_over=False):
+    def __init__(self, path, run_identity, start_over=False, flag="--decode_to_file"):
         self.path, self.identity = path, run_identity
         self.progress_path = path + PROGRESS_SUFFIX
         self.lines_done, self.offset, self.out_bytes = 0, None, 0
-        if os.path.isdir(path):
-            raise UserError(f"--decode_to_file {path} is a directory; name a file")
-        folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(folder):
-            raise UserError(f"--decode_to_file: folder {folder} does not exist")
+        check_output_path(path, flag)
         if run_identity.get("input") is None:
             start_over = True  # a pipe cannot be recognised, so never resumed
         if os.path.exists(self.progress_path) and not start_over:
