@@ -79,12 +79,12 @@ def _write_lines(path, lines):
     atomic.write_text(path, "".join(line + "\n" for line in lines))
 
 
-def file_in_folder(folder, name, named_in):
+def file_in_folder(folder, name, named_in, kind="model_dir"):
     """folder/name for a vocabulary `name` that `named_in` (a file) gives: a file name alone,
     since a path would read (and an export would ship) a file from outside the folder."""
     if not isinstance(name, str) or name in ("", ".", "..") or os.path.basename(name) != name:
         raise UserError(f"{named_in} names the vocabulary {name!r}; it must be a file name "
-                        "inside the folder")
+                        f"inside the {kind}")
     return os.path.join(folder, name)
 
 

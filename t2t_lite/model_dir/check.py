@@ -90,9 +90,10 @@ def checkpoint_shapes(checkpoint_path):
         shapes = reader.get_variable_to_shape_map()
         graph = trackable_object_graph_pb2.TrackableObjectGraph()
         graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
-    except (tf.errors.OpError, ValueError) as error:
-        raise UserError(f"cannot read checkpoint {checkpoint_path}: {checkpoint_path}.index is "
-                        f"damaged or truncated ({' '.join(str(error).split())[:200]})") from None
+    except (tf.errors.OpError, IndexError, ValueError) as error:
+        damaged = checkpoints.damaged_file(checkpoint_path) or checkpoint_path + ".index"
+        raise UserError(f"cannot read checkpoint {checkpoint_path}: {damaged} is damaged or "
+                        f"truncated ({' '.join(str(error).split())[:200]})") from None
     found = {}
     queue = [(child.node_id, "model") for child in graph.nodes[0].children
              if child.local_name == "model"]

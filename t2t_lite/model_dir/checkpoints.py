@@ -100,7 +100,7 @@ def missing_files(path):
     return [os.path.join(directory, name) for name in expected if name not in shards]
 
 
-def _damaged_file(path):
+def damaged_file(path):
     """Which file of an unreadable checkpoint is at fault, or None if every tensor reads."""
     try:
         reader = tf.train.load_checkpoint(path)
@@ -130,7 +130,7 @@ def restore(checkpoint, path, partial=False):
         status.assert_existing_objects_matched()
     except (tf.errors.OpError, IndexError, ValueError, AssertionError) as error:
         detail = " ".join(str(error).split())[:300]
-        damaged = _damaged_file(path)
+        damaged = damaged_file(path)
         if damaged:
             raise UserError(f"cannot read checkpoint {path}: {damaged} is damaged or truncated "
                             f"({detail})") from None
