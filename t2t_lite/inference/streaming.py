@@ -25,5 +25,4 @@ def run_chunks(line_input, output, chunk_lines, process, verb, unit, stream=sys.
         assert len(outputs) == len(lines)
         output.append(outputs, offset)
         done += len(lines)
-        progress(0)
     output.finish()
