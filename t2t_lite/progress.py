@@ -21,14 +21,17 @@ class ProgressLine:
         self.verb, self.unit, self.total, self.initial = verb, unit, total, initial
         self.stream, self.interval, self.clock = stream, interval, clock
         self.start = self.last = clock()
+        self.finished_printed = False
 
     def __call__(self, done, total=None, detail=None, force=False):
         total = self.total if total is None else total
         now = self.clock()
         finished = total is not None and done >= total
+        if finished and self.finished_printed:
+            return False
         if not (force or finished) and now - self.last < self.interval:
             return False
-        self.last = now
+        self.last, self.finished_printed = now, finished
         elapsed = max(now - self.start, 1e-9)
         rate = (done - self.initial) / elapsed
         count = f"{done}/{total}" if total is not None else f"{done}"

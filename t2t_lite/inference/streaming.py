@@ -25,4 +25,5 @@ def run_chunks(line_input, output, chunk_lines, process, verb, unit, stream=sys.
         assert len(outputs) == len(lines)
         output.append(outputs, offset)
         done += len(lines)
+        progress(0)  # a chunk of empty lines reports nothing itself
     output.finish()
