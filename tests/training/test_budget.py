@@ -185,8 +185,9 @@ def test_budgeted_trainer_plans_from_its_step_rate_and_replans_when_resumed(tmp_
     # The warmup is fixed once passed, at 20% of the total planned then; a machine that slows
     # down (or speeds up) afterwards moves the total, not the warmup.
     assert total == fits and 0.1 * total <= warmup <= 0.4 * total and averaged[-1] == total
-    # The deadline stays a hard stop; the plan leaves room, so the run normally ends on plan.
-    assert 0 < stopped <= total
+    # The deadline stays a hard stop; the plan leaves room, so the run normally ends on plan,
+    # the plan in force being within the 2% that re-plans move before they are printed.
+    assert 0 < stopped <= 1.02 * total
     # Re-plans under 2% are not printed, so the window's exact steps may have moved a little:
     # the newest three checkpoints (average_last = 3) lie in the final 10% of the run.
     numbers = sorted(int(p.rsplit("-", 1)[1]) for p in tf.train.get_checkpoint_state(
