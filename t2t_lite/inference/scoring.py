@@ -50,13 +50,12 @@ def split_tsv(raw, stats):
     return _clean(columns[0], stats), _clean(columns[1], stats)
 
 
-def zip_parallel(source_lines, target_lines, stats):
-    """Lines of two parallel files (the shorter padded with missing sides) -> text pairs."""
-    count = max(len(source_lines), len(target_lines))
-    stats.missing_side += count - min(len(source_lines), len(target_lines))
-    source_lines = list(source_lines) + [b""] * (count - len(source_lines))
-    target_lines = list(target_lines) + [b""] * (count - len(target_lines))
-    return [(_clean(s, stats), _clean(t, stats)) for s, t in zip(source_lines, target_lines)]
+def split_parallel(pair, stats):
+    """A (source line, target line) of two parallel files, None past the shorter file's end ->
+    (source, target) texts; a missing side is counted and scored as empty."""
+    if None in pair:
+        stats.missing_side += 1
+    return tuple(_clean(side or b"", stats) for side in pair)
 
 
 def _clean(raw, stats):
@@ -106,11 +105,8 @@ def score_stream(translator, pair_input, output, chunk_lines, batch_tokens=4096)
 
     def score_chunk(items, progress):
         start = time.monotonic()
-        if items and isinstance(items[0], tuple):
-            pairs = zip_parallel([s for s, _ in items if s is not None],
-                                 [t for _, t in items if t is not None], stats)
-        else:
-            pairs = [split_tsv(raw, stats) for raw in items]
+        split = split_parallel if items and isinstance(items[0], tuple) else split_tsv
+        pairs = [split(item, stats) for item in items]
         results = score_pairs(translator, pairs, batch_tokens=batch_tokens, stats=stats)
         stats.seconds += time.monotonic() - start
         progress(len(items))
