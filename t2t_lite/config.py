@@ -91,6 +91,9 @@ class TrainConfig:
     checkpoint_steps: int = 0  # 0: time-based only
     keep_checkpoints: int = 20
     average_last: int = 5  # checkpoints averaged at the end (paper: 5 base, 20 big)
+    # "last": the newest average_last (the paper); "dev": those, unless the dev evaluations say
+    # the run stopped improving before them (model_dir/dev_history.py).
+    average_window: str = "last"
     # "auto": bfloat16 where the CPU/GPU runs it measurably faster, else float32 (precision.py).
     mixed_precision: str = "float32"  # or "auto", "mixed_bfloat16", "mixed_float16"
     # Budgeted runs (training/budget.py): fit warmup, decay, evaluation and the averaging window
@@ -101,6 +104,10 @@ class TrainConfig:
     budget_decay_fraction: float = 0.8  # the final share of steps decaying linearly to 0
     budget_average_fraction: float = 0.05  # the window the last `average_last` checkpoints span
     budget_eval_fraction: float = 0.05  # at most this share of the budget goes to dev evaluation
+    # P_drop from the passes over the training data the plan makes (training/regularisation.py):
+    # ((passes, P_drop), ...), ascending; the last pair whose passes the plan reaches wins.
+    # Empty: the set's ModelConfig.dropout.
+    budget_dropout: tuple = ()
     jit_compile: bool = False
     seed: int = 1
 
@@ -119,6 +126,13 @@ class TrainConfig:
                      "budget_decay_fraction"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+        if self.average_window not in ("last", "dev"):
+            raise ValueError(f"average_window must be 'last' or 'dev', got {self.average_window!r}")
+        passes = [pair[0] for pair in self.budget_dropout]
+        if (any(len(pair) != 2 or not 0.0 <= pair[1] < 1.0 for pair in self.budget_dropout)
+                or passes != sorted(passes)):
+            raise ValueError("budget_dropout must be ((passes, P_drop), ...) with passes "
+                             f"ascending and P_drop in [0, 1), got {self.budget_dropout}")
         if self.train_minutes < 0 or self.log_every < 1:
             raise ValueError(f"train_minutes must be >= 0 and log_every >= 1, got "
                              f"{self.train_minutes} and {self.log_every}")

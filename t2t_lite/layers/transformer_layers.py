@@ -94,6 +94,10 @@ def _residual(config, name):
 class _SublayerStack(keras.layers.Layer):
     """What encoder and decoder layers share: the feed-forward block in its Residual."""
 
+    def residuals(self):
+        """The layer's Residual wrappers (each holds the dropout on a sub-layer's output)."""
+        return [value for value in vars(self).values() if isinstance(value, Residual)]
+
     def _feed_forward_block(self, x, training):
         h = self.feed_forward_residual.before(x)
         return self.feed_forward_residual.after(x, self.feed_forward(h, training=training),

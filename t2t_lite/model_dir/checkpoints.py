@@ -175,24 +175,49 @@ def _number(path):
         return -1
 
 
-def average_checkpoints(model_dir, num_last, output_dir=None):
-    """Averages the model weights of the last `num_last` checkpoints (paper: 5 base, 20 big).
+def checkpoints_to_average(model_dir, num_last, window="last"):
+    """The checkpoints `average_checkpoints` should average, and why.
+
+    window "last": the last `num_last` (the paper's recipe). "dev": the same while the run still
+    improved into them; when the run's dev history (dev_history.py) has its best evaluation
+    before them, the evaluated checkpoints at the best instead (dev_history.choose_window).
+    """
+    from t2t_lite.model_dir import dev_history
+
+    if num_last < 1:
+        raise UserError(f"--num_last must be >= 1, got {num_last}")
+    if window not in WINDOWS:
+        raise UserError(f"--window must be one of {', '.join(WINDOWS)}, got {window!r}")
+    paths = checkpoint_paths(model_dir)
+    if not paths:
+        raise UserError(f"no checkpoints in {model_dir}")
+    if window == "last":
+        chosen = paths[-num_last:]
+        return chosen, f"the last {len(chosen)}"
+    numbered = [(_number(path), path) for path in paths]
+    chosen, reason = dev_history.choose_window(numbered, dev_history.read(model_dir), num_last)
+    return [path for _, path in chosen], reason
+
+
+# How checkpoints_to_average picks: the newest N, or by the dev history.
+WINDOWS = ("last", "dev")
+
+
+def average_checkpoints(model_dir, num_last, output_dir=None, paths=None):
+    """Averages the model weights of the last `num_last` checkpoints (paper: 5 base, 20 big), or
+    of `paths` (checkpoints_to_average's choice).
 
     Writes a checkpoint with the same structure (`model/...`) to output_dir (default
-    model_dir/averaged), numbered like the newest input, which the decoder and exporter prefer.
-    Older listed checkpoints whose files are gone are skipped (with a warning); a newest one with
-    files missing is a UserError. Fewer than `num_last` are averaged if fewer exist. Returns
-    (written path, averaged paths).
+    model_dir/averaged), numbered like the newest checkpoint of model_dir, so that the decoder and
+    exporter prefer it. Older listed checkpoints whose files are gone are skipped (with a
+    warning); a newest one with files missing is a UserError. Fewer than `num_last` are averaged
+    if fewer exist. Returns (written path, averaged paths).
     """
     from t2t_lite import models
     from t2t_lite.model_dir import files
 
-    if num_last < 1:
-        raise UserError(f"--num_last must be >= 1, got {num_last}")
-    paths = checkpoint_paths(model_dir)
-    if not paths:
-        raise UserError(f"no checkpoints in {model_dir}")
-    chosen = paths[-num_last:]
+    chosen = paths or checkpoints_to_average(model_dir, num_last)[0]
+    newest = checkpoint_paths(model_dir)[-1]
 
     from t2t_lite.model_dir import check
 
@@ -217,4 +242,4 @@ def average_checkpoints(model_dir, num_last, output_dir=None):
         weight.assign(tf.cast(total / len(chosen), weight.dtype))
     output_dir = output_dir or os.path.join(model_dir, "averaged")
     manager = tf.train.CheckpointManager(checkpoint, output_dir, max_to_keep=1)
-    return manager.save(checkpoint_number=max(_number(chosen[-1]), 0)), chosen
+    return manager.save(checkpoint_number=max(_number(newest), 0)), chosen

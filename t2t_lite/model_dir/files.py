@@ -179,6 +179,8 @@ def _typed(field_type, value):
     annotated with anything but a plain class (Optional[...], a string) is left to the class."""
     if not isinstance(field_type, type):
         return value
+    if field_type is tuple and isinstance(value, list):  # JSON has no tuples
+        return tuple(tuple(item) if isinstance(item, list) else item for item in value)
     if (field_type is bool) == isinstance(value, bool):  # neither or both
         if field_type is float and isinstance(value, int):
             return value

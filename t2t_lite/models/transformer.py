@@ -64,6 +64,24 @@ class Transformer(keras.Model):
                                    if pre else None)
         self._build_all()
 
+    def dropout_layers(self):
+        """The layers P_drop applies to (section 5.4): each sub-layer's output and the sums of
+        embeddings and positions."""
+        residuals = [residual for layer in self.encoder_layers + self.decoder_layers
+                     for residual in layer.residuals()]
+        return [self.encoder_input_dropout, self.decoder_input_dropout,
+                *(residual.dropout for residual in residuals)]
+
+    def set_dropout(self, rate):
+        """Changes P_drop of a built model (a budgeted run fits it to its plan). A rate above 0
+        needs the model built with a rate above 0 (Keras makes a dropout layer's random state
+        at construction); traced training steps keep the old rate until traced again."""
+        for layer in self.dropout_layers():
+            if rate > 0 and not hasattr(layer, "seed_generator"):
+                raise ValueError(f"cannot set dropout {rate}: the model was built without "
+                                 "dropout")
+            layer.rate = rate
+
     def _build_all(self):
         """Creates every variable up front so checkpoints restore before the first call."""
         hidden = (None, None, self.config.d_model)

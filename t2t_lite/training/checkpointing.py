@@ -1,5 +1,6 @@
 """The training loop's checkpoints, as a hook: on the set's timer or step count, where another
-hook asks (the budget plan's averaging window), and after the last step."""
+hook asks (the budget plan's averaging window and its dev evaluations, so that the averager can
+choose evaluated weights), and after the last step."""
 from t2t_lite.training.hooks import Hook
 
 
@@ -19,7 +20,7 @@ class Checkpoints(Hook):
 
     def after_step(self, state):
         self.trained_seconds.assign(state.trained_seconds)
-        if self.keeper.due(state.step) or state.checkpoint_due:
+        if self.keeper.due(state.step) or state.checkpoint_due or state.evaluation_due:
             self._save(state)
 
     def end(self, state):

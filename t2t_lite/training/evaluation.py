@@ -19,6 +19,7 @@ from t2t_lite.errors import UserError
 from t2t_lite.inference import batch_decode, parallel_search, translator
 from t2t_lite.metrics import parseval
 from t2t_lite.metrics.bleu import corpus_scores
+from t2t_lite.model_dir import dev_history
 from t2t_lite.training.hooks import Hook
 from t2t_lite.training.loss import batch_statistics
 
@@ -132,20 +133,6 @@ class Evaluator:
 
 # Problem.dev_metric -> the Evaluator method computing it.
 DEV_METRICS = ("bleu", "parseval")
-# Metrics where higher is better, checked in this order to pick the best checkpoint.
-PRIMARY_METRICS = ("bleu", "f1")
-
-
-def is_better(metrics, best):
-    """Higher BLEU (translation) or bracket F1 (parsing) wins when both have it; else lower loss."""
-    if best is None:
-        return True
-    for key in PRIMARY_METRICS:
-        if key in metrics and key in best:
-            return metrics[key] > best[key]
-    return metrics["loss"] < best["loss"]
-
-
 class Evaluation(Hook):
     """Dev evaluation in the training loop, the best weights kept in `best_dir`, early stopping.
 
@@ -154,14 +141,16 @@ class Evaluation(Hook):
       "plan": at the steps another hook asks for (state.evaluation_due: the budget plan's);
       "checkpoints": after each checkpoint save.
     The final weights are evaluated at the end unless they are the best already. With
-    `early_stopping_evals` N, N evaluations in a row without a better one stop the run.
+    `early_stopping_evals` N, N evaluations in a row without a better one stop the run. Each
+    evaluation is appended to `history_dir`'s dev history, which the averager reads.
     """
 
-    def __init__(self, evaluator, best_dir, when, early_stopping_evals=None):
+    def __init__(self, evaluator, best_dir, when, early_stopping_evals=None, history_dir=None):
         if not (when in ("plan", "checkpoints") or (isinstance(when, int) and when > 0)):
             raise ValueError(f"evaluation policy {when!r}: an integer > 0, 'plan' or "
                              "'checkpoints'")
         self.evaluator, self.when = evaluator, when
+        self.history_dir = history_dir  # where dev_evaluations.jsonl goes (model_dir/dev_history)
         self.early_stopping_evals = early_stopping_evals
         self.best_keeper = tf.train.CheckpointManager(tf.train.Checkpoint(model=evaluator.model),
                                                       best_dir, max_to_keep=1)
@@ -194,7 +183,9 @@ class Evaluation(Hook):
         state.evaluation_seconds.append(time.monotonic() - start)
         state.dev_metrics = metrics
         print(f"dev at step {state.step}: {format_metrics(metrics)}", flush=True)
-        if is_better(metrics, state.best_metrics):
+        if self.history_dir:
+            dev_history.append(self.history_dir, state.step, metrics)
+        if dev_history.is_better(metrics, state.best_metrics):
             state.best_metrics = dict(metrics, step=state.step)
             self.evals_without_improvement = 0
             self.best_keeper.save(checkpoint_number=state.step)

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from t2t_lite.training.loss import batch_statistics
 
-STAT_NAMES = ("loss", "nll", "correct", "tokens", "source_tokens")
+STAT_NAMES = ("loss", "nll", "correct", "tokens", "source_tokens", "sequences")
 
 
 class TrainSteps:
@@ -41,14 +41,20 @@ class TrainSteps:
                 self.accumulated_tokens = tf.Variable(
                     0.0, trainable=False, synchronization=tf.VariableSynchronization.ON_READ,
                     aggregation=tf.VariableAggregation.SUM, name="accumulated_tokens")
-        signature = None if element_spec is None else [element_spec]
+        self.signature = None if element_spec is None else [element_spec]
+        self.jit_compile = jit_compile
+        self.retrace()
+
+    def retrace(self):
+        """New step functions, traced again at their next call: a traced step keeps the Python
+        values it read (a dropout rate the budget plan changed)."""
+        signature = self.signature
         self.micro_step = tf.function(self._distributed_micro, input_signature=signature,
                                       reduce_retracing=signature is None, autograph=False)
         self.final_step = tf.function(self._distributed_final, input_signature=signature,
                                       reduce_retracing=signature is None, autograph=False)
-        self.jit_compile = jit_compile
         self._gradients_fn = (tf.function(self._gradients, jit_compile=True, autograph=False)
-                              if jit_compile else self._gradients)
+                              if self.jit_compile else self._gradients)
 
     def train_step(self, iterator):
         """One optimizer step over `accumulate_steps` micro-batches from a distributed iterator;
@@ -74,6 +80,9 @@ class TrainSteps:
                 loss = self.optimizer.scale_loss(loss)
         grads = tape.gradient(loss, self.model.trainable_variables)
         stats["source_tokens"] = tf.reduce_sum(tf.cast(batch["inputs"] != 0, tf.float32))
+        # Sentence pairs in the batch: how a budgeted run counts its passes over the data.
+        stats["sequences"] = tf.reduce_sum(
+            tf.cast(tf.reduce_any(batch["targets"] != 0, axis=1), tf.float32))
         return grads, stats
 
     def _replica_micro(self, batch):

@@ -19,19 +19,21 @@ from absl import logging
 
 from t2t_lite import hparams, models, registry
 from t2t_lite.errors import UserError
+from t2t_lite.model_dir import dev_history
 from t2t_lite.model_dir import files as model_dir_files
 from t2t_lite.model_dir.checkpoints import CheckpointKeeper, checkpoint_paths
 from t2t_lite.models.params import analytic_parameter_count
 from t2t_lite.training import precision as precision_lib
 from t2t_lite.training import strategy as strategy_lib
 from t2t_lite.training import warm_start as warm_start_lib
-from t2t_lite.training.budget import BudgetPlanner
+from t2t_lite.training.budget import RATE_SKIP_STEPS, RATE_STEPS, BudgetPlanner
 from t2t_lite.training.checkpointing import Checkpoints
 from t2t_lite.training.divergence import DivergenceGuard
 from t2t_lite.training.evaluation import Evaluation, Evaluator
 from t2t_lite.training.flops import training_flops
 from t2t_lite.training.hooks import TrainState
 from t2t_lite.training.progress import Progress, Summaries
+from t2t_lite.training.regularisation import DropoutPlan, train_examples
 from t2t_lite.training.schedule import make_schedule, optimizer_with, peak_learning_rate
 from t2t_lite.training.steps import TrainSteps
 
@@ -248,6 +250,8 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
     step = int(parts.optimizer.iterations.numpy())
     if restored:
         print(f"resumed from {restored} at step {step}", flush=True)
+    elif chief:
+        dev_history.reset(options.model_dir)  # a fresh run's evaluations only
     if chief:
         # Written after the model and optimizer exist, so it lists every value gin supplied.
         model_dir_files.write_operative_config(options.model_dir)
@@ -272,7 +276,16 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
     progress = Progress(every=options.log_every)
     guard = DivergenceGuard(parts.model, probe, train_config.label_smoothing, keeper,
                             loss_scaling=steps.loss_scaling)
-    hooks = [*_planner(options, model_config, train_config, parts), guard, progress,
+    planner = _planner(options, model_config, train_config, parts)
+    if planner and train_config.budget_dropout:
+        def apply_dropout(rate):
+            parts.model.set_dropout(rate)
+            steps.retrace()
+        planner.append(DropoutPlan(train_config.budget_dropout,
+                                   train_examples(problem, options.data_dir), apply_dropout,
+                                   current=model_config.dropout,
+                                   measure_after=RATE_SKIP_STEPS + RATE_STEPS))
+    hooks = [*planner, guard, progress,
              Checkpoints(keeper, parts.trained_seconds, check=guard.verify),
              *_evaluation(options, problem, tokenizer, parts.model, model_config, train_config,
                           decode_config, chief)]
@@ -302,7 +315,17 @@ class _Parts:
 
 def _build(strategy, model_config, train_config, vocab_size, train_steps):
     with strategy.scope():
-        model = models.build(model_config, vocab_size)
+        if train_config.budget_schedule and train_config.budget_dropout:
+            # Built with the highest rate the plan may choose (a dropout layer makes its random
+            # state at construction), then trained at the set's rate until the plan chooses.
+            highest = max([model_config.dropout] + [rate for _, rate in train_config.budget_dropout])
+            model = models.build(dataclasses.replace(model_config, dropout=highest), vocab_size)
+            if not hasattr(model, "set_dropout"):
+                raise UserError(f"TrainConfig.budget_dropout: model {model_config.model!r} "
+                                "cannot change its dropout")
+            model.set_dropout(model_config.dropout)
+        else:
+            model = models.build(model_config, vocab_size)
         plan_variables = None
         if train_config.budget_schedule:
             # The schedule hangs on two variables the plan sets once the step rate is
@@ -348,7 +371,8 @@ def _evaluation(options, problem, tokenizer, model, model_config, train_config, 
     when = ("plan" if train_config.budget_schedule
             else options.eval_every_steps or "checkpoints")
     return [Evaluation(evaluator, os.path.join(options.model_dir, "best"), when,
-                       early_stopping_evals=options.early_stopping_evals),
+                       early_stopping_evals=options.early_stopping_evals,
+                       history_dir=options.model_dir),
             Summaries(os.path.join(options.model_dir, "train"))]
 
 

@@ -1,0 +1,123 @@
+"""The dev evaluations a run made (model_dir/dev_evaluations.jsonl), which is better, and which
+checkpoints to average when the dev score says the run stopped improving.
+
+The trainer appends one JSON line per dev evaluation ({"step": N, "loss": ..., "bleu": ...});
+a resumed run appends to the same file. The averager reads it for `--window=dev`.
+"""
+import json
+import os
+
+from t2t_lite import atomic
+
+HISTORY = "dev_evaluations.jsonl"
+# Metrics where higher is better, checked in this order; without them, lower loss is better.
+PRIMARY_METRICS = ("bleu", "f1")
+# Checkpoints whose dev score is this close to the best count as "at the best" for averaging:
+# a relative share of the loss, or points of BLEU / F1.
+NEAR_BEST_LOSS = 0.01
+NEAR_BEST_POINTS = 0.5
+
+
+def is_better(metrics, best):
+    """Higher BLEU (translation) or bracket F1 (parsing) wins when both have it; else lower loss."""
+    if best is None:
+        return True
+    for key in PRIMARY_METRICS:
+        if key in metrics and key in best:
+            return metrics[key] > best[key]
+    return metrics["loss"] < best["loss"]
+
+
+def near_best(metrics, best):
+    """Whether `metrics` is within the averaging tolerance of `best`, on the metric is_better
+    compares."""
+    for key in PRIMARY_METRICS:
+        if key in metrics and key in best:
+            return metrics[key] >= best[key] - NEAR_BEST_POINTS
+    return metrics["loss"] <= best["loss"] * (1.0 + NEAR_BEST_LOSS)
+
+
+def append(model_dir, step, metrics):
+    """Adds one evaluation to the run's history."""
+    record = {"step": int(step), **{k: float(v) for k, v in metrics.items()
+                                    if isinstance(v, (int, float)) and k != "step"}}
+    with open(os.path.join(model_dir, HISTORY), "a", encoding="utf-8") as f:
+        f.write(json.dumps(record, sort_keys=True) + "\n")
+
+
+def read(model_dir):
+    """{step: metrics} of every evaluation recorded (a step evaluated twice: the later one).
+    Lines cut off by a killed run are skipped."""
+    history = {}
+    path = os.path.join(model_dir, HISTORY)
+    if not os.path.exists(path):
+        return history
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                record = json.loads(line)
+                history[int(record.pop("step"))] = record
+            except (ValueError, KeyError, TypeError):
+                continue
+    return history
+
+
+def reset(model_dir):
+    """Forgets the history (a fresh run in a model_dir whose checkpoints were removed)."""
+    atomic.write_text(os.path.join(model_dir, HISTORY), "")
+
+
+def choose_window(checkpoints, history, num_last):
+    """The checkpoints to average and why, given (step, path) pairs in step order and the dev
+    history.
+
+    The paper averages the last N checkpoints, which is right while the run still improves.
+    When the best dev evaluation lies before those N (the run stopped improving: it overfits or
+    diverged late), the average is taken where the dev score is best instead: the best evaluated
+    checkpoint and the evaluated checkpoints next to it whose score is within the tolerance of
+    the best (NEAR_BEST_*), at most N, nearest first.
+    """
+    last = checkpoints[-num_last:]
+    evaluated = [(step, path) for step, path in checkpoints if step in history]
+    if not evaluated:
+        return last, f"the last {len(last)} (no dev evaluation of a kept checkpoint)"
+    best_step, best = None, None
+    for step, _ in evaluated:
+        if is_better(history[step], best):
+            best_step, best = step, history[step]
+    if best_step >= last[0][0]:
+        return last, (f"the last {len(last)}: the best dev evaluation (step {best_step}) is "
+                      "among them")
+    index = [step for step, _ in evaluated].index(best_step)
+    chosen = [evaluated[index]]
+    below, above = index - 1, index + 1
+    while len(chosen) < num_last:
+        candidates = [i for i in (below, above) if 0 <= i < len(evaluated)
+                      and near_best(history[evaluated[i][0]], best)]
+        if not candidates:
+            break
+        nearest = min(candidates, key=lambda i: abs(evaluated[i][0] - best_step))
+        chosen.append(evaluated[nearest])
+        if nearest == below:
+            below -= 1
+        else:
+            above += 1
+    chosen.sort()
+    latest = max(history)
+    return chosen, (f"dev stopped improving: best at step {best_step} ({_score(best)}), "
+                    f"{_score(history[latest])} at step {latest}; the {len(chosen)} evaluated "
+                    f"checkpoints within {_tolerance(best)} of the best")
+
+
+def _score(metrics):
+    for key in PRIMARY_METRICS:
+        if key in metrics:
+            return f"{key} {metrics[key]:.2f}"
+    return f"loss {metrics['loss']:.4f}"
+
+
+def _tolerance(metrics):
+    for key in PRIMARY_METRICS:
+        if key in metrics:
+            return f"{NEAR_BEST_POINTS} {key}"
+    return f"{NEAR_BEST_LOSS:.0%} loss"
