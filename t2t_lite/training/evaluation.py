@@ -140,7 +140,7 @@ class Evaluation(Hook):
       an integer N: every N steps (--eval_every_steps);
       "plan": at the steps another hook asks for (state.evaluation_due: the budget plan's);
       "checkpoints": after each checkpoint save.
-    The final weights are evaluated at the end unless they are the best already. With
+    The final weights are evaluated at the end unless that step was just evaluated. With
     `early_stopping_evals` N, N evaluations in a row without a better one stop the run. Each
     evaluation is appended to `history_dir`'s dev history, which the averager reads.
     """
@@ -155,6 +155,7 @@ class Evaluation(Hook):
         self.best_keeper = tf.train.CheckpointManager(tf.train.Checkpoint(model=evaluator.model),
                                                       best_dir, max_to_keep=1)
         self.evals_without_improvement = 0
+        self.evaluated_step = None  # the step last evaluated (the end does not repeat it)
 
     def _due(self, state):
         if self.when == "plan":
@@ -173,8 +174,7 @@ class Evaluation(Hook):
         return None
 
     def end(self, state):
-        best = state.best_metrics
-        if state.step > 0 and (best is None or best.get("step") != state.step):
+        if state.step > 0 and self.evaluated_step != state.step:
             self._evaluate(state)
 
     def _evaluate(self, state):
@@ -182,6 +182,7 @@ class Evaluation(Hook):
         metrics = self.evaluator.evaluate()
         state.evaluation_seconds.append(time.monotonic() - start)
         state.dev_metrics = metrics
+        self.evaluated_step = state.step
         print(f"dev at step {state.step}: {format_metrics(metrics)}", flush=True)
         if self.history_dir:
             dev_history.append(self.history_dir, state.step, metrics)

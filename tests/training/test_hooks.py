@@ -117,9 +117,17 @@ def test_checkpoints_then_evaluation_after_each_save_with_early_stopping(tmp_pat
     assert state.best_metrics == {"loss": 2.0, "step": 4}
     assert tf.train.latest_checkpoint(str(tmp_path / "best")).endswith("-4")
     assert state.last_checkpoint == "ckpt-8" and float(trained_seconds.numpy()) > 0
-    # The final weights were not the best, so the end evaluates them once more.
-    assert len(state.evaluation_seconds) == 5
-    assert "dev at step 8: loss 2.6" in capsys.readouterr().out
+    # The stop came from step 8's evaluation: the end does not evaluate the same weights again.
+    assert len(state.evaluation_seconds) == 4
+    out = capsys.readouterr().out
+    assert "dev at step 8: loss 2.6" in out and out.count("dev at step 8") == 1
+
+
+def test_the_end_evaluates_final_weights_no_evaluation_saw(tmp_path):
+    evaluation = Evaluation(FakeEvaluator([3.0, 2.5]), str(tmp_path / "best"), 4)
+    state, train_step = counting_state(6)
+    assert loop(state, train_step, [evaluation]) == "train_steps"
+    assert len(state.evaluation_seconds) == 2 and state.best_metrics == {"loss": 2.5, "step": 6}
 
 
 def test_evaluation_every_n_steps_and_the_best_is_not_evaluated_twice(tmp_path):
