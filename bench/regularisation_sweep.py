@@ -1,0 +1,128 @@
+"""Dropout and label smoothing against the planned number of passes: the measurements behind the
+budget planner's regularisation rule (training/regularisation.py, docs/results.md).
+
+Each point is `t2t-lite-demo --train_steps=N --train_minutes=0` with the set's regularisation
+overridden by gin bindings, on the same data (one datagen, shared by every run). Runs are
+step-capped, so the figures do not depend on the machine's speed, only the wall times do. A point
+whose results.json exists is skipped: re-running the script resumes the sweep.
+
+  python bench/regularisation_sweep.py --out_dir=runs/sweep --points=1600:0.1,1600:0.2,400:0.1
+  python bench/regularisation_sweep.py --out_dir=runs/sweep --report   # the table only
+
+A point is STEPS:DROPOUT[:LABEL_SMOOTHING][:rREPEAT]; a repeat uses another seed. The `auto`
+dropout leaves the planner's rule in charge.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+DEV_LINE = re.compile(r"dev at step (\d+): loss \S+\s+perplexity (\S+)")
+PASSES = re.compile(r"plan: ([\d.]+) passes over")
+CHOSEN = re.compile(r"dropout (\S+) \(TrainConfig.budget_dropout\)")
+AVERAGED = re.compile(r"averaged \d+ checkpoints \((.*)\) into")
+
+
+def parse_point(text):
+    fields = text.split(":")
+    point = {"steps": int(fields[0]), "dropout": fields[1], "label_smoothing": None, "repeat": 0}
+    for field in fields[2:]:
+        if field.startswith("r"):
+            point["repeat"] = int(field[1:])
+        else:
+            point["label_smoothing"] = field
+    return point
+
+
+def point_name(point):
+    name = f"s{point['steps']}_d{point['dropout']}"
+    if point["label_smoothing"] is not None:
+        name += f"_ls{point['label_smoothing']}"
+    if point["repeat"]:
+        name += f"_r{point['repeat']}"
+    return name
+
+
+def run_point(point, out_dir, data_dir, demo):
+    run_dir = os.path.join(out_dir, point_name(point))
+    if os.path.exists(os.path.join(run_dir, "results.json")):
+        return
+    os.makedirs(run_dir, exist_ok=True)
+    if not os.path.exists(os.path.join(run_dir, "data")):
+        os.symlink(os.path.abspath(data_dir), os.path.join(run_dir, "data"))
+    args = [demo, f"--run_dir={run_dir}", f"--train_steps={point['steps']}", "--train_minutes=0"]
+    if point["dropout"] != "auto":  # the set's rule off, the rate fixed
+        args += [f"--gin_param=ModelConfig.dropout={point['dropout']}",
+                 "--gin_param=TrainConfig.budget_dropout=()"]
+    if point["label_smoothing"] is not None:
+        args.append(f"--gin_param=TrainConfig.label_smoothing={point['label_smoothing']}")
+    if point["repeat"]:
+        args.append(f"--gin_param=TrainConfig.seed={1 + point['repeat']}")
+    start = time.monotonic()
+    with open(os.path.join(run_dir, "demo.log"), "w") as log:
+        code = subprocess.call(args, stdout=log, stderr=subprocess.STDOUT)
+    print(f"{point_name(point)}: exit {code} after {(time.monotonic() - start) / 60:.1f} min",
+          flush=True)
+
+
+def read_point(run_dir):
+    """The point's figures: passes planned, the rule's dropout, dev perplexity (last and best),
+    the averaged window, test BLEU."""
+    with open(os.path.join(run_dir, "demo.log")) as f:
+        log = f.read()
+    devs = [(int(s), float(p)) for s, p in DEV_LINE.findall(log)]
+    passes, chosen, averaged = PASSES.findall(log), CHOSEN.findall(log), AVERAGED.findall(log)
+    with open(os.path.join(run_dir, "results.json")) as f:
+        results = json.load(f)
+    best = min(devs, key=lambda d: d[1]) if devs else (None, None)
+    return {"passes": float(passes[-1]) if passes else None,
+            "chosen_dropout": chosen[-1] if chosen else None,
+            "final_dev_ppl": devs[-1][1] if devs else None,
+            "best_dev_ppl": best[1], "best_dev_step": best[0],
+            "averaged": averaged[-1] if averaged else None,
+            "test_bleu": results["bleu"], "train_minutes": results["seconds"]["train"] / 60}
+
+
+def report(out_dir):
+    rows = []
+    for name in sorted(os.listdir(out_dir)):
+        run_dir = os.path.join(out_dir, name)
+        if not os.path.exists(os.path.join(run_dir, "results.json")):
+            continue
+        rows.append((name, read_point(run_dir)))
+    print("| run | passes | dropout | final dev ppl | best dev ppl (step) | test BLEU | "
+          "train min | averaged |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    for name, r in rows:
+        def f(value, spec):
+            return "" if value is None else format(value, spec)
+        print(f"| {name} | {f(r['passes'], '.1f')} | {r['chosen_dropout'] or ''} | "
+              f"{f(r['final_dev_ppl'], '.2f')} | {f(r['best_dev_ppl'], '.2f')} "
+              f"({f(r['best_dev_step'], 'd')}) | {r['test_bleu']:.2f} | "
+              f"{r['train_minutes']:.1f} | {r['averaged'] or ''} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out_dir", required=True)
+    parser.add_argument("--data_dir", help="the problem's data (default: OUT_DIR/data, made once)")
+    parser.add_argument("--points", default="", help="STEPS:DROPOUT[:LS][:rN],...")
+    parser.add_argument("--report", action="store_true", help="print the table and exit")
+    args = parser.parse_args()
+    os.makedirs(args.out_dir, exist_ok=True)
+    if not args.report:
+        demo = os.path.join(os.path.dirname(sys.executable), "t2t-lite-demo")
+        data_dir = args.data_dir or os.path.join(args.out_dir, "data")
+        if not os.path.exists(data_dir):
+            subprocess.check_call([os.path.join(os.path.dirname(sys.executable), "t2t-lite-datagen"),
+                                   "--problem=translate_ende_gettext", f"--data_dir={data_dir}"])
+        for text in filter(None, args.points.split(",")):
+            run_point(parse_point(text), args.out_dir, data_dir, demo)
+    report(args.out_dir)
+
+
+if __name__ == "__main__":
+    main()
