@@ -277,15 +277,9 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
     guard = DivergenceGuard(parts.model, probe, train_config.label_smoothing, keeper,
                             loss_scaling=steps.loss_scaling)
     planner = _planner(options, model_config, train_config, parts)
-    if planner and train_config.budget_dropout:
-        def apply_dropout(rate):
-            parts.model.set_dropout(rate)
-            steps.retrace()
-        planner.append(DropoutPlan(train_config.budget_dropout,
-                                   train_examples(problem, options.data_dir), apply_dropout,
-                                   current=model_config.dropout,
-                                   measure_after=RATE_SKIP_STEPS + RATE_STEPS))
-    hooks = [*planner, guard, progress,
+    hooks = [*planner, *_dropout_plan(options, problem, model_config, train_config, parts.model,
+                                      steps, planned=bool(planner)),
+             guard, progress,
              Checkpoints(keeper, parts.trained_seconds, check=guard.verify),
              *_evaluation(options, problem, tokenizer, parts.model, model_config, train_config,
                           decode_config, chief)]
@@ -318,7 +312,8 @@ def _build(strategy, model_config, train_config, vocab_size, train_steps):
         if train_config.budget_schedule and train_config.budget_dropout:
             # Built with the highest rate the plan may choose (a dropout layer makes its random
             # state at construction), then trained at the set's rate until the plan chooses.
-            highest = max([model_config.dropout] + [rate for _, rate in train_config.budget_dropout])
+            highest = max(model_config.dropout,
+                          *(rate for _, rate in train_config.budget_dropout))
             model = models.build(dataclasses.replace(model_config, dropout=highest), vocab_size)
             if not hasattr(model, "set_dropout"):
                 raise UserError(f"TrainConfig.budget_dropout: model {model_config.model!r} "
@@ -356,6 +351,20 @@ def _planner(options, model_config, train_config, parts):
     return [BudgetPlanner(train_config, options.train_steps, *parts.plan_variables, peak,
                           log_every=options.log_every, eval_batches=options.eval_batches,
                           bleu_sentences=options.bleu_sentences)]
+
+
+def _dropout_plan(options, problem, model_config, train_config, model, steps, planned):
+    """The hook fitting dropout to the planned passes, for a budgeted run with a rule."""
+    if not (planned and train_config.budget_dropout):
+        return []
+
+    def apply(rate):
+        model.set_dropout(rate)
+        steps.retrace()
+
+    return [DropoutPlan(train_config.budget_dropout, train_examples(problem, options.data_dir),
+                        apply, current=model_config.dropout,
+                        measure_after=RATE_SKIP_STEPS + RATE_STEPS)]
 
 
 def _evaluation(options, problem, tokenizer, model, model_config, train_config, decode_config,
