@@ -11,7 +11,13 @@ import time
 
 import pytest
 
-from t2t_lite import hparams, registry, table3
+from t2t_lite import hparams, registry
+from t2t_lite.errors import UserError
+from t2t_lite.table3 import mapping, row_runner, selection
+from t2t_lite.table3.machine import machine
+from t2t_lite.table3.paper import PAPER, PAPER_BY_ROW, ROWS, set_name
+from t2t_lite.table3.run import TableOptions, run_table
+from t2t_lite.table3.table import FAILURE, Table
 from t2t_lite.models.params import analytic_parameter_count
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -112,7 +118,7 @@ def test_the_table_files_hold_every_row_as_table3_evaluates_it(table_run):
     assert base["columns"]["eps_ls"] == 0.1 and row["columns"]["eps_ls"] == 0.0
     assert row["varied"] == {"label_smoothing": 0.0}
     # The CPU mapping came first, the user's bindings last (they win).
-    assert base["bindings"][:6] == table3.cpu_bindings("base")[:6]
+    assert base["bindings"][:6] == mapping.cpu_bindings("base")[:6]
     assert base["bindings"][-len(TINY):] == TINY
     markdown = (out_dir / "table3.md").read_text()
     for text in ("| N | d_model | d_ff | h | d_k | d_v | P_drop | eps_ls | steps | PPL (dev) | "
@@ -174,33 +180,33 @@ def test_unknown_rows_and_missing_data_are_one_error_line_and_nothing_is_written
 
 def test_a_folder_that_is_not_a_table_is_refused(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
-    with pytest.raises(table3.UserError, match="holds files but no table3.json"):
-        table3.Table(str(tmp_path))
+    with pytest.raises(UserError, match="holds files but no table3.json"):
+        Table(str(tmp_path))
 
 
 def test_rows_are_selected_by_name_or_group_in_the_papers_order():
-    assert table3.select_rows("D_smoothing0,base") == ["base", "D_smoothing0"]
-    assert table3.select_rows("B,e") == ["B_dk16", "B_dk32", "E_learned_positions"]
-    assert table3.select_rows(None) == list(table3.ROWS) == table3.select_rows("all")
-    with pytest.raises(table3.UserError, match="unknown Table 3 row 'F'"):
-        table3.select_rows("F")
+    assert selection.select_rows("D_smoothing0,base") == ["base", "D_smoothing0"]
+    assert selection.select_rows("B,e") == ["B_dk16", "B_dk32", "E_learned_positions"]
+    assert selection.select_rows(None) == list(ROWS) == selection.select_rows("all")
+    with pytest.raises(UserError, match="unknown Table 3 row 'F'"):
+        selection.select_rows("F")
 
 
 # ---- the paper's table and the CPU mapping --------------------------------------------------------
 
 def test_every_row_is_a_set_and_the_paper_numbers_are_the_papers():
     sets = [s.split("/", 1)[1] for s in hparams.list_hparams_sets() if s.startswith("table3/")]
-    assert sorted(sets) == sorted(table3.ROWS)
-    assert [table3.PAPER_BY_ROW[r].group for r in table3.ROWS] == (
+    assert sorted(sets) == sorted(ROWS)
+    assert [PAPER_BY_ROW[r].group for r in ROWS] == (
         ["base"] + ["A"] * 4 + ["B"] * 2 + ["C"] * 7 + ["D"] * 4 + ["E"])
-    paper = {r.name: (r.ppl, r.bleu) for r in table3.PAPER}
+    paper = {r.name: (r.ppl, r.bleu) for r in PAPER}
     assert paper["base"] == (4.92, 25.8) and paper["A_heads1_dk512"] == (5.29, 24.9)
     assert paper["C_dmodel1024_dk128"] == (4.66, 26.0) and paper["E_learned_positions"] == (
         4.92, 25.7)
     # The sets' analytic size at the paper's ~37k vocabulary is the paper's column (within 7%).
-    for row in table3.PAPER:
+    for row in PAPER:
         if row.params:
-            count = analytic_parameter_count(hparams.load(table3.set_name(row.name))[0], 37000)
+            count = analytic_parameter_count(hparams.load(set_name(row.name))[0], 37000)
             assert abs(count / 1e6 - row.params) / row.params < 0.07, (row.name, count)
 
 
@@ -215,17 +221,17 @@ def _fields(configs):
 
 def test_the_cpu_mapping_of_every_row_varies_what_its_set_varies_in_proportion():
     paper_base = _fields(hparams.load("table3/base"))
-    cpu_base = _fields(hparams.load("table3/base", table3.cpu_bindings("base")))
-    assert {k: cpu_base[k] for k in table3.DIMENSIONS} == table3.CPU_BASE
+    cpu_base = _fields(hparams.load("table3/base", mapping.cpu_bindings("base")))
+    assert {k: cpu_base[k] for k in mapping.DIMENSIONS} == mapping.CPU_BASE
     assert cpu_base["batch_tokens"] == 4096 and cpu_base["budget_schedule"] is True
-    for row in table3.ROWS:
-        paper = _fields(hparams.load(table3.set_name(row)))
-        mapped = _fields(hparams.load(table3.set_name(row), table3.cpu_bindings(row)))
+    for row in ROWS:
+        paper = _fields(hparams.load(set_name(row)))
+        mapped = _fields(hparams.load(set_name(row), mapping.cpu_bindings(row)))
         paper_changes = {k for k in paper if paper[k] != paper_base[k]}
         cpu_changes = {k for k in mapped if mapped[k] != cpu_base[k]}
         assert paper_changes == cpu_changes, row
         for name in paper_changes:
-            if name not in table3.DIMENSIONS:  # dropout, smoothing, positions: the paper's
+            if name not in mapping.DIMENSIONS:  # dropout, smoothing, positions: the paper's
                 assert mapped[name] == paper[name], (row, name)
             elif name == "num_heads" and mapped[name] == 1:  # one head cannot be halved
                 assert paper[name] / paper_base[name] < 1 / cpu_base[name]
@@ -238,15 +244,15 @@ def test_the_cpu_mapping_of_every_row_varies_what_its_set_varies_in_proportion()
         # Rows A keep h * d_k = d_model, as in the paper.
         if row.startswith("A_"):
             assert mapped["num_heads"] * mapped["d_k"] == mapped["d_model"]
-    heads = {r: _fields(hparams.load(table3.set_name(r), table3.cpu_bindings(r)))["num_heads"]
-             for r in table3.ROWS if r.startswith("A_")}
+    heads = {r: _fields(hparams.load(set_name(r), mapping.cpu_bindings(r)))["num_heads"]
+             for r in ROWS if r.startswith("A_")}
     assert heads == {"A_heads1_dk512": 1, "A_heads4_dk128": 2, "A_heads16_dk32": 8,
                      "A_heads32_dk16": 16}
 
 
 def test_docs_show_the_mapping_the_code_applies():
     docs = (ROOT / "docs" / "table3.md").read_text(encoding="utf-8")
-    assert table3.mapping_markdown() in docs
+    assert mapping.mapping_markdown() in docs
 
 
 # ---- failures, minutes -----------------------------------------------------------------------------
@@ -254,15 +260,15 @@ def test_docs_show_the_mapping_the_code_applies():
 def test_failure_reason_is_the_tools_error_line_or_its_exit():
     tail = ["step 40/100 loss nan", "error: training diverged at step 41: loss is nan; the last "
             "good checkpoint (M/ckpt-40) was kept. Try a lower learning rate or more warmup."]
-    assert table3.failure_reason("t2t-lite-trainer", 1, tail).startswith(
+    assert row_runner.failure_reason("t2t-lite-trainer", 1, tail).startswith(
         "t2t-lite-trainer: training diverged at step 41")
-    assert table3.failure_reason("t2t-lite-decoder", -9, ["decoded 3 lines"]) == (
+    assert row_runner.failure_reason("t2t-lite-decoder", -9, ["decoded 3 lines"]) == (
         "t2t-lite-decoder: killed by signal 9 (out of memory?): decoded 3 lines")
 
 
 def _fake_result(row, steps, ppl, bleu):
     return {"row": row, "status": "done", "steps": steps, "dev": {"perplexity": ppl, "loss": 1.0},
-            "bleu": bleu, "chrf": 50.0, "precision": "float32", "machine": table3.machine(),
+            "bleu": bleu, "chrf": 50.0, "precision": "float32", "machine": machine(),
             "seconds": {"train": 10.0 * steps, "evaluate": 5.0}}
 
 
@@ -274,17 +280,16 @@ def test_a_failed_row_is_reported_the_others_run_and_a_rerun_tries_it_again(
     def run(self, row, plan, steps, minutes):
         calls.append((row, steps, minutes))
         if row in fail:
-            raise table3.RowFailed("t2t-lite-trainer: training diverged at step 7: loss is nan")
+            raise row_runner.RowFailed("t2t-lite-trainer: training diverged at step 7: loss is nan")
         # Under --train_minutes base sets everyone's steps: it reaches 17.
         return _fake_result(row, 17 if minutes else steps, 5.0 + len(calls), 20.0 + len(calls))
 
-    monkeypatch.setattr(table3.RowRunner, "run", run)
+    monkeypatch.setattr(row_runner.RowRunner, "run", run)
     lines = []
-    options = table3.TableOptions(problem=PROBLEM, data_dir=str(data_dir),
-                                  out_dir=str(tmp_path / "out"), rows="C_layers2,C_layers4",
-                                  train_minutes=0.5, gin_params=TINY,
-                                  problem_params=PROBLEM_PARAMS)
-    record = table3.run_table(options, echo=lambda *a, **k: lines.append(" ".join(a)))
+    options = TableOptions(problem=PROBLEM, data_dir=str(data_dir),
+                           out_dir=str(tmp_path / "out"), rows="C_layers2,C_layers4",
+                           train_minutes=0.5, gin_params=TINY, problem_params=PROBLEM_PARAMS)
+    record = run_table(options, echo=lambda *a, **k: lines.append(" ".join(a)))
     # base was not selected, but --train_minutes trains it first: its steps are the budget.
     assert calls == [("base", None, 0.5), ("C_layers2", 17, None), ("C_layers4", 17, None)]
     assert record["steps"] == 17
@@ -301,8 +306,8 @@ def test_a_failed_row_is_reported_the_others_run_and_a_rerun_tries_it_again(
     fail.clear()
     calls.clear()
     lines.clear()
-    record = table3.run_table(options, echo=lambda *a, **k: lines.append(" ".join(a)))
+    record = run_table(options, echo=lambda *a, **k: lines.append(" ".join(a)))
     assert calls == [("C_layers2", 17, None)]  # finished rows skipped, the failed one retried
     assert any("failed before (t2t-lite-trainer: training diverged" in l for l in lines)
     assert all(e["status"] == "done" for e in record["rows"].values())
-    assert not (tmp_path / "out" / "C_layers2" / table3.FAILURE).exists()
+    assert not (tmp_path / "out" / "C_layers2" / FAILURE).exists()

@@ -33,16 +33,18 @@ flags.DEFINE_bool("print_mapping", False, "Print the --scale=cpu mapping of ever
 
 
 def main(argv):
-    from t2t_lite import table3
-
     if FLAGS.print_mapping:
-        print(table3.mapping_markdown())
+        from t2t_lite.table3.mapping import mapping_markdown
+
+        print(mapping_markdown())
         return
     missing = [f"--{name}" for name in ("problem", "data_dir", "out_dir") if not FLAGS[name].value]
     if missing:
         raise cli.UserError(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
                             "required (see --helpshort)")
-    table3.run_table(table3.TableOptions(
+    from t2t_lite.table3.run import TableOptions, run_table
+
+    run_table(TableOptions(
         problem=FLAGS.problem, data_dir=FLAGS.data_dir, out_dir=FLAGS.out_dir, rows=FLAGS.rows,
         scale=FLAGS.scale, train_steps=FLAGS.train_steps, train_minutes=FLAGS.train_minutes,
         gin_params=FLAGS.gin_param, problem_params=FLAGS.problem_param,
