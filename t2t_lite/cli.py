@@ -54,11 +54,26 @@ def run(main, required=(), problem_flags=False):
             os.dup2(devnull, sys.stdout.fileno())
             sys.exit(1)
 
+    _help_describes(sys.modules[main.__module__])
     try:
         app.run(guarded)
     except app.UsageError as error:  # raised by absl for unknown / malformed flags
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
+
+
+def _help_describes(tool):
+    """--help prints the __main__ module's docstring and the flags defined in sys.argv[0]. An
+    installed command is a wrapper script that imports the tool, so both would be empty: they are
+    taken from the tool's module."""
+    from absl import flags
+
+    main_module = sys.modules["__main__"]
+    if main_module is not tool and not main_module.__doc__:
+        main_module.__doc__ = tool.__doc__
+    for module in (tool.__name__, __name__):  # the tool's flags, define_problem_flags' ones
+        for flag in flags.FLAGS.get_flags_for_module(module):
+            flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
 
 
 def define_problem_flags(data_dir_help):

@@ -76,3 +76,21 @@ def test_a_native_crash_keeps_its_last_lines_and_the_filter_its_noise(tmp_path):
     assert result.returncode != 0
     assert b"Check failed: the cause" in result.stderr
     assert b"start-up noise" not in result.stderr
+
+
+@pytest.mark.parametrize("tool, flag", [("avg_checkpoints", "--window"),
+                                        ("trainer", "--problem")])
+def test_an_installed_commands_help_describes_the_tool(tool, flag):
+    """An installed command runs a wrapper script (as below); --help must still print the tool's
+    docstring and its flags, the shared problem flags included, not just "USAGE: [flags]"."""
+    wrapper = f"import sys; from t2t_lite.bin.{tool} import run; sys.exit(run())"
+    out = subprocess.run([sys.executable, "-c", wrapper, "--help"], capture_output=True,
+                         text=True, timeout=120, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    import ast
+    import importlib.util
+
+    # Read without importing: two tools' flags cannot live in one process.
+    source = pathlib.Path(importlib.util.find_spec(f"t2t_lite.bin.{tool}").origin).read_text()
+    first_line = ast.get_docstring(ast.parse(source)).splitlines()[0]
+    assert first_line in out.stdout, out.stdout[:500]
+    assert f"  {flag}:" in out.stdout, out.stdout[-2000:]
