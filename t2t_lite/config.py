@@ -62,6 +62,10 @@ class ModelConfig:
         return self.d_v or self.key_dim
 
 
+# How the averager picks checkpoints (model_dir/checkpoints.checkpoints_to_average).
+AVERAGE_WINDOWS = ("last", "dev")
+
+
 @gin.configurable
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
@@ -126,8 +130,9 @@ class TrainConfig:
                      "budget_decay_fraction"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
-        if self.average_window not in ("last", "dev"):
-            raise ValueError(f"average_window must be 'last' or 'dev', got {self.average_window!r}")
+        if self.average_window not in AVERAGE_WINDOWS:
+            raise ValueError(f"average_window must be one of {AVERAGE_WINDOWS}, got "
+                             f"{self.average_window!r}")
         passes = [pair[0] for pair in self.budget_dropout]
         if (any(len(pair) != 2 or not 0.0 <= pair[1] < 1.0 for pair in self.budget_dropout)
                 or passes != sorted(passes)):

@@ -13,13 +13,14 @@ the newest raw checkpoint.
 from absl import flags
 
 from t2t_lite import cli
+from t2t_lite.config import AVERAGE_WINDOWS
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "A t2t-lite-trainer model_dir.")
 flags.DEFINE_integer("num_last", None, "How many of the newest checkpoints to average "
                      "(default: the set's TrainConfig.average_last, as the run recorded it).")
-flags.DEFINE_enum("window", None, ["last", "dev"], "Which checkpoints: the newest N, or by the "
-                  "dev evaluations (default: the set's TrainConfig.average_window).")
+flags.DEFINE_enum("window", None, AVERAGE_WINDOWS, "Which checkpoints: the newest N, or by "
+                  "the dev evaluations (default: the set's TrainConfig.average_window).")
 flags.DEFINE_string("output_dir", None, "Where to write the average (default: M/averaged).")
 
 

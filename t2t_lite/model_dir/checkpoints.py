@@ -182,12 +182,14 @@ def checkpoints_to_average(model_dir, num_last, window="last"):
     improved into them; when the run's dev history (dev_history.py) has its best evaluation
     before them, the evaluated checkpoints at the best instead (dev_history.choose_window).
     """
+    from t2t_lite.config import AVERAGE_WINDOWS
     from t2t_lite.model_dir import dev_history
 
     if num_last < 1:
         raise UserError(f"--num_last must be >= 1, got {num_last}")
-    if window not in WINDOWS:
-        raise UserError(f"--window must be one of {', '.join(WINDOWS)}, got {window!r}")
+    if window not in AVERAGE_WINDOWS:
+        raise UserError(f"--window must be one of {', '.join(AVERAGE_WINDOWS)}, got "
+                        f"{window!r}")
     paths = checkpoint_paths(model_dir)
     if not paths:
         raise UserError(f"no checkpoints in {model_dir}")
@@ -197,10 +199,6 @@ def checkpoints_to_average(model_dir, num_last, window="last"):
     numbered = [(_number(path), path) for path in paths]
     chosen, reason = dev_history.choose_window(numbered, dev_history.read(model_dir), num_last)
     return [path for _, path in chosen], reason
-
-
-# How checkpoints_to_average picks: the newest N, or by the dev history.
-WINDOWS = ("last", "dev")
 
 
 def average_checkpoints(model_dir, num_last, output_dir=None, paths=None):
