@@ -78,16 +78,17 @@ def choose_window(checkpoints, history, num_last):
     the best (NEAR_BEST_*), at most N, nearest first.
     """
     last = checkpoints[-num_last:]
+    # Whether the run stopped improving is judged on every evaluation, kept checkpoint or not
+    # (the trainer writes none for an evaluation inside the planned averaging window).
+    overall = _best_step(history, history)
+    if overall is not None and overall >= last[0][0]:
+        return last, (f"the last {len(last)}: the best dev evaluation (step {overall}) is "
+                      "among them")
     evaluated = [(step, path) for step, path in checkpoints if step in history]
     if not evaluated:
         return last, f"the last {len(last)} (no dev evaluation of a kept checkpoint)"
-    best_step, best = None, None
-    for step, _ in evaluated:
-        if is_better(history[step], best):
-            best_step, best = step, history[step]
-    if best_step >= last[0][0]:
-        return last, (f"the last {len(last)}: the best dev evaluation (step {best_step}) is "
-                      "among them")
+    best_step = _best_step([step for step, _ in evaluated], history)
+    best = history[best_step]
     index = [step for step, _ in evaluated].index(best_step)
     chosen = [evaluated[index]]
     below, above = index - 1, index + 1
@@ -107,6 +108,15 @@ def choose_window(checkpoints, history, num_last):
     return chosen, (f"dev stopped improving: best at step {best_step} ({_score(best)}), "
                     f"{_score(history[latest])} at step {latest}; the {len(chosen)} evaluated "
                     f"checkpoints within {_tolerance(best)} of the best")
+
+
+def _best_step(steps, history):
+    """The step among `steps` whose evaluation is best (the earliest of equals); None if none."""
+    best_step = None
+    for step in sorted(steps):
+        if is_better(history[step], history[best_step] if best_step is not None else None):
+            best_step = step
+    return best_step
 
 
 def _score(metrics):

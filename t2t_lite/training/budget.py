@@ -190,8 +190,11 @@ class BudgetPlanner(Hook):
     def after_step(self, state):
         self._measure(state)
         state.total_steps = self.total_steps
-        if self.plan and state.step in self.plan.average_steps:
-            state.checkpoint_due = True
+        if self.plan:
+            state.averaging_from = (self.plan.average_steps[0] if self.plan.average_steps
+                                    else None)
+            if state.step in self.plan.average_steps:
+                state.checkpoint_due = True
         state.evaluation_due = self._eval_due(state.step)
 
     def end(self, state):

@@ -1,6 +1,7 @@
 """The training loop's checkpoints, as a hook: on the set's timer or step count, where another
-hook asks (the budget plan's averaging window and its dev evaluations, so that the averager can
-choose evaluated weights), and after the last step."""
+hook asks (the budget plan's averaging window, and its dev evaluations before that window, so
+that the averager can choose evaluated weights), and after the last step. Inside the window only
+its own checkpoints are written: another save there would push one of them out of the last N."""
 from t2t_lite.training.hooks import Hook
 
 
@@ -20,7 +21,9 @@ class Checkpoints(Hook):
 
     def after_step(self, state):
         self.trained_seconds.assign(state.trained_seconds)
-        if self.keeper.due(state.step) or state.checkpoint_due or state.evaluation_due:
+        in_window = state.averaging_from is not None and state.step >= state.averaging_from
+        if state.checkpoint_due or (not in_window and (self.keeper.due(state.step)
+                                                       or state.evaluation_due)):
             self._save(state)
 
     def end(self, state):

@@ -37,6 +37,10 @@ class TrainState:
     # The run's.
     evaluation_seconds: list = dataclasses.field(default_factory=list)  # each dev evaluation's
     last_checkpoint: Optional[str] = None
+    # The first step of the budget plan's averaging window, when a plan has one: from there on
+    # only the window's own checkpoints are written, so that no other save crowds it out of
+    # "the last N".
+    averaging_from: Optional[int] = None
     best_metrics: Optional[dict] = None  # the best dev evaluation, with its "step"
     last_train_metrics: Optional[dict] = None
     stopped_because: Optional[str] = None

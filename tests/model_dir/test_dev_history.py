@@ -24,6 +24,16 @@ def test_a_run_still_improving_averages_its_last_checkpoints():
     assert "best dev evaluation (step 380) is among them" in reason
 
 
+def test_a_best_evaluation_inside_the_window_without_its_own_checkpoint_keeps_the_window():
+    # The trainer saves no checkpoint for an evaluation inside the planned averaging window
+    # (step 385 here): the run still improved into the window, so the last N are averaged.
+    history = _losses([(100, 3.0), (200, 2.5), (300, 2.2), (385, 2.1)])
+    chosen, reason = dev_history.choose_window(_paths([100, 200, 300, 380, 390, 400]),
+                                               history, 3)
+    assert [s for s, _ in chosen] == [380, 390, 400]
+    assert "best dev evaluation (step 385) is among them" in reason
+
+
 def test_a_run_that_stopped_improving_averages_at_its_best():
     # Dev loss best at 800, near it (within 1%) at 640 and 960; worse after.
     history = _losses([(160, 4.0), (320, 2.5), (480, 2.0), (640, 1.905), (800, 1.90),

@@ -76,9 +76,12 @@ def test_a_step_cap_below_the_budget_sizes_evaluation_to_the_planned_steps():
 def test_the_planner_keeps_a_capped_runs_evaluation_interval(monkeypatch):
     """The BudgetPlanner hook over a whole capped run, on a fake clock: evaluations stay evenly
     spaced and cost about budget_eval_fraction of the run, however many minutes are left over."""
+    import gin
+
     from t2t_lite.config import TrainConfig
     from t2t_lite.training.hooks import TrainState
 
+    gin.clear_config()  # TrainConfig's defaults, not another test's bindings
     clock = [0.0]
     monkeypatch.setattr(budget.time, "monotonic", lambda: clock[0])
     seconds_per_step, eval_seconds = 1.0, 2.0

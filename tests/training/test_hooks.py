@@ -177,3 +177,22 @@ def test_budget_planner_without_a_deadline_plans_over_the_step_cap(capsys):
     assert int(total.numpy()) == 50 and int(warmup.numpy()) == planner.plan.warmup_steps
     assert [s for s, checkpoint, _ in seen if checkpoint] == list(planner.plan.average_steps)
     assert [s for s, _, evaluate in seen if evaluate] == list(range(5, 50, 5))
+
+
+def test_inside_the_averaging_window_only_its_own_checkpoints_are_saved():
+    """Timed and evaluation saves stop where the plan's averaging window starts, so that the
+    averager's "last N" are the window's N evenly spread checkpoints."""
+    _, train_config, _ = hparams.load("tiny", ["TrainConfig.budget_schedule = True",
+                                               "TrainConfig.average_last = 3",
+                                               "TrainConfig.budget_average_fraction = 0.3"])
+    warmup, total = tf.Variable(1, dtype=tf.int64), tf.Variable(50, dtype=tf.int64)
+    planner = BudgetPlanner(train_config, 50, warmup, total, peak=1e-3, log_every=10,
+                            eval_batches=1, bleu_sentences=0)
+    keeper = FakeKeeper(every=7)
+    state, train_step = counting_state(50)
+    hooks = [planner, Checkpoints(keeper, tf.Variable(0.0, dtype=tf.float64))]
+    loop(state, train_step, hooks)
+    window = planner.plan.average_steps
+    assert window == (40, 45, 50) and state.averaging_from == 40
+    before = sorted({s for s in range(1, 40) if s % 7 == 0 or s % 5 == 0})
+    assert keeper.saved == before + list(window)
