@@ -238,10 +238,12 @@ class BudgetPlanner(Hook):
             self.next_eval = step + new.eval_every
         elif new.eval_every != self.plan.eval_every:
             self.next_eval = min(self.next_eval, step + new.eval_every)
-        # Printed when it moved more than 2% from the plan last printed.
+        # Printed when its length moved more than 2% from the plan last printed, or its dev
+        # evaluation interval by a quarter (the first timed evaluation usually moves it).
         shown = self.printed_plan
         changed = (shown is None
-                   or abs(new.total_steps - shown.total_steps) > 0.02 * shown.total_steps)
+                   or abs(new.total_steps - shown.total_steps) > 0.02 * shown.total_steps
+                   or abs(new.eval_every - shown.eval_every) > max(1, 0.25 * shown.eval_every))
         self.plan = new
         if step >= new.warmup_steps:
             self.kept_warmup = new.warmup_steps

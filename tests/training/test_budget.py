@@ -73,9 +73,9 @@ def test_a_step_cap_below_the_budget_sizes_evaluation_to_the_planned_steps():
         assert later.eval_every >= min(first.eval_every - 1, 400 - step), (step, later)
 
 
-def test_the_planner_keeps_a_capped_runs_evaluation_interval(monkeypatch):
-    """The BudgetPlanner hook over a whole capped run, on a fake clock: evaluations stay evenly
-    spaced and cost about budget_eval_fraction of the run, however many minutes are left over."""
+def _capped_run(monkeypatch, eval_seconds):
+    """The BudgetPlanner hook over a whole 400-step run capped under 60 minutes, on a fake clock
+    (1 s a step, `eval_seconds` an evaluation): the steps evaluated, and the seconds taken."""
     import gin
 
     from t2t_lite.config import TrainConfig
@@ -84,7 +84,6 @@ def test_the_planner_keeps_a_capped_runs_evaluation_interval(monkeypatch):
     gin.clear_config()  # TrainConfig's defaults, not another test's bindings
     clock = [0.0]
     monkeypatch.setattr(budget.time, "monotonic", lambda: clock[0])
-    seconds_per_step, eval_seconds = 1.0, 2.0
     planner = budget.BudgetPlanner(
         TrainConfig(budget_schedule=True), 400, tf.Variable(80, dtype=tf.int64),
         tf.Variable(400, dtype=tf.int64), peak=1e-3, log_every=10, eval_batches=5,
@@ -93,18 +92,38 @@ def test_the_planner_keeps_a_capped_runs_evaluation_interval(monkeypatch):
     planner.begin(state)
     evaluations = []
     while state.step < state.total_steps:
-        clock[0] += seconds_per_step
-        state.next_step(state.step + 1, seconds=seconds_per_step)
+        clock[0] += 1.0
+        state.next_step(state.step + 1, seconds=1.0)
         planner.after_step(state)
         if state.evaluation_due:  # as the Evaluation hook does
             clock[0] += eval_seconds
             state.evaluation_seconds.append(eval_seconds)
             evaluations.append(state.step)
     assert state.step == 400
+    return evaluations, clock[0]
+
+
+def test_the_planner_keeps_a_capped_runs_evaluation_interval(monkeypatch):
+    """Evaluations stay evenly spaced and cost about budget_eval_fraction of the run, however
+    many minutes are left over."""
+    evaluations, seconds = _capped_run(monkeypatch, eval_seconds=2.0)
     intervals = np.diff(evaluations)
     assert 5 <= len(evaluations) <= 12, evaluations
     assert intervals.min() >= 0.75 * intervals.max(), evaluations
-    assert len(evaluations) * eval_seconds <= 0.06 * clock[0]
+    assert len(evaluations) * 2.0 <= 0.06 * seconds
+
+
+def test_the_printed_plan_follows_the_timed_evaluations(monkeypatch, capsys):
+    """The first plan guesses an evaluation's cost (1.7 s here); once one is timed (0.5 s) the
+    interval shrinks, and the plan is printed again with the interval the run keeps."""
+    import re
+
+    evaluations, _ = _capped_run(monkeypatch, eval_seconds=0.5)
+    printed = [int(n) for n in re.findall(r"dev evaluation every (\d+) steps",
+                                          capsys.readouterr().out)]
+    kept = np.median(np.diff(evaluations[1:]))
+    assert printed[0] > 2 * kept  # the guess
+    assert abs(printed[-1] - kept) <= 0.25 * kept, (printed, evaluations)
 
 
 def test_budget_schedule_warms_up_then_decays_linearly_to_zero():
