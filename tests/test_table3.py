@@ -129,6 +129,14 @@ def test_the_table_files_hold_every_row_as_table3_evaluates_it(table_run):
                  record["machine"]["cpu"] else "cores", "Precision: float32",
                  "no checkpoint averaging", "beam-4, alpha-0.6", "table3.png"):
         assert text in markdown, text
+    # The paper's label-smoothing finding, checked on the two rows' own dev output.
+    smoothing = next(f for f in record["findings"] if f["key"] == "smoothing")
+    comparison, = smoothing["comparisons"]
+    assert (comparison["row"], comparison["against"]) == ("D_smoothing0", "base")
+    assert comparison["bleu"] == pytest.approx(row["bleu"], abs=1e-6)
+    assert comparison["ppl"] == row["dev"]["perplexity"] and 0 < comparison["p_value"] <= 1
+    assert "## The paper's findings on this table" in markdown
+    assert "- **Label smoothing hurts perplexity but improves BLEU**: " in markdown
     rows = (out_dir / "table3.csv").read_text().splitlines()
     assert rows[0].startswith("group,row,status,reason,N,d_model") and len(rows) == 3
     assert rows[1].startswith("base,base,done,,1,16,32,2,8,8,0.1,0.1,sinusoid,30,")

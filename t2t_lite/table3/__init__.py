@@ -8,9 +8,10 @@ row that crashes does not take the table with it), then evaluates it as the pape
 dev BLEU of a beam-4, alpha-0.6 decode (`t2t-lite-decoder`). Every row gets the same data,
 vocabulary, seed, precision and step budget. Everything goes under one folder:
 
-    O/table3.json        what the table is (problem, scale, budget, data, precision, machine) and
-                         every row's model_dir, evaluation and seconds
-    O/table3.md, .csv    the table in the paper's layout, the paper's own numbers beside ours
+    O/table3.json        what the table is (problem, scale, budget, data, precision, machine),
+                         every row's model_dir, evaluation and seconds, the findings checked
+    O/table3.md, .csv    the table in the paper's layout, the paper's own numbers beside ours,
+                         then the paper's findings (section 6.2) checked on its rows
     O/table3.png         each row's effect on dev BLEU and perplexity relative to base
     O/dev.src, dev.ref   the dev split (problem.text_path(data_dir, "dev")) as two files
     O/<row>/model/       the row's model_dir
@@ -37,5 +38,6 @@ subprocess, loads only what it needs):
     plan        what each row trains (RowPlan) and the table's precision
     run         run_table (TableOptions): the rows in order, resumable, then the outputs
     row_runner  one row: the trainer, dev perplexity and BLEU (RowRunner), failure reasons
+    findings    the paper's findings checked on the rows (BLEU by paired bootstrap)
     outputs     table3.md, .csv, .png and .json from the rows' records
 """

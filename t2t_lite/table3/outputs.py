@@ -7,11 +7,13 @@ import os
 
 from t2t_lite import atomic
 from t2t_lite.progress import format_duration
+from t2t_lite.table3 import findings
 from t2t_lite.table3.machine import describe_machine
 from t2t_lite.table3.mapping import describe_change
 from t2t_lite.table3.paper import (ALPHA, BEAM_SIZE, GROUP_LABELS, PAPER_BY_ROW, PAPER_STEPS, ROWS,
                                    row_columns)
-from t2t_lite.table3.table import TABLE_CSV, TABLE_JSON, TABLE_MD, TABLE_PNG
+from t2t_lite.table3.table import (DEV_REFERENCE, DEV_TRANSLATION, TABLE_CSV, TABLE_JSON,
+                                   TABLE_MD, TABLE_PNG)
 
 COLUMN_ORDER = ("N", "d_model", "d_ff", "h", "d_k", "d_v", "P_drop", "eps_ls")
 
@@ -50,7 +52,7 @@ def _fmt(value, digits):
     return f"{value:.{digits}f}"
 
 
-def render_markdown(record, entries, plotted=False):
+def render_markdown(record, entries, plotted=False, checked_findings=()):
     base = next((e for e in entries if e["row"] == "base"), None)
     base_columns = base["columns"] if base else None
     base_steps = base["steps"] if base else record.get("steps")
@@ -135,6 +137,8 @@ def render_markdown(record, entries, plotted=False):
     if plotted:
         lines += [f"![each row's effect on dev BLEU and perplexity relative to base, beside the "
                   f"paper's]({TABLE_PNG})", ""]
+    if any(f["comparisons"] for f in checked_findings):
+        lines += findings.render(checked_findings)
     return "\n".join(lines)
 
 
@@ -215,7 +219,10 @@ def write_outputs(table, plans, echo=print):
     if not plotted and os.path.isfile(table.path(TABLE_PNG)):
         os.remove(table.path(TABLE_PNG))
     atomic.write_text(table.path(TABLE_CSV), render_csv(entries))
-    markdown = render_markdown(table.record, entries, plotted)
+    checked = findings.check(entries, lambda row: table.row_path(row, DEV_TRANSLATION),
+                             table.path(DEV_REFERENCE))
+    table.record["findings"] = checked
+    markdown = render_markdown(table.record, entries, plotted, checked)
     atomic.write_text(table.path(TABLE_MD), markdown)
     table.save()
     echo("", flush=True)

@@ -12,7 +12,7 @@ from t2t_lite import atomic, registry, stderr_filter
 from t2t_lite.errors import UserError
 from t2t_lite.table3.machine import machine
 from t2t_lite.table3.paper import ALPHA, BEAM_SIZE, row_columns, set_name
-from t2t_lite.table3.table import DEV_REFERENCE, DEV_SOURCE, read_json
+from t2t_lite.table3.table import DEV_REFERENCE, DEV_SOURCE, DEV_TRANSLATION, read_json
 
 class RowFailed(Exception):
     """A row that could not be trained or evaluated; its message is the table's reason."""
@@ -104,7 +104,7 @@ class RowRunner:
         if not math.isfinite(dev["loss"]):
             raise RowFailed(f"diverged: dev loss {dev['loss']} at {checkpoint}")
         perplexity_seconds = time.monotonic() - start
-        translation = self.table.row_path(row, "dev.translation")
+        translation = self.table.row_path(row, DEV_TRANSLATION)
         summary = self.table.row_path(row, "decode_summary.json")
         start = time.monotonic()
         returncode, tail = run_tool("decoder", [
@@ -157,7 +157,7 @@ class RowRunner:
             "bleu": round(scores["bleu"], 4), "chrf": round(scores["chrf"], 4),
             "bleu_signature": scores["signature"], "bleu_report": report,
             "beam_size": BEAM_SIZE, "alpha": ALPHA,
-            "translation": self.table.row_path(row, "dev.translation"),
+            "translation": self.table.row_path(row, DEV_TRANSLATION),
             "seconds": {"train": round(trained_seconds(checkpoint), 1),
                         "evaluate": round(ppl_seconds + decode_seconds, 1),
                         "perplexity": round(ppl_seconds, 1), "decode": round(decode_seconds, 1)},

@@ -11,6 +11,7 @@ from t2t_lite.table3.mapping import DEFAULT_SCALE, SCALES
 TABLE_JSON, TABLE_MD, TABLE_CSV, TABLE_PNG = "table3.json", "table3.md", "table3.csv", "table3.png"
 RESULT, FAILURE = "result.json", "failure.json"
 DEV_SOURCE, DEV_REFERENCE = "dev.src", "dev.ref"
+DEV_TRANSLATION = "dev.translation"  # in each row's folder
 
 
 # What a table is: a re-run must match these (a budget or scale left out adopts the recorded).
