@@ -61,12 +61,12 @@ def test_each_finding_gets_the_verdict_its_rows_show(table):
     # here it is better on both, so one of two differences is as in the paper, one opposite.
     smoothing, = checked["smoothing"]["comparisons"]
     assert (smoothing["bleu_found"], smoothing["ppl_found"]) == (BETTER, BETTER)
-    assert checked["smoothing"]["verdict"] == "partly: 1 of 2 differences as in the paper, 1 opposite"
+    assert checked["smoothing"]["verdict"] == "partly: 1 of 2 differences as in the paper, 1 contrary"
     assert checked["positions"]["verdict"] == "reproduced"
     positions, = checked["positions"]["comparisons"]
     assert positions["p_value"] == 1.0 and positions["ppl_found"] == SAME
     assert checked["small_dk"]["verdict"] == ("partly: 2 of 4 differences as in the paper, "
-                                              "2 opposite")
+                                              "2 contrary")
     # A failed row and rows not run leave their findings unmeasured.
     assert checked["dropout"]["verdict"] == "not measured"
     assert checked["bigger"]["verdict"] == "not measured"
@@ -77,6 +77,8 @@ def test_each_finding_gets_the_verdict_its_rows_show(table):
 
 def test_opposite_everywhere_is_contradicted_and_small_differences_are_noise():
     assert findings._verdict([(WORSE, BETTER), (WORSE, BETTER)]) == "contradicted"
+    # The paper found no difference; one found either way contradicts it.
+    assert findings._verdict([(SAME, BETTER), (SAME, WORSE)]) == "contradicted"
     assert findings._verdict([(WORSE, SAME), (WORSE, SAME)]) == "not shown (within noise)"
     assert findings._verdict([(WORSE, WORSE), (WORSE, SAME)]) == ("partly: 1 of 2 differences "
                                                                   "as in the paper")

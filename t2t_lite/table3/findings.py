@@ -5,7 +5,8 @@ against the second on dev BLEU and dev perplexity. A table's BLEU difference cou
 paired bootstrap test (metrics/bleu.py) finds it significant at 5%, on the two rows' dev
 translations; a perplexity difference counts beyond PPL_SAME (one run per row gives no spread to
 test it against). A finding is "reproduced" when every comparison shows what the paper found,
-"contradicted" when none does and one shows the opposite, and otherwise says how far it got.
+"contradicted" when none does and one shows a difference the paper did not find, and otherwise
+says how far it got.
 """
 import dataclasses
 import math
@@ -78,13 +79,15 @@ def _ppl_outcome(ppl, against):
 def _verdict(checks):
     """checks: (expected, observed) pairs over every comparison and metric of a finding."""
     shown = sum(expected == observed for expected, observed in checks)
-    opposite = sum({expected, observed} == {WORSE, BETTER} for expected, observed in checks)
+    # Contrary: a difference the paper did not find (a direction other than the paper's, or one
+    # where it found none); a difference within noise is neither shown nor contrary.
+    contrary = sum(observed not in (expected, SAME) for expected, observed in checks)
     if shown == len(checks):
         return "reproduced"
     if shown == 0:
-        return "contradicted" if opposite else "not shown (within noise)"
+        return "contradicted" if contrary else "not shown (within noise)"
     return (f"partly: {shown} of {len(checks)} differences as in the paper"
-            + (f", {opposite} opposite" if opposite else ""))
+            + (f", {contrary} contrary" if contrary else ""))
 
 
 def check(entries, translation_path, reference_path):
