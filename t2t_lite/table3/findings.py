@@ -4,7 +4,8 @@ Each finding is a set of comparisons between two rows, with what the paper found
 against the second on dev BLEU and dev perplexity. A table's BLEU difference counts when sacreBLEU's
 paired bootstrap test (metrics/bleu.py) finds it significant at 5%, on the two rows' dev
 translations; a perplexity difference counts beyond PPL_SAME (one run per row gives no spread to
-test it against). A finding is "reproduced" when every comparison shows what the paper found,
+test it against). Neither covers the spread between two training runs of a row, which one run
+per row cannot measure. A finding is "reproduced" when every comparison shows what the paper found,
 "contradicted" when none does and one shows a difference the paper did not find, and otherwise
 says how far it got.
 """
@@ -138,8 +139,9 @@ def render(findings):
     lines = ["## The paper's findings on this table", "",
              f"Dev BLEU differences are tested with sacreBLEU's paired bootstrap (1,000 "
              f"resamples; significant at p < {SIGNIFICANCE}); perplexities within "
-             f"{PPL_SAME:.0%} count as the same. 'paper' gives the paper's numbers for the same "
-             "two rows.", ""]
+             f"{PPL_SAME:.0%} count as the same. Neither covers the spread between two "
+             "training runs of one row (a table trains each row once). 'paper' gives the "
+             "paper's numbers for the same two rows.", ""]
     for finding in findings:
         lines.append(f"- **{finding['claim'][0].upper()}{finding['claim'][1:]}**: "
                      f"{finding['verdict']}.")
