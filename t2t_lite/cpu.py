@@ -34,24 +34,26 @@ def available_cores():
         return os.cpu_count() or 1
 
 
-def matmul_seconds(dtype, size=1024, repeats=3):
-    """Best time of a [size, size] x [size, size] matmul in `dtype` on the default device."""
+def probe_speedup(size=1024, rounds=8):
+    """float32 time / bfloat16 time of a [size, size] matmul (> 1: bfloat16 is faster).
+
+    The two dtypes alternate round by round and each keeps its best time: on a shared host a
+    burst of stolen CPU time then slows a round of both, not every round of one.
+    """
     import tensorflow as tf
 
-    a = tf.cast(tf.random.uniform((size, size), dtype=tf.float32), dtype)
     matmul = tf.function(lambda x: tf.reduce_sum(tf.cast(tf.matmul(x, x), tf.float32)))
-    matmul(a).numpy()  # trace and warm up
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        matmul(a).numpy()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-def probe_speedup():
-    """float32 time / bfloat16 time of the probe matmul (> 1: bfloat16 is faster)."""
-    return matmul_seconds("float32") / matmul_seconds("bfloat16")
+    operands = {dtype: tf.cast(tf.random.uniform((size, size)), dtype)
+                for dtype in (tf.float32, tf.bfloat16)}
+    for operand in operands.values():
+        matmul(operand).numpy()  # trace and warm up
+    best = {dtype: float("inf") for dtype in operands}
+    for _ in range(rounds):
+        for dtype, operand in operands.items():
+            start = time.perf_counter()
+            matmul(operand).numpy()
+            best[dtype] = min(best[dtype], time.perf_counter() - start)
+    return best[tf.float32] / best[tf.bfloat16]
 
 
 def bfloat16_pays(flags=None, probe=probe_speedup, has_gpu=False):

@@ -163,6 +163,13 @@ def test_auto_precision_follows_the_probe():
     assert precision.choose("mixed_bfloat16", flags=set(), probe=never)[0] == "mixed_bfloat16"
 
 
+def test_the_matmul_probe_times_both_dtypes():
+    from t2t_lite import cpu
+
+    speedup = cpu.probe_speedup(size=64, rounds=2)
+    assert 0.0 < speedup < float("inf")
+
+
 @pytest.mark.slow
 def test_budgeted_trainer_plans_from_its_step_rate_and_replans_when_resumed(tmp_path):
     """A real tiny run under --train_minutes: the plan is printed, the run stops at the planned
