@@ -16,8 +16,10 @@ class Progress(Hook):
     end, the run's last values go to state.last_train_metrics.
     """
 
-    def __init__(self, every=50, stream=sys.stderr):
-        self.every, self.stream = every, stream
+    def __init__(self, every=50, stream=None):
+        # None: whatever sys.stderr is when a line is printed (a default bound at import would
+        # keep a stream someone has since replaced and closed).
+        self.every, self._stream = every, stream
         self.total_steps, self.deadline = None, None
         self.last_values = None  # the most recent report's values
         self.total_target_tokens = 0.0
@@ -74,7 +76,7 @@ class Progress(Hook):
               f"acc {values['token_accuracy']:.3f}  lr {values['learning_rate']:.2e}  "
               f"{values['target_tokens_per_second']:.0f} tok/s  "
               f"elapsed {format_duration(now - self.start)}  eta {format_duration(eta)}",
-              file=self.stream, flush=True)
+              file=self._stream or sys.stderr, flush=True)
         self._reset(now)
         self.last_values = values
         return values
