@@ -9,8 +9,9 @@ whose results.json exists is skipped: re-running the script resumes the sweep.
   python bench/regularisation_sweep.py --out_dir=runs/sweep --points=1600:0.1,1600:0.2,400:0.1
   python bench/regularisation_sweep.py --out_dir=runs/sweep --report   # the table only
 
-A point is STEPS:DROPOUT[:LABEL_SMOOTHING][:rREPEAT]; a repeat uses another seed. The `auto`
-dropout leaves the planner's rule in charge.
+A point is STEPS:DROPOUT[:LABEL_SMOOTHING][:sSUBWORD_SAMPLING][:rREPEAT]; a repeat uses another
+seed. The `auto` dropout leaves the planner's rule in charge; a point without sSAMPLING keeps the
+set's subword sampling.
 """
 import argparse
 import json
@@ -30,10 +31,13 @@ BREVITY = re.compile(r"BP = ([\d.]+)")
 
 def parse_point(text):
     fields = text.split(":")
-    point = {"steps": int(fields[0]), "dropout": fields[1], "label_smoothing": None, "repeat": 0}
+    point = {"steps": int(fields[0]), "dropout": fields[1], "label_smoothing": None,
+             "sampling": None, "repeat": 0}
     for field in fields[2:]:
         if field.startswith("r"):
             point["repeat"] = int(field[1:])
+        elif field.startswith("s"):
+            point["sampling"] = field[1:]
         else:
             point["label_smoothing"] = field
     return point
@@ -43,10 +47,12 @@ def parse_name(name):
     """The point a run folder was made for (point_name's inverse)."""
     steps, dropout, *rest = name.split("_")
     point = {"steps": int(steps[1:]), "dropout": dropout[1:], "label_smoothing": None,
-             "repeat": 0}
+             "sampling": None, "repeat": 0}
     for field in rest:
         if field.startswith("ls"):
             point["label_smoothing"] = field[2:]
+        elif field.startswith("sw"):
+            point["sampling"] = field[2:]
         else:
             point["repeat"] = int(field[1:])
     return point
@@ -56,6 +62,8 @@ def point_name(point):
     name = f"s{point['steps']}_d{point['dropout']}"
     if point["label_smoothing"] is not None:
         name += f"_ls{point['label_smoothing']}"
+    if point["sampling"] is not None:
+        name += f"_sw{point['sampling']}"
     if point["repeat"]:
         name += f"_r{point['repeat']}"
     return name
@@ -74,6 +82,8 @@ def run_point(point, out_dir, data_dir, demo):
                  "--gin_param=TrainConfig.budget_dropout=()"]
     if point["label_smoothing"] is not None:
         args.append(f"--gin_param=TrainConfig.label_smoothing={point['label_smoothing']}")
+    if point["sampling"] is not None:
+        args.append(f"--gin_param=TrainConfig.subword_sampling={point['sampling']}")
     if point["repeat"]:
         args.append(f"--gin_param=TrainConfig.seed={1 + point['repeat']}")
     start = time.monotonic()
@@ -139,9 +149,9 @@ def report(out_dir, data_dir):
         if not os.path.exists(os.path.join(run_dir, "results.json")):
             continue
         rows.append((name, read_point(run_dir, data_dir)))
-    print("| run | steps | P_drop | label smoothing | train ppl | dev ppl (best, step) | "
-          "dev BLEU (BP) | test BLEU | chrF | BP | train min | averaged |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("| run | steps | P_drop | label smoothing | subword sampling | train ppl | "
+          "dev ppl (best, step) | dev BLEU (BP) | test BLEU | chrF | BP | train min | averaged |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for name, r in rows:
         point = parse_name(name)
 
@@ -149,6 +159,7 @@ def report(out_dir, data_dir):
             return "" if value is None else format(value, spec)
         dropout = point["dropout"] if point["dropout"] != "auto" else f"{r['chosen_dropout']} (rule)"
         print(f"| {name} | {point['steps']} | {dropout} | {point['label_smoothing'] or 'set'} | "
+              f"{point['sampling'] or 'set'} | "
               f"{f(r['final_train_ppl'], '.2f')} | {f(r['final_dev_ppl'], '.2f')} "
               f"({f(r['best_dev_ppl'], '.2f')}, {f(r['best_dev_step'], 'd')}) | "
               f"{r['dev_bleu']:.2f} ({r['dev_bp']:.3f}) | {r['test_bleu']:.2f} | "
@@ -160,7 +171,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out_dir", required=True)
     parser.add_argument("--data_dir", help="the problem's data (default: OUT_DIR/data, made once)")
-    parser.add_argument("--points", default="", help="STEPS:DROPOUT[:LS][:rN],...")
+    parser.add_argument("--points", default="", help="STEPS:DROPOUT[:LS][:sRATE][:rN],...")
     parser.add_argument("--report", action="store_true", help="print the table and exit")
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)

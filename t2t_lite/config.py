@@ -112,6 +112,13 @@ class TrainConfig:
     # ((passes, P_drop), ...), ascending; the last pair whose passes the plan reaches wins.
     # Empty: the set's ModelConfig.dropout.
     budget_dropout: tuple = ()
+    # Subword regularisation: each training pair is segmented anew, with this sampling rate, each
+    # time it is read (BPE-dropout's merge-skip probability for a BPE vocabulary, the smoothing
+    # exponent for a unigram one; SentencePiece vocabularies only). 0: the stored segmentation.
+    subword_sampling: float = 0.0
+    # The same from the planned passes, as budget_dropout: ((passes, rate), ...). Empty: the
+    # fixed subword_sampling.
+    budget_subword_sampling: tuple = ()
     jit_compile: bool = False
     seed: int = 1
 
@@ -133,11 +140,15 @@ class TrainConfig:
         if self.average_window not in AVERAGE_WINDOWS:
             raise ValueError(f"average_window must be one of {AVERAGE_WINDOWS}, got "
                              f"{self.average_window!r}")
-        passes = [pair[0] for pair in self.budget_dropout]
-        if (any(len(pair) != 2 or not 0.0 <= pair[1] < 1.0 for pair in self.budget_dropout)
-                or passes != sorted(passes)):
-            raise ValueError("budget_dropout must be ((passes, P_drop), ...) with passes "
-                             f"ascending and P_drop in [0, 1), got {self.budget_dropout}")
+        for name in ("budget_dropout", "budget_subword_sampling"):
+            rule = getattr(self, name)
+            passes = [pair[0] for pair in rule]
+            if (any(len(pair) != 2 or not 0.0 <= pair[1] < 1.0 for pair in rule)
+                    or passes != sorted(passes)):
+                raise ValueError(f"{name} must be ((passes, rate), ...) with passes ascending "
+                                 f"and rates in [0, 1), got {rule}")
+        if not 0.0 <= self.subword_sampling < 1.0:
+            raise ValueError(f"subword_sampling must be in [0, 1), got {self.subword_sampling}")
         if self.train_minutes < 0 or self.log_every < 1:
             raise ValueError(f"train_minutes must be >= 0 and log_every >= 1, got "
                              f"{self.train_minutes} and {self.log_every}")

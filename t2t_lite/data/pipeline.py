@@ -36,14 +36,19 @@ def example_length(example):
     return tf.maximum(tf.shape(example["inputs"])[0], tf.shape(example["targets"])[0])
 
 
-def parse_examples(serialized):
-    """Parses a block of serialized examples into padded int32 ids plus their lengths."""
+def parse_examples(serialized, resegment=None):
+    """Parses a block of serialized examples into padded int32 ids plus their lengths.
+
+    resegment: optional function over the block's ragged id rows of each side (subword
+    sampling, Tokenizer.resegmenter), applied before padding."""
     features = tf.io.parse_example(serialized, {
         "inputs": tf.io.RaggedFeature(tf.int64),
         "targets": tf.io.RaggedFeature(tf.int64),
     })
     parsed = {}
     for key, ragged in features.items():
+        if resegment is not None:
+            ragged = resegment(ragged)
         parsed[key] = tf.cast(ragged.to_tensor(), tf.int32)
         parsed[key + "_length"] = tf.cast(ragged.row_lengths(), tf.int32)
     return parsed
@@ -61,11 +66,13 @@ def dropped_count(length_histogram, max_length):
 
 def bucketed_dataset(files, length_histogram, batch_tokens, max_length, input_context=None,
                      shuffle=True, repeat=True, drop_long=True, shuffle_buffer=10_000, seed=None,
-                     description="dataset"):
+                     description="dataset", resegment=None):
     """Builds the batched pipeline over TFRecord `files`.
 
     length_histogram ({length: count}, from the datagen manifest) reports how many examples
-    `drop_long` removes and, when long examples are kept, extends the buckets to hold them.
+    `drop_long` removes and, when long examples are kept, extends the buckets to hold them
+    (counted on the stored segmentation: `resegment`, which samples another one, can make a
+    pair a little longer before the max_length filter).
     """
     total = sum(length_histogram.values())
     too_long = dropped_count(length_histogram, max_length)
@@ -97,7 +104,8 @@ def bucketed_dataset(files, length_histogram, batch_tokens, max_length, input_co
     if repeat:
         ds = ds.repeat()
     # Parsing in blocks of records is several times faster than one record at a time.
-    ds = ds.batch(256).map(parse_examples, num_parallel_calls=tf.data.AUTOTUNE,
+    ds = ds.batch(256).map(lambda block: parse_examples(block, resegment),
+                           num_parallel_calls=tf.data.AUTOTUNE,
                            deterministic=not shuffle).unbatch().map(_unpad)
     if drop_long:
         ds = ds.filter(lambda ex: example_length(ex) <= max_length)

@@ -247,18 +247,24 @@ class Problem:
         return manifest
 
     def dataset(self, mode, data_dir, batch_tokens, max_length, input_context=None,
-                shuffle=None, repeat=None, drop_long=None, shuffle_buffer=10_000, seed=None):
+                shuffle=None, repeat=None, drop_long=None, shuffle_buffer=10_000, seed=None,
+                subword_sampling=None):
         """Length-bucketed batches {"inputs": int32 [B, S], "targets": int32 [B, T]}.
 
         mode: "train" (shuffled, repeated, pairs longer than max_length dropped) or an eval
         split "dev"/"test" (one deterministic pass, nothing dropped). batch_tokens is the
         per-replica budget: every batch has B * max_len <= batch_tokens for inputs and targets.
+        subword_sampling: None, or the sampling rate (a float, or a tf.Variable read as the data
+        flows) with which both sides are segmented anew each time a pair is read
+        (Tokenizer.resegmenter).
         """
         split = "dev" if mode == "eval" else mode
         if split not in SPLITS:
             raise UserError(f"unknown mode {mode!r}; expected train, eval, dev or test")
         training = split == "train"
         manifest = self.manifest(data_dir, split)
+        resegment = (self.tokenizer(data_dir).resegmenter(subword_sampling)
+                     if subword_sampling is not None else None)
         return pipeline.bucketed_dataset(
             files=sorted(glob.glob(shards.shard_pattern(data_dir, self.dataset_name, split))),
             length_histogram={int(k): v for k, v in manifest["length_histogram"].items()},
@@ -266,7 +272,8 @@ class Problem:
             shuffle=training if shuffle is None else shuffle,
             repeat=training if repeat is None else repeat,
             drop_long=training if drop_long is None else drop_long,
-            shuffle_buffer=shuffle_buffer, seed=seed, description=f"{self.name} {split}")
+            shuffle_buffer=shuffle_buffer, seed=seed, description=f"{self.name} {split}",
+            resegment=resegment)
 
     def eval_text_pairs(self, data_dir, split="dev"):
         """The clean (source, target) text of an evaluation split, in file order."""

@@ -17,6 +17,7 @@ import sentencepiece
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from t2t_lite.errors import UserError
 from t2t_lite.ids import EOS_ID, PAD_ID, UNK_ID  # noqa: F401  (re-exported for problems)
 
 RESERVED_TOKENS = ("<pad>", "</s>", "<unk>")
@@ -61,6 +62,14 @@ class Tokenizer(tf.Module):
         splits = ids.row_splits.numpy().tolist()
         return [flat[splits[i]:splits[i + 1]] for i in range(len(texts))]
 
+    def resegmenter(self, alpha):
+        """A function re-segmenting ragged int64 id rows (each ending in EOS) with subword
+        sampling at rate `alpha` (a float or a tf.Variable, read at each call): training then sees
+        a different segmentation of the same text on each pass (subword regularisation).
+        Only SentencePiece vocabularies can sample."""
+        raise UserError(f"subword sampling needs a SentencePiece vocabulary; "
+                        f"{os.path.basename(self.vocab_path)} is a {type(self).__name__}'s")
+
     def _tokenize(self, texts):
         raise NotImplementedError
 
@@ -84,6 +93,21 @@ class SentencePieceTokenizer(Tokenizer):
         if not hasattr(self, "_processor"):
             self._processor = sentencepiece.SentencePieceProcessor(model_proto=self._model)
         return self._processor.encode(list(texts))
+
+    def resegmenter(self, alpha):
+        # nbest_size=-1 samples from all segmentations: BPE-dropout for a BPE model (alpha: the
+        # probability of skipping each merge), Kudo's subword regularisation for a unigram one
+        # (alpha: the smoothing exponent). alpha 0 gives the plain segmentation.
+        sampler = tf_text.SentencepieceTokenizer(model=self._model, out_type=tf.int32,
+                                                 nbest_size=-1, alpha=alpha)
+
+        def resegment(rows):
+            text = self._sp.detokenize(tf.cast(rows[:, :-1], tf.int32))  # without the EOS
+            ids = tf.cast(sampler.tokenize(text), rows.dtype)
+            eos = tf.fill([ids.nrows(), 1], tf.constant(EOS_ID, rows.dtype))
+            return tf.concat([ids, eos], axis=1)
+
+        return resegment
 
     def _tokenize(self, texts):
         return self._sp.tokenize(texts)

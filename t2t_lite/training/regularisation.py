@@ -1,15 +1,19 @@
-"""Dropout fitted to the passes over the training data that a budgeted run plans.
+"""Regularisation fitted to the passes over the training data that a budgeted run plans.
 
 A run of a few hundred steps sees the training data two or three times and learns faster without
-dropout; a run of thousands of steps over the same small corpus sees it ten times or more and
-overfits without it. The budget plan knows the steps; the first steps tell how many sentence pairs
-a step holds; together they give the passes the run will make, and TrainConfig.budget_dropout maps
-passes to P_drop (the measurements behind small_cpu's rule are in docs/results.md).
+regularisation; a run of thousands of steps over the same small corpus sees it ten times or more
+and overfits without it. The budget plan knows the steps; the first steps tell how many sentence
+pairs a step holds; together they give the passes the run will make, and each rule maps passes to
+a rate: TrainConfig.budget_dropout to P_drop, TrainConfig.budget_subword_sampling to the
+pipeline's subword sampling rate (the measurements behind small_cpu's rules are in
+docs/results.md).
 
-The rate is chosen once per process, when the step rate and the batch size have been measured
-(the first plan of a timed run is made there too), and the training step is traced again with it.
-A resumed run chooses again from its own plan.
+The rates are chosen once per process, when the step rate and the batch size have been measured
+(the first plan of a timed run is made there too). A resumed run chooses again from its own plan.
 """
+import dataclasses
+from typing import Callable
+
 from t2t_lite.training.hooks import Hook
 
 
@@ -18,8 +22,8 @@ def planned_passes(total_steps, sequences_per_step, train_examples):
     return total_steps * sequences_per_step / max(train_examples, 1)
 
 
-def dropout_for(rule, passes):
-    """P_drop for `passes` under `rule` ((passes, P_drop), ... ascending): the last pair whose
+def rate_for(rule, passes):
+    """The rate for `passes` under `rule` ((passes, rate), ... ascending): the last pair whose
     passes are reached; the first pair's rate below it."""
     rate = rule[0][1]
     for threshold, value in rule:
@@ -33,21 +37,31 @@ def train_examples(problem, data_dir):
     return int(problem.manifest(data_dir, "train")["num_examples"])
 
 
-class DropoutPlan(Hook):
-    """Sets P_drop from the planned passes, once the first `measure_after` steps of this run have
-    been counted. Runs after the BudgetPlanner, whose plan it reads (state.total_steps).
+@dataclasses.dataclass
+class Regulariser:
+    """One rate a plan chooses: its name in the plan line, the TrainConfig rule it comes from,
+    the rate in force, and how to change it."""
+    name: str
+    setting: str
+    rule: tuple
+    current: float
+    apply: Callable[[float], None]
+
+
+class RegularisationPlan(Hook):
+    """Sets each regulariser's rate from the planned passes, once the first `measure_after` steps
+    of this run have been counted. Runs after the BudgetPlanner, whose plan it reads
+    (state.total_steps).
 
     Args:
-      rule: TrainConfig.budget_dropout.
+      regularisers: the Regularisers to choose.
       examples: sentence pairs in the training split.
-      apply: called with the new rate (sets the model's dropout and traces the step again).
-      current: the rate the model trains with until then.
       measure_after: steps this run counts before it decides.
     """
 
-    def __init__(self, rule, examples, apply, current, measure_after):
-        self.rule, self.examples, self.apply = rule, examples, apply
-        self.rate, self.measure_after = current, measure_after
+    def __init__(self, regularisers, examples, measure_after):
+        self.regularisers, self.examples = list(regularisers), examples
+        self.measure_after = measure_after
         self.sequences, self.steps = 0.0, 0
         self.decided = False
 
@@ -60,11 +74,14 @@ class DropoutPlan(Hook):
             return None
         self.decided = True
         passes = planned_passes(state.total_steps, self.sequences / self.steps, self.examples)
-        rate = dropout_for(self.rule, passes)
+        chosen = []
+        for regulariser in self.regularisers:
+            rate = rate_for(regulariser.rule, passes)
+            chosen.append(f"{regulariser.name} {rate:g} (TrainConfig.{regulariser.setting})")
+            if rate != regulariser.current:
+                regulariser.apply(rate)
+                regulariser.current = rate
         print(f"plan: {passes:.1f} passes over the {self.examples:,} training pairs planned "
-              f"({state.total_steps} steps x {self.sequences / self.steps:.0f} pairs): dropout "
-              f"{rate:g} (TrainConfig.budget_dropout)", flush=True)
-        if rate != self.rate:
-            self.apply(rate)
-            self.rate = rate
+              f"({state.total_steps} steps x {self.sequences / self.steps:.0f} pairs): "
+              + ", ".join(chosen), flush=True)
         return None

@@ -33,7 +33,7 @@ from t2t_lite.training.evaluation import Evaluation, Evaluator
 from t2t_lite.training.flops import training_flops
 from t2t_lite.training.hooks import TrainState
 from t2t_lite.training.progress import Progress, Summaries
-from t2t_lite.training.regularisation import DropoutPlan, train_examples
+from t2t_lite.training.regularisation import RegularisationPlan, Regulariser, train_examples
 from t2t_lite.training.schedule import make_schedule, optimizer_with, peak_learning_rate
 from t2t_lite.training.steps import TrainSteps
 
@@ -256,10 +256,12 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
         # Written after the model and optimizer exist, so it lists every value gin supplied.
         model_dir_files.write_operative_config(options.model_dir)
 
+    sampling = _subword_sampling(train_config)
+
     def dataset_fn(input_context):
         return problem.dataset("train", options.data_dir, batch_tokens=per_replica_tokens,
                                max_length=train_config.max_length, input_context=input_context,
-                               seed=train_config.seed + step)
+                               seed=train_config.seed + step, subword_sampling=sampling)
 
     iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
     steps = TrainSteps(strategy, parts.model, parts.optimizer, train_config.label_smoothing,
@@ -277,8 +279,8 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
     guard = DivergenceGuard(parts.model, probe, train_config.label_smoothing, keeper,
                             loss_scaling=steps.loss_scaling)
     planner = _planner(options, model_config, train_config, parts)
-    hooks = [*planner, *_dropout_plan(options, problem, model_config, train_config, parts.model,
-                                      steps, planned=bool(planner)),
+    hooks = [*planner, *_regularisation_plan(options, problem, model_config, train_config,
+                                             parts.model, steps, sampling, planned=bool(planner)),
              guard, progress,
              Checkpoints(keeper, parts.trained_seconds, check=guard.verify),
              *_evaluation(options, problem, tokenizer, parts.model, model_config, train_config,
@@ -343,6 +345,15 @@ def _build(strategy, model_config, train_config, vocab_size, train_steps):
     return _Parts(model, optimizer, schedule, trained_seconds, plan_variables, checkpoint)
 
 
+def _subword_sampling(train_config):
+    """The training pipeline's sampling rate: None (the stored segmentation), or a variable the
+    pipeline reads as it runs (so a plan can change it)."""
+    if not (train_config.subword_sampling or train_config.budget_subword_sampling):
+        return None
+    return tf.Variable(train_config.subword_sampling, trainable=False, dtype=tf.float32,
+                       name="subword_sampling")
+
+
 def _planner(options, model_config, train_config, parts):
     """The budget planner's hook, for a budgeted run."""
     if not parts.plan_variables:
@@ -353,18 +364,28 @@ def _planner(options, model_config, train_config, parts):
                           bleu_sentences=options.bleu_sentences)]
 
 
-def _dropout_plan(options, problem, model_config, train_config, model, steps, planned):
-    """The hook fitting dropout to the planned passes, for a budgeted run with a rule."""
-    if not (planned and train_config.budget_dropout):
+def _regularisation_plan(options, problem, model_config, train_config, model, steps, sampling,
+                         planned):
+    """The hook fitting dropout and subword sampling to the planned passes, for a budgeted run
+    with a rule for either."""
+    regularisers = []
+    if train_config.budget_dropout:
+        def set_dropout(rate):
+            model.set_dropout(rate)
+            steps.retrace()
+
+        regularisers.append(Regulariser("dropout", "budget_dropout", train_config.budget_dropout,
+                                        model_config.dropout, set_dropout))
+    if train_config.budget_subword_sampling:
+        # The pipeline reads the variable as it runs: no retrace; batches already prefetched
+        # keep the old segmentation.
+        regularisers.append(Regulariser("subword sampling", "budget_subword_sampling",
+                                        train_config.budget_subword_sampling,
+                                        train_config.subword_sampling, sampling.assign))
+    if not (planned and regularisers):
         return []
-
-    def apply(rate):
-        model.set_dropout(rate)
-        steps.retrace()
-
-    return [DropoutPlan(train_config.budget_dropout, train_examples(problem, options.data_dir),
-                        apply, current=model_config.dropout,
-                        measure_after=RATE_SKIP_STEPS + RATE_STEPS)]
+    return [RegularisationPlan(regularisers, train_examples(problem, options.data_dir),
+                               measure_after=RATE_SKIP_STEPS + RATE_STEPS)]
 
 
 def _evaluation(options, problem, tokenizer, model, model_config, train_config, decode_config,

@@ -83,3 +83,47 @@ def test_workers_read_disjoint_shares(copy_data):
     assert shares[0] + shares[1] == collections.Counter(
         tuple(r[r > 0]) for b in everything for r in b["inputs"].numpy())
     assert 100 < sum(shares[0].values()) < 200
+
+
+@pytest.fixture(scope="module")
+def text_data(tmp_path_factory):
+    from tests.conftest import sentences
+    root = tmp_path_factory.mktemp("text")
+    corpus = root / "corpus.tsv"
+    pairs = sorted(set(sentences(600)))
+    corpus.write_text("".join(f"{s}\t{' '.join(reversed(s.split()))}\n" for s in pairs),
+                      encoding="utf-8")
+    problem = registry.problem("translate_text_files", train=str(corpus), vocab_size=80)
+    data_dir = str(root / "data")
+    problem.generate_data(data_dir)
+    return problem, data_dir
+
+
+def test_subword_sampling_segments_each_read_anew_within_the_budget(text_data):
+    problem, data_dir = text_data
+    tokenizer = problem.tokenizer(data_dir)
+    stored = problem.dataset("train", data_dir, batch_tokens=512, max_length=64, seed=1)
+    sampled = problem.dataset("train", data_dir, batch_tokens=512, max_length=64, seed=1,
+                              subword_sampling=0.3)
+
+    def read(ds):
+        tokens, pairs = 0, collections.Counter()
+        for batch in ds.take(60):
+            inputs, targets = batch["inputs"].numpy(), batch["targets"].numpy()
+            assert inputs.size <= 512 and targets.size <= 512 and inputs.shape[1] <= 64
+            tokens += int((inputs > 0).sum())
+            sources = [s.decode() for s in tokenizer.decode(inputs).numpy()]
+            outputs = [s.decode() for s in tokenizer.decode(targets).numpy()]
+            pairs.update(zip(sources, outputs))
+        return tokens / sum(pairs.values()), pairs
+
+    stored_length, _ = read(stored)
+    sampled_length, sampled_pairs = read(sampled)
+    # The corpus's own text pairs, each side still with its own partner, in more, shorter pieces.
+    assert set(sampled_pairs) <= problem_pairs(problem)
+    assert sampled_length > 1.1 * stored_length
+
+
+def problem_pairs(problem):
+    return {tuple(side.decode() if isinstance(side, bytes) else side for side in pair)
+            for pair in problem.generate_samples("train", None)}

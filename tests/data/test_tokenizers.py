@@ -3,6 +3,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.data import tokenizers, vocab
+from t2t_lite.errors import UserError
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",
@@ -95,3 +96,33 @@ def test_encode_batch_matches_the_graph_op(learned):
     texts = SENTENCES + ["unseen words: Quokka, Zebu ünd Ölfass", ""]
     graph = learned.encode(tf.constant(texts)).to_list()
     assert learned.encode_batch(texts) == graph
+
+
+def _rows(tokenizer, texts):
+    ids = tokenizer.encode_batch(texts)
+    return tf.ragged.constant([row + [tokenizers.EOS_ID] for row in ids], dtype=tf.int64)
+
+
+def test_resegmenter_samples_other_segmentations_of_the_same_text(learned):
+    if not isinstance(learned, tokenizers.SentencePieceTokenizer):
+        with pytest.raises(UserError, match="needs a SentencePiece vocabulary"):
+            learned.resegmenter(0.1)
+        return
+    rows = _rows(learned, SENTENCES)
+    rate = tf.Variable(0.0)
+    resegment = learned.resegmenter(rate)
+    # Rate 0 is the stored segmentation, EOS kept at the end.
+    assert resegment(rows).to_list() == rows.to_list()
+    rate.assign(0.3)  # read at each call: a plan can change it while the pipeline runs
+    samples = [resegment(rows) for _ in range(5)]
+    texts = set()
+    for sample in samples:
+        assert sample.dtype == tf.int64
+        assert all(row[-1] == tokenizers.EOS_ID and tokenizers.EOS_ID not in row[:-1]
+                   for row in sample.to_list())
+        # BPE-dropout only skips merges: never fewer pieces, the same text back.
+        assert all(a >= b for a, b in zip(sample.row_lengths().numpy(), rows.row_lengths().numpy()))
+        decoded = learned.decode(sample.to_tensor().numpy().astype("int32"))
+        assert [s.decode("utf-8") for s in decoded.numpy()] == SENTENCES
+        texts.add(tuple(map(tuple, sample.to_list())))
+    assert len(texts) > 1, "a rate of 0.3 should sample different segmentations"

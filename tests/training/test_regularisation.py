@@ -1,4 +1,5 @@
-"""Dropout fitted to the planned passes: the rule, the hook, the model's switch and a real run."""
+"""Regularisation fitted to the planned passes: the rule, the hook, the model's dropout switch
+and real runs."""
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -19,18 +20,21 @@ def test_planned_passes_counts_sentence_pairs():
 @pytest.mark.parametrize("passes, rate", [(0.5, 0.0), (3.99, 0.0), (4.0, 0.1), (7.9, 0.1),
                                           (8.0, 0.2), (40.0, 0.2)])
 def test_the_last_threshold_reached_gives_the_rate(passes, rate):
-    assert regularisation.dropout_for(RULE, passes) == rate
+    assert regularisation.rate_for(RULE, passes) == rate
 
 
 def test_the_first_rate_holds_below_the_first_threshold():
-    assert regularisation.dropout_for(((2, 0.05), (6, 0.3)), 1.0) == 0.05
+    assert regularisation.rate_for(((2, 0.05), (6, 0.3)), 1.0) == 0.05
 
 
-def test_budget_dropout_is_validated():
-    TrainConfig(budget_dropout=RULE)
+@pytest.mark.parametrize("setting", ["budget_dropout", "budget_subword_sampling"])
+def test_the_rules_are_validated(setting):
+    TrainConfig(**{setting: RULE})
     for bad in (((4, 0.1), (0, 0.0)), ((0, 1.0),), ((0,),)):
-        with pytest.raises(ValueError, match="budget_dropout"):
-            TrainConfig(budget_dropout=bad)
+        with pytest.raises(ValueError, match=setting):
+            TrainConfig(**{setting: bad})
+    with pytest.raises(ValueError, match="subword_sampling must be in"):
+        TrainConfig(subword_sampling=1.0)
 
 
 def _state(total_steps, sequences):
@@ -40,27 +44,34 @@ def _state(total_steps, sequences):
     return state
 
 
+def _dropout(applied, rule=RULE):
+    return regularisation.Regulariser("dropout", "budget_dropout", rule, 0.0, applied.append)
+
+
 def test_the_hook_decides_once_after_measuring(capsys):
-    applied = []
-    hook = regularisation.DropoutPlan(RULE, examples=1000, apply=applied.append, current=0.0,
-                                      measure_after=3)
+    dropout, sampling = [], []
+    hook = regularisation.RegularisationPlan(
+        [_dropout(dropout), regularisation.Regulariser(
+            "subword sampling", "budget_subword_sampling", ((0, 0.0), (6, 0.1)), 0.0,
+            sampling.append)], examples=1000, measure_after=3)
     state = _state(total_steps=400, sequences=20.0)  # 400 x 20 / 1000 = 8 passes
     for _ in range(2):
         hook.after_step(state)
-    assert applied == [] and capsys.readouterr().out == ""
+    assert dropout == sampling == [] and capsys.readouterr().out == ""
     hook.after_step(state)
-    assert applied == [0.2]
-    assert "plan: 8.0 passes over the 1,000 training pairs planned (400 steps x 20 pairs): " \
-           "dropout 0.2" in capsys.readouterr().out
+    assert dropout == [0.2] and sampling == [0.1]
+    assert capsys.readouterr().out == (
+        "plan: 8.0 passes over the 1,000 training pairs planned (400 steps x 20 pairs): "
+        "dropout 0.2 (TrainConfig.budget_dropout), "
+        "subword sampling 0.1 (TrainConfig.budget_subword_sampling)\n")
     state.total_steps = 10  # a later re-plan does not change it again
     hook.after_step(state)
-    assert applied == [0.2]
+    assert dropout == [0.2] and sampling == [0.1]
 
 
 def test_the_hook_leaves_an_unchanged_rate_alone(capsys):
     applied = []
-    hook = regularisation.DropoutPlan(RULE, examples=1000, apply=applied.append, current=0.0,
-                                      measure_after=1)
+    hook = regularisation.RegularisationPlan([_dropout(applied)], examples=1000, measure_after=1)
     hook.after_step(_state(total_steps=100, sequences=20.0))  # 2 passes: 0.0, as now
     assert applied == [] and "dropout 0 " in capsys.readouterr().out
 
@@ -120,5 +131,44 @@ def test_small_cpu_has_no_dropout_up_to_the_passes_measured():
     from t2t_lite import hparams
 
     rule = hparams.load("small_cpu")[1].budget_dropout
-    assert regularisation.dropout_for(rule, 400 * 352 / 35195) == 0.0
-    assert regularisation.dropout_for(rule, 1600 * 352 / 35195) == 0.0
+    assert regularisation.rate_for(rule, 400 * 352 / 35195) == 0.0
+    assert regularisation.rate_for(rule, 1600 * 352 / 35195) == 0.0
+
+
+@pytest.mark.slow
+def test_a_budgeted_run_switches_subword_sampling_at_its_plan(tmp_path, capsys):
+    """A real tiny run on a SentencePiece problem: the plan turns sampling on and training goes
+    on over the resegmented pipeline."""
+    from tests.conftest import sentences
+    from t2t_lite.data import datagen
+    from t2t_lite.training.trainer import TrainOptions, train
+
+    corpus = tmp_path / "corpus.tsv"
+    corpus.write_text("".join(f"{s}\t{s.upper()}\n" for s in sorted(set(sentences(300)))),
+                      encoding="utf-8")
+    params = [f"train={corpus}", "vocab_size=80"]
+    data_dir, model_dir = str(tmp_path / "data"), str(tmp_path / "model")
+    datagen.run("translate_text_files", data_dir, problem_params=params)
+    train(TrainOptions(
+        problem="translate_text_files", problem_params=params, data_dir=data_dir,
+        model_dir=model_dir, hparams_set="tiny", train_steps=30, bleu_sentences=0,
+        eval_batches=1, log_every=10,
+        gin_params=["TrainConfig.budget_schedule = True", "MAX_LENGTH = 64",
+                    "TrainConfig.budget_subword_sampling = ((0, 0.0), (2, 0.3))",
+                    "TrainConfig.batch_tokens = 512", "TrainConfig.max_tokens_per_replica = 512"]))
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if "passes over the" in line)
+    assert line.endswith("subword sampling 0.3 (TrainConfig.budget_subword_sampling)"), line
+    assert "stopped at step 30" in out
+
+
+def test_sampling_needs_a_sentencepiece_vocabulary(tmp_path):
+    from t2t_lite import registry
+    from t2t_lite.errors import UserError
+
+    problem = registry.problem("algorithmic_reverse", max_length=8, train_samples=50,
+                               eval_samples=10)
+    problem.generate_data(str(tmp_path))
+    with pytest.raises(UserError, match="subword sampling needs a SentencePiece vocabulary"):
+        problem.dataset("train", str(tmp_path), batch_tokens=64, max_length=8,
+                        subword_sampling=0.1)
