@@ -67,8 +67,8 @@ class Tokenizer(tf.Module):
         sampling at rate `alpha` (a float or a tf.Variable, read at each call): training then sees
         a different segmentation of the same text on each pass (subword regularisation).
         Only SentencePiece vocabularies can sample."""
-        raise UserError(f"subword sampling needs a SentencePiece vocabulary; "
-                        f"{os.path.basename(self.vocab_path)} is a {type(self).__name__}'s")
+        raise UserError(f"subword sampling needs a SentencePiece vocabulary (.spm.model), "
+                        f"not {os.path.basename(self.vocab_path)}")
 
     def _tokenize(self, texts):
         raise NotImplementedError
