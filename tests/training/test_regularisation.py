@@ -99,24 +99,30 @@ def test_a_model_built_without_dropout_cannot_get_it():
         _model(0.0).set_dropout(0.1)
 
 
+def _budgeted_tiny_run(tmp_path, problem, params, gin_params):
+    """30 steps of `tiny` under a budget plan on 512-token batches; returns the model_dir."""
+    from t2t_lite.data import datagen
+    from t2t_lite.training.trainer import TrainOptions, train
+
+    data_dir, model_dir = str(tmp_path / "data"), str(tmp_path / "model")
+    datagen.run(problem, data_dir, problem_params=params)
+    train(TrainOptions(
+        problem=problem, problem_params=params, data_dir=data_dir, model_dir=model_dir,
+        hparams_set="tiny", train_steps=30, bleu_sentences=0, eval_batches=1, log_every=10,
+        gin_params=["TrainConfig.budget_schedule = True", "TrainConfig.batch_tokens = 512",
+                    "TrainConfig.max_tokens_per_replica = 512", *gin_params]))
+    return model_dir
+
+
 @pytest.mark.slow
 def test_a_budgeted_run_switches_dropout_at_its_plan(tmp_path, capsys):
     """A real tiny run: the plan's passes choose the rate, the step is traced again with it and
     the run goes on; configs.json keeps the rule and reads back."""
-    from t2t_lite.data import datagen
     from t2t_lite.model_dir import files
-    from t2t_lite.training.trainer import TrainOptions, train
 
-    params = ["max_length=8", "train_samples=300", "eval_samples=50"]
-    data_dir, model_dir = str(tmp_path / "data"), str(tmp_path / "model")
-    datagen.run("algorithmic_reverse", data_dir, problem_params=params)
-    train(TrainOptions(
-        problem="algorithmic_reverse", problem_params=params, data_dir=data_dir,
-        model_dir=model_dir, hparams_set="tiny", train_steps=30, bleu_sentences=0,
-        eval_batches=1, log_every=10,
-        gin_params=["TrainConfig.budget_schedule = True", "ModelConfig.dropout = 0.0",
-                    "TrainConfig.budget_dropout = ((0, 0.0), (2, 0.3))",
-                    "TrainConfig.batch_tokens = 512", "TrainConfig.max_tokens_per_replica = 512"]))
+    model_dir = _budgeted_tiny_run(
+        tmp_path, "algorithmic_reverse", ["max_length=8", "train_samples=300", "eval_samples=50"],
+        ["ModelConfig.dropout = 0.0", "TrainConfig.budget_dropout = ((0, 0.0), (2, 0.3))"])
     out = capsys.readouterr().out
     # 300 pairs, 512-token batches of 9-token pairs: 30 steps are many passes.
     line = next(line for line in out.splitlines() if "passes over the 300 training" in line)
@@ -140,22 +146,13 @@ def test_a_budgeted_run_switches_subword_sampling_at_its_plan(tmp_path, capsys):
     """A real tiny run on a SentencePiece problem: the plan turns sampling on and training goes
     on over the resegmented pipeline."""
     from tests.conftest import sentences
-    from t2t_lite.data import datagen
-    from t2t_lite.training.trainer import TrainOptions, train
 
     corpus = tmp_path / "corpus.tsv"
     corpus.write_text("".join(f"{s}\t{s.upper()}\n" for s in sorted(set(sentences(300)))),
                       encoding="utf-8")
-    params = [f"train={corpus}", "vocab_size=80"]
-    data_dir, model_dir = str(tmp_path / "data"), str(tmp_path / "model")
-    datagen.run("translate_text_files", data_dir, problem_params=params)
-    train(TrainOptions(
-        problem="translate_text_files", problem_params=params, data_dir=data_dir,
-        model_dir=model_dir, hparams_set="tiny", train_steps=30, bleu_sentences=0,
-        eval_batches=1, log_every=10,
-        gin_params=["TrainConfig.budget_schedule = True", "MAX_LENGTH = 64",
-                    "TrainConfig.budget_subword_sampling = ((0, 0.0), (2, 0.3))",
-                    "TrainConfig.batch_tokens = 512", "TrainConfig.max_tokens_per_replica = 512"]))
+    _budgeted_tiny_run(
+        tmp_path, "translate_text_files", [f"train={corpus}", "vocab_size=80"],
+        ["MAX_LENGTH = 64", "TrainConfig.budget_subword_sampling = ((0, 0.0), (2, 0.3))"])
     out = capsys.readouterr().out
     line = next(line for line in out.splitlines() if "passes over the" in line)
     assert line.endswith("subword sampling 0.3 (TrainConfig.budget_subword_sampling)"), line
