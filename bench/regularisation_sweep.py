@@ -24,6 +24,7 @@ import time
 DEV_LINE = re.compile(r"dev at step (\d+): loss \S+\s+perplexity (\S+)")
 PASSES = re.compile(r"plan: ([\d.]+) passes over")
 CHOSEN = re.compile(r"dropout (\S+) \(TrainConfig.budget_dropout\)")
+CHOSEN_SMOOTHING = re.compile(r"label smoothing (\S+) \(TrainConfig.budget_label_smoothing\)")
 AVERAGED = re.compile(r"averaged \d+ checkpoints \((.*)\) into")
 TRAIN_LINE = re.compile(r"step (\d+)/\d+\s+loss \S+\s+ppl (\S+)")
 BREVITY = re.compile(r"BP = ([\d.]+)")
@@ -80,8 +81,9 @@ def run_point(point, out_dir, data_dir, demo):
     if point["dropout"] != "auto":  # the set's rule off, the rate fixed
         args += [f"--gin_param=ModelConfig.dropout={point['dropout']}",
                  "--gin_param=TrainConfig.budget_dropout=()"]
-    if point["label_smoothing"] is not None:
-        args.append(f"--gin_param=TrainConfig.label_smoothing={point['label_smoothing']}")
+    if point["label_smoothing"] is not None:  # the set's rule off, the value fixed
+        args += [f"--gin_param=TrainConfig.label_smoothing={point['label_smoothing']}",
+                 "--gin_param=TrainConfig.budget_label_smoothing=()"]
     if point["sampling"] is not None:
         args.append(f"--gin_param=TrainConfig.subword_sampling={point['sampling']}")
     if point["repeat"]:
@@ -126,12 +128,14 @@ def read_point(run_dir, data_dir):
     devs = [(int(s), float(p)) for s, p in DEV_LINE.findall(log)]
     trains = TRAIN_LINE.findall(log)
     passes, chosen, averaged = PASSES.findall(log), CHOSEN.findall(log), AVERAGED.findall(log)
+    smoothing = CHOSEN_SMOOTHING.findall(log)
     with open(os.path.join(run_dir, "results.json")) as f:
         results = json.load(f)
     best = min(devs, key=lambda d: d[1]) if devs else (None, None)
     dev_bleu, dev_bp = dev_scores(run_dir, data_dir)
     return {"passes": float(passes[-1]) if passes else None,
             "chosen_dropout": chosen[-1] if chosen else None,
+            "chosen_label_smoothing": smoothing[-1] if smoothing else None,
             "final_train_ppl": float(trains[-1][1]) if trains else None,
             "final_dev_ppl": devs[-1][1] if devs else None,
             "best_dev_ppl": best[1], "best_dev_step": best[0],
@@ -158,7 +162,9 @@ def report(out_dir, data_dir):
         def f(value, spec):
             return "" if value is None else format(value, spec)
         dropout = point["dropout"] if point["dropout"] != "auto" else f"{r['chosen_dropout']} (rule)"
-        print(f"| {name} | {point['steps']} | {dropout} | {point['label_smoothing'] or 'set'} | "
+        smoothing = point["label_smoothing"] or (
+            f"{r['chosen_label_smoothing']} (rule)" if r["chosen_label_smoothing"] else "set")
+        print(f"| {name} | {point['steps']} | {dropout} | {smoothing} | "
               f"{point['sampling'] or 'set'} | "
               f"{f(r['final_train_ppl'], '.2f')} | {f(r['final_dev_ppl'], '.2f')} "
               f"({f(r['best_dev_ppl'], '.2f')}, {f(r['best_dev_step'], 'd')}) | "

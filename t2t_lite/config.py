@@ -119,6 +119,9 @@ class TrainConfig:
     # The same from the planned passes, as budget_dropout: ((passes, rate), ...). Empty: the
     # fixed subword_sampling.
     budget_subword_sampling: tuple = ()
+    # Label smoothing of the training loss from the planned passes: ((passes, eps), ...). Empty:
+    # the fixed label_smoothing, which dev losses keep using either way (one yardstick a run).
+    budget_label_smoothing: tuple = ()
     jit_compile: bool = False
     seed: int = 1
 
@@ -140,7 +143,7 @@ class TrainConfig:
         if self.average_window not in AVERAGE_WINDOWS:
             raise ValueError(f"average_window must be one of {AVERAGE_WINDOWS}, got "
                              f"{self.average_window!r}")
-        for name in ("budget_dropout", "budget_subword_sampling"):
+        for name in ("budget_dropout", "budget_subword_sampling", "budget_label_smoothing"):
             rule = getattr(self, name)
             passes = [pair[0] for pair in rule]
             if (any(len(pair) != 2 or not 0.0 <= pair[1] < 1.0 for pair in rule)

@@ -366,8 +366,8 @@ def _planner(options, model_config, train_config, parts):
 
 def _regularisation_plan(options, problem, model_config, train_config, model, steps, sampling,
                          planned):
-    """The hook fitting dropout and subword sampling to the planned passes, for a budgeted run
-    with a rule for either."""
+    """The hook fitting dropout, label smoothing and subword sampling to the planned passes, for
+    a budgeted run with a rule for any of them."""
     regularisers = []
     if train_config.budget_dropout:
         def set_dropout(rate):
@@ -376,6 +376,14 @@ def _regularisation_plan(options, problem, model_config, train_config, model, st
 
         regularisers.append(Regulariser("dropout", "budget_dropout", train_config.budget_dropout,
                                         model_config.dropout, set_dropout))
+    if train_config.budget_label_smoothing:
+        def set_label_smoothing(eps):
+            steps.label_smoothing = eps
+            steps.retrace()
+
+        regularisers.append(Regulariser("label smoothing", "budget_label_smoothing",
+                                        train_config.budget_label_smoothing,
+                                        train_config.label_smoothing, set_label_smoothing))
     if train_config.budget_subword_sampling:
         # The pipeline reads the variable as it runs: no retrace; batches already prefetched
         # keep the old segmentation.

@@ -143,8 +143,8 @@ def test_small_cpu_has_no_dropout_up_to_the_passes_measured():
 
 @pytest.mark.slow
 def test_a_budgeted_run_switches_subword_sampling_at_its_plan(tmp_path, capsys):
-    """A real tiny run on a SentencePiece problem: the plan turns sampling on and training goes
-    on over the resegmented pipeline."""
+    """A real tiny run on a SentencePiece problem: the plan turns sampling on and raises label
+    smoothing, and training goes on over the resegmented pipeline."""
     from tests.conftest import sentences
 
     corpus = tmp_path / "corpus.tsv"
@@ -152,10 +152,12 @@ def test_a_budgeted_run_switches_subword_sampling_at_its_plan(tmp_path, capsys):
                       encoding="utf-8")
     _budgeted_tiny_run(
         tmp_path, "translate_text_files", [f"train={corpus}", "vocab_size=80"],
-        ["MAX_LENGTH = 64", "TrainConfig.budget_subword_sampling = ((0, 0.0), (2, 0.3))"])
+        ["MAX_LENGTH = 64", "TrainConfig.budget_subword_sampling = ((0, 0.0), (2, 0.3))",
+         "TrainConfig.budget_label_smoothing = ((0, 0.1), (2, 0.2))"])
     out = capsys.readouterr().out
     line = next(line for line in out.splitlines() if "passes over the" in line)
-    assert line.endswith("subword sampling 0.3 (TrainConfig.budget_subword_sampling)"), line
+    assert line.endswith("label smoothing 0.2 (TrainConfig.budget_label_smoothing), "
+                         "subword sampling 0.3 (TrainConfig.budget_subword_sampling)"), line
     assert "stopped at step 30" in out
 
 
@@ -169,3 +171,33 @@ def test_sampling_needs_a_sentencepiece_vocabulary(tmp_path):
     with pytest.raises(UserError, match="subword sampling needs a SentencePiece vocabulary"):
         problem.dataset("train", str(tmp_path), batch_tokens=64, max_length=8,
                         subword_sampling=0.1)
+
+
+def test_a_retraced_step_trains_with_the_new_label_smoothing():
+    """What the plan's label smoothing switch does: the step traced again uses the new eps."""
+    from t2t_lite import hparams
+    from t2t_lite.training.loss import token_statistics
+    from t2t_lite.training.schedule import make_optimizer
+    from t2t_lite.training.steps import TrainSteps
+
+    model_config, train_config, _ = hparams.load("tiny", ["ModelConfig.dropout = 0.0"])
+    model = Transformer(model_config, 30)
+    steps = TrainSteps(tf.distribute.get_strategy(), model,
+                       make_optimizer(model_config, train_config), 0.0, 1)
+    batch = {"inputs": tf.constant([[5, 6, 7, 1]]), "targets": tf.constant([[9, 10, 1]])}
+    plain = steps.final_step(batch)
+    np.testing.assert_allclose(float(plain["loss"]), float(plain["nll"]), rtol=1e-6)
+    steps.label_smoothing = 0.3
+    steps.retrace()
+    expected = token_statistics(model(batch, training=True), batch["targets"], 0.3)
+    smoothed = steps.final_step(batch)
+    np.testing.assert_allclose(float(smoothed["loss"]), float(expected["loss"]), rtol=1e-5)
+    assert abs(float(expected["loss"]) - float(expected["nll"])) > 1e-3
+
+
+def test_small_cpu_smooths_labels_more_for_long_runs():
+    from t2t_lite import hparams
+
+    rule = hparams.load("small_cpu")[1].budget_label_smoothing
+    assert regularisation.rate_for(rule, 400 * 352 / 35195) == 0.05
+    assert regularisation.rate_for(rule, 1600 * 352 / 35195) == 0.1
