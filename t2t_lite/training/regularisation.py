@@ -4,9 +4,9 @@ A run of a few hundred steps sees the training data two or three times and learn
 regularisation; a run of thousands of steps over the same small corpus sees it ten times or more
 and overfits without it. The budget plan knows the steps; the first steps tell how many sentence
 pairs a step holds; together they give the passes the run will make, and each rule maps passes to
-a rate: TrainConfig.budget_dropout to P_drop, TrainConfig.budget_subword_sampling to the
-pipeline's subword sampling rate (the measurements behind small_cpu's rules are in
-docs/results.md).
+a rate: TrainConfig.budget_dropout to P_drop, TrainConfig.budget_label_smoothing to the training
+loss's label smoothing, TrainConfig.budget_subword_sampling to the pipeline's subword sampling
+rate (the measurements behind small_cpu's rules are in docs/results.md).
 
 The rates are chosen once per process, when the step rate and the batch size have been measured
 (the first plan of a timed run is made there too). A resumed run chooses again from its own plan.
