@@ -102,7 +102,7 @@ class SentencePieceTokenizer(Tokenizer):
                                                  nbest_size=-1, alpha=alpha)
 
         def resegment(rows):
-            text = self._sp.detokenize(tf.cast(rows[:, :-1], tf.int32))  # without the EOS
+            text = self._detokenize(tf.cast(rows[:, :-1], tf.int32))  # without the EOS
             ids = tf.cast(sampler.tokenize(text), rows.dtype)
             eos = tf.fill([ids.nrows(), 1], tf.constant(EOS_ID, rows.dtype))
             return tf.concat([ids, eos], axis=1)

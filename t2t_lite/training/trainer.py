@@ -368,28 +368,27 @@ def _regularisation_plan(options, problem, model_config, train_config, model, st
                          planned):
     """The hook fitting dropout, label smoothing and subword sampling to the planned passes, for
     a budgeted run with a rule for any of them."""
-    regularisers = []
-    if train_config.budget_dropout:
-        def set_dropout(rate):
-            model.set_dropout(rate)
-            steps.retrace()
+    def set_dropout(rate):
+        model.set_dropout(rate)
+        steps.retrace()
 
-        regularisers.append(Regulariser("dropout", "budget_dropout", train_config.budget_dropout,
-                                        model_config.dropout, set_dropout))
-    if train_config.budget_label_smoothing:
-        def set_label_smoothing(eps):
-            steps.label_smoothing = eps
-            steps.retrace()
+    def set_label_smoothing(eps):
+        steps.label_smoothing = eps
+        steps.retrace()
 
-        regularisers.append(Regulariser("label smoothing", "budget_label_smoothing",
-                                        train_config.budget_label_smoothing,
-                                        train_config.label_smoothing, set_label_smoothing))
-    if train_config.budget_subword_sampling:
-        # The pipeline reads the variable as it runs: no retrace; batches already prefetched
-        # keep the old segmentation.
-        regularisers.append(Regulariser("subword sampling", "budget_subword_sampling",
-                                        train_config.budget_subword_sampling,
-                                        train_config.subword_sampling, sampling.assign))
+    # (name, TrainConfig rule, rate until the plan decides, how to change it). Sampling needs no
+    # retrace: the pipeline reads its variable as it runs (batches already prefetched keep the
+    # old segmentation).
+    candidates = [
+        ("dropout", "budget_dropout", model_config.dropout, set_dropout),
+        ("label smoothing", "budget_label_smoothing", train_config.label_smoothing,
+         set_label_smoothing),
+        ("subword sampling", "budget_subword_sampling", train_config.subword_sampling,
+         lambda rate: sampling.assign(rate)),
+    ]
+    regularisers = [Regulariser(name, setting, getattr(train_config, setting), current, apply)
+                    for name, setting, current, apply in candidates
+                    if getattr(train_config, setting)]
     if not (planned and regularisers):
         return []
     return [RegularisationPlan(regularisers, train_examples(problem, options.data_dir),

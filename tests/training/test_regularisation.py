@@ -27,7 +27,8 @@ def test_the_first_rate_holds_below_the_first_threshold():
     assert regularisation.rate_for(((2, 0.05), (6, 0.3)), 1.0) == 0.05
 
 
-@pytest.mark.parametrize("setting", ["budget_dropout", "budget_subword_sampling"])
+@pytest.mark.parametrize("setting", ["budget_dropout", "budget_label_smoothing",
+                                     "budget_subword_sampling"])
 def test_the_rules_are_validated(setting):
     TrainConfig(**{setting: RULE})
     for bad in (((4, 0.1), (0, 0.0)), ((0, 1.0),), ((0,),)):
