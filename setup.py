@@ -22,6 +22,7 @@ INSTALL_REQUIRES = [
     "absl-py==2.5.1",
     "gin-config==0.5.0",
     "sentencepiece==0.2.3",
+    "sentence-splitter==1.4",  # Moses sentence rules: long decoder lines go sentence by sentence
     "sacremoses==0.2.0",  # Moses tokenizer for the paper's tokenized BLEU
     "polib==1.2.0",  # gettext .mo catalogs for the gettext problems
     "numpy>=1.26,<3",

@@ -33,6 +33,11 @@ flags.DEFINE_integer("extra_length", None,
                      "(default: the model's setting).")
 flags.DEFINE_integer("nbest", 1, "Hypotheses per line, tab-separated (at most the beam size).")
 flags.DEFINE_bool("print_scores", False, "Precede each hypothesis with its score and a tab.")
+flags.DEFINE_string("split_sentences", "auto",
+                    "Translate a long line (20 words or more) of several sentences sentence by "
+                    "sentence and join the translations (1-best only): "
+                    "\"auto\" (the problem's source language, where the rules know it), \"off\", or "
+                    "the source language's code (for a problem that names none).")
 flags.DEFINE_integer("batch_tokens", 4096, "Source tokens (with padding) per batch.")
 flags.DEFINE_integer("chunk_lines", 10000,
                      "Lines read, sorted by length and translated together; each finished chunk "
@@ -134,13 +139,17 @@ def _ctranslate2_translator(searches):
 
 # Flags that change what is written: a resumed run must use the same values.
 OUTPUT_FLAGS = ("engine", "compute_type", "decode_precision", "beam_size", "alpha",
-                "extra_length", "nbest", "print_scores", "batch_tokens", "chunk_lines",
-                "num_shards", "shard_index")
+                "extra_length", "nbest", "print_scores", "split_sentences", "batch_tokens",
+                "chunk_lines", "num_shards", "shard_index")
 
 
 def main(argv):
     _check_flags()
+    from t2t_lite.data import sentences
     from t2t_lite.inference import line_input, resume
+
+    if FLAGS.split_sentences not in ("auto", "off"):  # a bad code is reported before any work
+        sentences.SentenceSplitting(FLAGS.split_sentences)
 
     if FLAGS.decode_to_file:  # before TensorFlow loads: a mistake is reported at once
         resume.check_output_path(FLAGS.decode_to_file)
@@ -164,6 +173,7 @@ def main(argv):
     from t2t_lite.inference import batch_decode
 
     defaults = batch_decode.settings(translator)
+    splitting = batch_decode.sentence_splitting(defaults.get("problem"), FLAGS.split_sentences)
     stats = batch_decode.decode_stream(
         translator, source, output, FLAGS.chunk_lines,
         alpha=defaults["alpha"] if FLAGS.alpha is None else FLAGS.alpha,
@@ -171,7 +181,7 @@ def main(argv):
         extra_length=defaults["extra_length"] if FLAGS.extra_length is None
         else FLAGS.extra_length,
         nbest=FLAGS.nbest, print_scores=FLAGS.print_scores, batch_tokens=FLAGS.batch_tokens,
-        parallel_searches=searches)
+        parallel_searches=searches, splitting=splitting)
     print(stats.summary(), file=sys.stderr)
     if FLAGS.summary_file:
         from t2t_lite import atomic

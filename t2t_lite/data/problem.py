@@ -62,6 +62,10 @@ class Problem:
     # names them): "bleu" for translation; parsing problems use "parseval" (labelled bracket F1).
     dev_metric = "bleu"
 
+    # The language whose sentence rules split long source lines before they are translated
+    # (t2t_lite.data.sentences); None: every line is translated whole (parsing, toy tasks).
+    source_language = None
+
     @classmethod
     def postprocess_output(cls, source_text, output_text):
         """Turns one decoded output into the line the decoder writes (default: unchanged).

@@ -14,6 +14,11 @@ Output format: the best translation per line; with nbest=N, N hypotheses separat
 with print_scores each hypothesis preceded by its score and a tab ("score\\thyp\\tscore\\thyp...").
 Tabs, carriage returns and newlines inside hypotheses are written as spaces.
 
+A long line of several sentences can be split into its sentences first (t2t_lite.data.sentences,
+by default in the problem's source language): they are translated beside the other lines and their
+translations joined into the line's one output line (best translations only: with nbest > 1 every
+line is translated whole, as a reranker of whole-line hypotheses needs).
+
 Each hypothesis first goes through its problem's `postprocess_output(source, output)` (the problem
 named in the model's metadata): identity for translation, a bracketed tree over the source words
 for parsing problems. An empty or blank line still gives an empty line.
@@ -32,6 +37,7 @@ import tensorflow as tf
 
 from t2t_lite import registry
 from t2t_lite.decoding.translate import clamp_to_limit
+from t2t_lite.data import sentences
 from t2t_lite.errors import UserError
 from t2t_lite.ids import PAD_ID
 from t2t_lite.inference import parallel_search, streaming
@@ -45,6 +51,7 @@ class DecodeStats:
     empty: int = 0
     truncated: int = 0
     invalid_utf8: int = 0
+    split: int = 0  # lines translated sentence by sentence
     seconds: float = 0.0
     max_source_tokens: int = 0
 
@@ -59,7 +66,8 @@ class DecodeStats:
         rate = self.lines_per_second
         return (f"decoded {self.lines} lines in {self.seconds:.1f}s ({rate:.1f} lines/s); "
                 f"{self.empty} empty, {self.truncated} truncated to {self.max_source_tokens} "
-                f"tokens, {self.invalid_utf8} with invalid UTF-8 replaced")
+                f"tokens, {self.invalid_utf8} with invalid UTF-8 replaced, {self.split} split "
+                f"into sentences")
 
 
 def split_lines(data):
@@ -155,14 +163,26 @@ def translate_parts(translator, rows, parts, alpha, extra_length, pool=None):
 
 
 def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_tokens=4096,
-                    progress=None, stats=None, parallel_searches=1):
+                    progress=None, stats=None, parallel_searches=1, splitting=None):
     """list of str -> list (same order) of n-best lists [(text, score)] of length nbest.
 
     A text without tokens (empty or blank) is not translated; its list is empty.
     parallel_searches: each batch's sentences are split over that many searches run at once
     (see parallel_search.py; the process's TensorFlow threads should be set for it).
+    splitting: a sentences.SentenceSplitting; with nbest 1, the long texts it splits are
+    translated sentence by sentence, the translations joined (the score is their scores' sum).
     """
     stats = stats if stats is not None else DecodeStats()
+    if splitting is not None and nbest == 1:
+        pieces, spans = splitting.split_all(texts)
+        if len(pieces) > len(texts):
+            stats.split += sum(1 for start, end in spans if end - start > 1)
+            piece_progress = progress and (
+                lambda done, total: progress(done * len(texts) // total, len(texts)))
+            results = translate_texts(translator, pieces, alpha, extra_length,
+                                      batch_tokens=batch_tokens, progress=piece_progress,
+                                      stats=stats, parallel_searches=parallel_searches)
+            return [_joined(results[start:end]) for start, end in spans]
     fixed = settings(translator)
     stats.max_source_tokens = fixed["max_source_tokens"]
     if not 1 <= nbest <= fixed["beam_size"]:
@@ -202,6 +222,27 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
     return results
 
 
+def _joined(piece_results):
+    """One line's 1-best [(text, score)] from its sentences' 1-best lists."""
+    if len(piece_results) == 1:
+        return piece_results[0]
+    best = [hypotheses[0] for hypotheses in piece_results if hypotheses]
+    return [(sentences.join_translations(text for text, _ in best),
+             sum(score for _, score in best))]
+
+
+def sentence_splitting(problem_name, setting="auto"):
+    """The SentenceSplitting for a model's problem (named in its metadata) under a decoder
+    setting (sentences.splitting_for); "auto" for an unregistered problem translates whole."""
+    language = None
+    if problem_name:
+        try:
+            language = registry.problem_class(problem_name).source_language
+        except UserError:
+            pass
+    return sentences.splitting_for(language, setting)
+
+
 def _unchanged(source, output):
     return output
 
@@ -220,11 +261,12 @@ def output_postprocessor(problem_name):
 
 def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scores=False,
                  batch_tokens=4096, progress=None, postprocess=None, parallel_searches=1,
-                 stats=None):
+                 stats=None, splitting=None):
     """Byte lines -> (output lines as str without newlines, DecodeStats); len(out) == len(in).
 
     postprocess(source, output) -> output: default, the translator's problem's hook.
-    parallel_searches: see translate_texts. stats: a DecodeStats to add this call's counts to.
+    parallel_searches, splitting: see translate_texts. stats: a DecodeStats to add this call's
+    counts to.
     """
     if postprocess is None:
         postprocess = output_postprocessor(settings(translator).get("problem"))
@@ -238,7 +280,7 @@ def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scor
         texts.append(text)
     results = translate_texts(translator, texts, alpha, extra_length, nbest=nbest,
                               batch_tokens=batch_tokens, progress=progress, stats=stats,
-                              parallel_searches=parallel_searches)
+                              parallel_searches=parallel_searches, splitting=splitting)
     results = [[(postprocess(text, output), score) for output, score in hyps]
                for text, hyps in zip(texts, results)]
     outputs = [format_hypotheses(hyps, print_scores) for hyps in results]
@@ -248,7 +290,8 @@ def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scor
 
 
 def decode_stream(translator, line_input, output, chunk_lines, alpha, extra_length, nbest=1,
-                  print_scores=False, batch_tokens=4096, parallel_searches=1, stream=sys.stderr):
+                  print_scores=False, batch_tokens=4096, parallel_searches=1, stream=sys.stderr,
+                  splitting=None):
     """Translates `line_input` (line_input.LineInput) chunk by chunk into `output`
     (resume.ResumableOutput or resume.StreamOutput), continuing where `output` says a previous
     run stopped. Each chunk is tokenized, sorted and batched by length on its own, and its lines
@@ -261,7 +304,8 @@ def decode_stream(translator, line_input, output, chunk_lines, alpha, extra_leng
         outputs, _ = decode_lines(translator, lines, alpha, extra_length, nbest=nbest,
                                   print_scores=print_scores, batch_tokens=batch_tokens,
                                   progress=lambda done, _: progress(done), postprocess=postprocess,
-                                  parallel_searches=parallel_searches, stats=stats)
+                                  parallel_searches=parallel_searches, stats=stats,
+                                  splitting=splitting)
         return outputs
 
     streaming.run_chunks(line_input, output, chunk_lines, decode_chunk, "decoded", "lines",

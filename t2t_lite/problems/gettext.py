@@ -121,13 +121,14 @@ class TranslateGettext(translation.TranslationProblem):
     vocab_type = "bpe"
     vocab_size = 8000
     examples_per_shard = {"train": 50_000, "dev": 50_000, "test": 50_000}
+    source_language = "en"  # the decoder knows the class only; an instance knows source_lang
 
     def __init__(self, target_lang=None, source_lang="en", locale_dir="/usr/share/locale",
                  vocab_size=None, domains=None, exclude_domains=None, vocab_from=None):
         self.target_lang = target_lang or getattr(type(self), "default_target_lang", None)
         if not self.target_lang:
             raise UserError("translate_gettext needs --problem_param=target_lang=<code>, e.g. de")
-        self.source_lang = source_lang
+        self.source_lang = self.source_language = source_lang
         self.locale_dir = locale_dir
         if vocab_size is not None:
             self.vocab_size = int(vocab_size)

@@ -224,6 +224,7 @@ class _Wmt14Problem(TranslationProblem):
     """Shared streaming of a WMT14 language pair; subclasses give `corpora` and the vocabulary."""
 
     corpora = None  # {"train" | "dev" | "test": tuple of Corpus}
+    source_language = "en"
 
     def __init__(self, raw_dir=None, archives=None, max_extract_bytes=None,
                  max_extract_ratio=None):

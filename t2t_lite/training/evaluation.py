@@ -2,7 +2,8 @@
 on decoded dev sentences, chosen by the problem's `dev_metric`:
 
   * "bleu" (translation): sacreBLEU and chrF on detokenized beam (or greedy, beam 1) translations
-    of the first `bleu_sentences` dev pairs, exactly what t2t-lite-bleu would report for them;
+    of the first `bleu_sentences` dev pairs (long lines split into sentences as the decoder
+    splits them), exactly what t2t-lite-bleu would report for the decoder's output;
   * "parseval" (parsing): labelled bracket F1 / precision / recall (EVALB conventions) of the
     trees the decoder would write for the first `bleu_sentences` dev sentences, against the gold.
 
@@ -14,7 +15,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite.data import trees
+from t2t_lite.data import sentences, trees
 from t2t_lite.errors import UserError
 from t2t_lite.inference import batch_decode, parallel_search, translator
 from t2t_lite.metrics import parseval
@@ -57,6 +58,8 @@ class Evaluator:
         self._module = translator.TranslationModule(model, tokenizer, beam_size=self.beam_size,
                                                     alpha=decode_config.alpha,
                                                     extra_length=decode_config.extra_length)
+        # The decoder's default: long lines in the problem's source language go by sentence.
+        self._splitting = sentences.splitting_for(getattr(problem, "source_language", None))
         self._pairs = None
 
     def _batch_statistics(self, batch):
@@ -81,7 +84,7 @@ class Evaluator:
         results = batch_decode.translate_texts(
             self._module, list(sources), self.decode_config.alpha,
             self.decode_config.extra_length, batch_tokens=self.batch_tokens,
-            parallel_searches=searches)
+            parallel_searches=searches, splitting=self._splitting)
         return [hypotheses[0][0] if hypotheses else "" for hypotheses in results]
 
     def _dev_pairs(self):

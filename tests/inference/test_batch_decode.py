@@ -156,3 +156,49 @@ def test_precision_flags_in_the_wrong_place_are_one_line_errors(cli, tmp_path, t
     result = cli(tool, *args, stdin=b"hello\n")
     assert result.returncode == 1
     assert result.stderr.decode().strip().splitlines()[-1] == message
+
+
+# Two sentences of 12 words each: long enough (sentences.MIN_WORDS) to be split.
+TWO_SENTENCES = ("The house is small and the dog ran away and we read books every day. "
+                 "She said no and the cat sat on the mat and the dog ran away.")
+
+
+def test_a_long_line_is_translated_sentence_by_sentence(model_dir):
+    from t2t_lite.data import sentences
+    from t2t_lite.inference import translator
+
+    module = translator.from_model_dir(model_dir)
+    splitting = sentences.SentenceSplitting("en")
+    pieces = splitting.split(TWO_SENTENCES)
+    assert len(pieces) == 2
+    texts = ["the house is small .", TWO_SENTENCES, ""]
+    stats = batch_decode.DecodeStats()
+    split = batch_decode.translate_texts(module, texts, 0.6, 6, stats=stats, splitting=splitting)
+    whole = batch_decode.translate_texts(module, texts, 0.6, 6)
+    by_piece = batch_decode.translate_texts(module, pieces, 0.6, 6)
+    assert stats.split == 1
+    assert split[0] == whole[0] and split[2] == whole[2] == []
+    assert split[1] == [(sentences.join_translations(h[0][0] for h in by_piece),
+                         pytest.approx(sum(h[0][1] for h in by_piece)))]
+    # n-best lists are of whole lines.
+    assert batch_decode.translate_texts(module, texts, 0.6, 6, nbest=2,
+                                        splitting=splitting) == (
+        batch_decode.translate_texts(module, texts, 0.6, 6, nbest=2))
+
+
+def test_the_decoder_splits_sentences_on_request(cli, model_dir):
+    lines = ["the house is small .", TWO_SENTENCES]
+    stdin = "\n".join(lines).encode()
+    split = cli("decoder", f"--model_dir={model_dir}", "--split_sentences=en", stdin=stdin)
+    assert split.returncode == 0, split.stderr.decode()[-3000:]
+    assert "1 split into sentences" in split.stderr.decode()
+    # The test problem names no source language: "auto" translates whole lines.
+    whole = cli("decoder", f"--model_dir={model_dir}", stdin=stdin)
+    assert "0 split into sentences" in whole.stderr.decode()
+    split_lines, whole_lines = (r.stdout.decode().split("\n")[:-1] for r in (split, whole))
+    assert len(split_lines) == len(whole_lines) == 2
+    assert split_lines[0] == whole_lines[0]
+    bad = cli("decoder", f"--model_dir={model_dir}", "--split_sentences=xx", stdin=stdin)
+    assert bad.returncode == 1
+    assert bad.stderr.decode().strip().splitlines()[-1].startswith(
+        "error: no sentence splitting rules for language 'xx'")
