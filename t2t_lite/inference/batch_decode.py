@@ -36,8 +36,8 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite import registry
-from t2t_lite.decoding.translate import clamp_to_limit
 from t2t_lite.data import sentences
+from t2t_lite.decoding.translate import clamp_to_limit
 from t2t_lite.errors import UserError
 from t2t_lite.ids import PAD_ID
 from t2t_lite.inference import parallel_search, streaming
