@@ -137,12 +137,29 @@ def _set_verbosity():
     if verbosity < 0:
         from absl import logging as absl_logging
 
-        absl_logging.get_absl_handler().addFilter(_own_info_only)
+        handler = absl_logging.get_absl_handler()
+        handler.addFilter(_own_info_only)
+        handler.setFormatter(PlainInfoFormatter(absl_logging.PythonFormatter()))
         if not _USER_SET_CPP_LEVEL:
             filter_stderr()
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class PlainInfoFormatter(logging.Formatter):
+    """INFO lines as their bare message: what a user reads in a tool's report ("batching: ...",
+    "dropping 23 of 35195 examples ..."), not a log; warnings and errors keep `prefixed`'s
+    level, time and source line."""
+
+    def __init__(self, prefixed):
+        super().__init__()
+        self.prefixed = prefixed
+
+    def format(self, record):
+        if record.levelno == logging.INFO:
+            return record.getMessage()
+        return self.prefixed.format(record)
 
 
 def _own_info_only(record):

@@ -1,4 +1,5 @@
 """The tools' shared plumbing: TensorFlow's start-up noise hidden, real errors kept."""
+import logging
 import os
 import pathlib
 import subprocess
@@ -55,6 +56,7 @@ def test_a_reader_that_goes_away_gets_no_traceback():
 
 
 CRASHING_TOOL = '''
+import logging
 import os
 from t2t_lite import cli
 
@@ -94,3 +96,16 @@ def test_an_installed_commands_help_describes_the_tool(tool, flag):
     first_line = ast.get_docstring(ast.parse(source)).splitlines()[0]
     assert first_line in out.stdout, out.stdout[:500]
     assert f"  {flag}:" in out.stdout, out.stdout[-2000:]
+
+
+def test_info_lines_read_as_plain_messages_and_warnings_keep_their_prefix():
+    from absl import logging as absl_logging
+
+    formatter = cli.PlainInfoFormatter(absl_logging.PythonFormatter())
+
+    def record(level, message):
+        return logging.LogRecord("absl", level, "/x/pipeline.py", 81, message, ("23",), None)
+
+    assert formatter.format(record(logging.INFO, "dropping %s examples")) == "dropping 23 examples"
+    warning = formatter.format(record(logging.WARNING, "dropping %s examples"))
+    assert warning.startswith("W") and warning.endswith("pipeline.py:81] dropping 23 examples")
