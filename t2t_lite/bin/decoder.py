@@ -16,6 +16,7 @@ import sys
 from absl import flags
 
 from t2t_lite import cli
+from t2t_lite.data import sentences
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Trained model_dir (checkpoint path).")
@@ -34,10 +35,9 @@ flags.DEFINE_integer("extra_length", None,
 flags.DEFINE_integer("nbest", 1, "Hypotheses per line, tab-separated (at most the beam size).")
 flags.DEFINE_bool("print_scores", False, "Precede each hypothesis with its score and a tab.")
 flags.DEFINE_string("split_sentences", "auto",
-                    "Translate a long line (20 words or more) of several sentences sentence by "
-                    "sentence and join the translations (1-best only): "
-                    "\"auto\" (the problem's source language, where the rules know it), \"off\", or "
-                    "the source language's code (for a problem that names none).")
+                    f"Translate a long line ({sentences.MIN_WORDS} words or more) of several "
+                    "sentences sentence by sentence and join the translations (1-best only): "
+                    f"{sentences.SETTINGS_HELP}.")
 flags.DEFINE_integer("batch_tokens", 4096, "Source tokens (with padding) per batch.")
 flags.DEFINE_integer("chunk_lines", 10000,
                      "Lines read, sorted by length and translated together; each finished chunk "
@@ -145,7 +145,6 @@ OUTPUT_FLAGS = ("engine", "compute_type", "decode_precision", "beam_size", "alph
 
 def main(argv):
     _check_flags()
-    from t2t_lite.data import sentences
     from t2t_lite.inference import line_input, resume
 
     if FLAGS.split_sentences not in ("auto", "off"):  # a bad code is reported before any work

@@ -70,8 +70,8 @@ def join_translations(translations):
     return " ".join(t.strip() for t in translations if t.strip())
 
 
-SETTINGS_HELP = ('"auto" (the problem\'s source language, where the rules know it), "off", or a '
-                 'language code')
+SETTINGS_HELP = ('"auto" (the problem\'s source language, where the rules know it), "off", or '
+                 'the source language\'s code (for a problem that names none)')
 
 
 def splitting_for(language, setting="auto", min_words=MIN_WORDS):
