@@ -19,6 +19,9 @@ from t2t_lite.errors import UserError
 
 # Lines shorter than this many whitespace-separated words are translated whole.
 MIN_WORDS = 20
+# What --split_sentences takes (splitting_for's settings).
+SETTINGS_HELP = ('"auto" (the problem\'s source language, where the rules know it), "off", or '
+                 'the source language\'s code (for a problem that names none)')
 
 
 @functools.lru_cache(maxsize=None)
@@ -68,10 +71,6 @@ class SentenceSplitting:
 def join_translations(translations):
     """One line from the translations of one line's sentences."""
     return " ".join(t.strip() for t in translations if t.strip())
-
-
-SETTINGS_HELP = ('"auto" (the problem\'s source language, where the rules know it), "off", or '
-                 'the source language\'s code (for a problem that names none)')
 
 
 def splitting_for(language, setting="auto", min_words=MIN_WORDS):
