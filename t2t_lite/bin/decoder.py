@@ -147,8 +147,7 @@ def main(argv):
     _check_flags()
     from t2t_lite.inference import line_input, resume
 
-    if FLAGS.split_sentences not in ("auto", "off"):  # a bad code is reported before any work
-        sentences.SentenceSplitting(FLAGS.split_sentences)
+    sentences.splitting_for(None, FLAGS.split_sentences)  # a bad language fails before any work
 
     if FLAGS.decode_to_file:  # before TensorFlow loads: a mistake is reported at once
         resume.check_output_path(FLAGS.decode_to_file)

@@ -231,16 +231,23 @@ def _joined(piece_results):
              sum(score for _, score in best))]
 
 
+def _problem_class(problem_name):
+    """The class of the problem a model's metadata names; None for no name or a problem not
+    registered in this process (a user module). The decoder knows only the name, not the
+    parameters the problem was built with, so it reads class attributes and classmethods."""
+    if not problem_name:
+        return None
+    try:
+        return registry.problem_class(problem_name)
+    except UserError:
+        return None
+
+
 def sentence_splitting(problem_name, setting="auto"):
-    """The SentenceSplitting for a model's problem (named in its metadata) under a decoder
-    setting (sentences.splitting_for); "auto" for an unregistered problem translates whole."""
-    language = None
-    if problem_name:
-        try:
-            language = registry.problem_class(problem_name).source_language
-        except UserError:
-            pass
-    return sentences.splitting_for(language, setting)
+    """The SentenceSplitting for a model's problem under a decoder setting
+    (sentences.splitting_for); "auto" for an unregistered problem translates whole."""
+    problem = _problem_class(problem_name)
+    return sentences.splitting_for(problem and problem.source_language, setting)
 
 
 def _unchanged(source, output):
@@ -249,14 +256,9 @@ def _unchanged(source, output):
 
 def output_postprocessor(problem_name):
     """postprocess_output(source, output) of the named problem (a classmethod: it needs none of
-    the data paths the metadata does not record); unchanged text for no name or a problem not
-    registered in this process (a user module)."""
-    if not problem_name:
-        return _unchanged
-    try:
-        return registry.problem_class(problem_name).postprocess_output
-    except UserError:
-        return _unchanged
+    the data paths the metadata does not record); unchanged text without one."""
+    problem = _problem_class(problem_name)
+    return problem.postprocess_output if problem else _unchanged
 
 
 def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scores=False,
