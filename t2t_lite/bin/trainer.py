@@ -45,6 +45,11 @@ flags.DEFINE_string("warm_start_from", None, "Start a new --model_dir from the m
                     "0 and this set's schedule. The parent must have this set's shapes and the "
                     "data's vocabulary (datagen --problem_param=vocab_from=PARENT). Ignored when "
                     "--model_dir already has checkpoints (it resumes).")
+flags.DEFINE_list("warm_start_accept", [], "Model settings this run may set apart from the "
+                  "--warm_start_from parent's, comma-separated (sinusoid_layout,"
+                  "layer_norm_epsilon): a setting that keeps the shapes but changes what the "
+                  "weights compute is refused otherwise. Dropout rates and max_length may always "
+                  "differ.")
 
 
 def main(argv):
@@ -60,7 +65,7 @@ def main(argv):
         eval_batches=FLAGS.eval_batches, bleu_sentences=FLAGS.bleu_sentences,
         eval_beam_size=FLAGS.eval_beam_size, early_stopping_evals=FLAGS.early_stopping_evals,
         log_every=FLAGS.log_every, print_params=FLAGS.print_params,
-        warm_start_from=FLAGS.warm_start_from))
+        warm_start_from=FLAGS.warm_start_from, warm_start_accept=FLAGS.warm_start_accept))
 
 
 def run():

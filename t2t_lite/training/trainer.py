@@ -64,6 +64,8 @@ class TrainOptions:
     print_params: bool = False
     # A parent model_dir or checkpoint whose model weights a new model_dir starts from.
     warm_start_from: Optional[str] = None
+    # Model settings the child may set apart from the parent's (warm_start.COMPARED names).
+    warm_start_accept: Sequence[str] = ()
 
 
 # TrainOptions fields that override the TrainConfig field of the same name.
@@ -148,7 +150,7 @@ def train(options: TrainOptions) -> TrainResult:
     if options.warm_start_from:
         warm_start = warm_start_lib.prepare(
             options.warm_start_from, options.model_dir, model_config, vocab_size, problem,
-            options.data_dir, _config_where(options))
+            options.data_dir, _config_where(options), accept=options.warm_start_accept)
     chief = strategy_lib.is_chief(strategy)
     os.makedirs(options.model_dir, exist_ok=True)
     lock = model_dir_files.TrainerLock(options.model_dir) if chief else None

@@ -1,5 +1,7 @@
 """t2t-lite-trainer --warm_start_from: a new model_dir from a parent's model weights, a fresh
-optimizer and step 0; a parent of other shapes or another vocabulary refused in one line."""
+optimizer and step 0; a parent of other shapes, another vocabulary or another model setting
+refused in one line, an export given as the parent named as one."""
+import dataclasses
 import json
 import os
 import shutil
@@ -9,13 +11,14 @@ import sys
 import numpy as np
 import pytest
 
-from t2t_lite import registry
+from t2t_lite import hparams, registry
 from t2t_lite.data import datagen
 from t2t_lite.errors import UserError
-from t2t_lite.model_dir import checkpoints, loaded
+from t2t_lite.model_dir import check, checkpoints, loaded
 from t2t_lite.training import trainer
 from t2t_lite.training.hooks import Hook
 from t2t_lite.training.trainer import TrainOptions, train
+from t2t_lite.training import warm_start
 from t2t_lite.training.warm_start import parent_checkpoint
 
 pytestmark = pytest.mark.slow  # trains end to end; -m 'not slow' skips it
@@ -105,18 +108,28 @@ def test_child_starts_from_the_parents_weights_with_a_fresh_optimizer(
         assert json.load(f)["warm_start"]["path"] == parent
 
 
+def _trainer_cli(data_dir, child, *flags):
+    """t2t-lite-trainer on the copy problem into `child`, 2 steps, with `flags`."""
+    command = [sys.executable, "-m", "t2t_lite.bin.trainer", "--problem=algorithmic_copy",
+               f"--data_dir={data_dir}", f"--model_dir={child}", "--hparams_set=tiny",
+               *[f"--problem_param={p}" for p in PARAMS], "--train_steps=2", *flags]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+
+
+def _refused_line(out):
+    """The one error line a refused run ends with (exit 1, no traceback)."""
+    assert out.returncode == 1, out.stderr[-2000:]
+    assert "Traceback" not in out.stderr
+    return out.stderr.strip().splitlines()[-1]
+
+
 def test_a_parent_of_other_shapes_is_refused_in_one_line(data_dir, parent, tmp_path):
     child = tmp_path / "child"
     named = os.path.join(parent, "ckpt-3")
-    command = [sys.executable, "-m", "t2t_lite.bin.trainer", "--problem=algorithmic_copy",
-               f"--data_dir={data_dir}", f"--model_dir={child}", "--hparams_set=tiny",
-               *[f"--problem_param={p}" for p in PARAMS], "--train_steps=2",
-               "--gin_param=ModelConfig.d_ff = 96", f"--warm_start_from={named}"]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    out = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 1, out.stderr[-2000:]
-    assert "Traceback" not in out.stderr
-    last = out.stderr.strip().splitlines()[-1]
+    out = _trainer_cli(data_dir, child, "--gin_param=ModelConfig.d_ff = 96",
+                       f"--warm_start_from={named}")
+    last = _refused_line(out)
     assert last.startswith(f"error: cannot warm start from {named}: ")
     assert ("feed_forward/inner/_kernel: --hparams_set=tiny with --gin_param gives shape "
             f"[32, 96], checkpoint {named} holds [32, 64]") in last
@@ -155,3 +168,148 @@ def test_the_parent_dir_of_a_named_checkpoint(parent, tmp_path):
     assert parent_checkpoint(named) == (named, parent)
     with pytest.raises(UserError, match="neither a model_dir nor a checkpoint"):
         parent_checkpoint(os.path.join(parent, "ckpt-77"))
+
+
+# A value other than tiny's for every compared ModelConfig field; the test below fails when a
+# field is added to ModelConfig without one, so no new setting goes unchecked.
+OTHER_VALUES = {"model": "my_variant", "num_layers": 3, "d_model": 48, "d_ff": 96,
+                "num_heads": 2, "d_k": 16, "d_v": 16, "norm_position": "pre",
+                "position_encoding": "learned", "sinusoid_layout": "concat",
+                "attention_bias": True, "layer_norm_epsilon": 1e-5}
+
+
+@pytest.fixture(scope="module")
+def child_config():
+    """tiny's ModelConfig, the parent's, and the copy problem's vocabulary size."""
+    model_config = hparams.load("tiny", FAST)[0]
+    problem = registry.problem("algorithmic_copy", **registry.parse_params(PARAMS))
+    return model_config, problem
+
+
+def _prepare(parent, data_dir, model_config, problem, model_dir, accept=()):
+    return warm_start.prepare(parent, str(model_dir), model_config,
+                              problem.tokenizer(data_dir).vocab_size, problem, data_dir,
+                              "the child's set", accept=accept)
+
+
+def test_every_compared_setting_changed_alone_is_refused(data_dir, parent, child_config,
+                                                         tmp_path):
+    """Each ModelConfig field outside MAY_DIFFER, changed alone in the child: refused by the
+    shape check when it changes a shape, else by the settings check naming it, which
+    --warm_start_accept lets through."""
+    base, problem = child_config
+    assert set(OTHER_VALUES) == set(warm_start.COMPARED)
+    vocab_size = problem.tokenizer(data_dir).vocab_size
+    same_shapes = []
+    for name, value in OTHER_VALUES.items():
+        assert value != getattr(base, name), name
+        changed = dataclasses.replace(base, **{name: value})
+        with pytest.raises(UserError) as error:
+            _prepare(parent, data_dir, changed, problem, tmp_path / name)
+        message = str(error.value)
+        assert "\n" not in message and message.startswith(f"cannot warm start from {parent}: ")
+        if (check.expected_shapes(changed, vocab_size)
+                != check.expected_shapes(base, vocab_size)):
+            assert "shape" in message or "does not have" in message, (name, message)
+            continue
+        same_shapes.append(name)
+        assert (f"differs from the one the child's set describes in settings that keep the "
+                f"shapes but change what the weights compute: {name} {getattr(base, name)!r} "
+                f"against {value!r}; set them as the parent's, or accept the difference with "
+                f"--warm_start_accept={name}") in message, message
+        assert os.path.join(parent, "configs.json") in message
+        accepted = _prepare(parent, data_dir, changed, problem, tmp_path / name, accept=[name])
+        assert accepted.accepted == {name: (getattr(base, name), value)}
+    # The settings the shape check alone lets through, each now refused.
+    assert set(same_shapes) == {"model", "sinusoid_layout", "layer_norm_epsilon"}
+    assert not any((tmp_path / name).exists() for name in OTHER_VALUES)
+
+
+def test_several_differences_are_named_in_one_line(data_dir, parent, child_config, tmp_path):
+    base, problem = child_config
+    changed = dataclasses.replace(base, sinusoid_layout="concat", layer_norm_epsilon=1e-3)
+    with pytest.raises(UserError) as error:
+        _prepare(parent, data_dir, changed, problem, tmp_path / "child",
+                 accept=["layer_norm_epsilon"])
+    message = str(error.value)
+    assert "sinusoid_layout 'interleaved' against 'concat'; " in message
+    assert "layer_norm_epsilon" not in message  # accepted
+    assert message.endswith("--warm_start_accept=sinusoid_layout")
+
+
+def test_training_only_settings_and_the_derived_key_size_may_differ(data_dir, parent,
+                                                                    child_config, tmp_path):
+    base, problem = child_config
+    # Dropout rates and max_length do not change what the weights compute; d_k 0 is tiny's
+    # d_model 32 / 4 heads = 8, the parent's explicit 8.
+    changed = dataclasses.replace(base, dropout=0.3, attention_dropout=0.1, relu_dropout=0.1,
+                                  max_length=128, d_k=0, d_v=0)
+    assert set(warm_start.MAY_DIFFER) == {"dropout", "attention_dropout", "relu_dropout",
+                                          "max_length"}
+    result = _prepare(parent, data_dir, changed, problem, tmp_path / "child")
+    assert result.accepted == {} and "accepted" not in result.record()
+
+
+def test_a_bad_accept_name_is_refused(data_dir, parent, child_config, tmp_path):
+    base, problem = child_config
+    with pytest.raises(UserError, match=r"^--warm_start_accept=sinusoid: no such model "
+                                        r"setting; it names settings from model, num_layers"):
+        _prepare(parent, data_dir, base, problem, tmp_path / "child", accept=["sinusoid"])
+    with pytest.raises(UserError, match=r"^--warm_start_accept=dropout: dropout may differ "
+                                        r"from the parent's without it"):
+        _prepare(parent, data_dir, base, problem, tmp_path / "child", accept=["dropout"])
+
+
+def test_a_parent_without_configs_json_is_refused(data_dir, parent, child_config, tmp_path):
+    base, problem = child_config
+    old = str(shutil.copytree(parent, tmp_path / "old_parent"))
+    os.remove(os.path.join(old, "configs.json"))
+    with pytest.raises(UserError) as error:
+        _prepare(old, data_dir, base, problem, tmp_path / "child")
+    assert str(error.value) == (f"cannot warm start from {old}: {old} has no configs.json to "
+                                "compare its model settings with the child's")
+
+
+def test_another_setting_through_the_cli_refused_then_accepted(data_dir, parent, tmp_path,
+                                                              capsys):
+    child = tmp_path / "child"
+    out = _trainer_cli(data_dir, child, "--gin_param=ModelConfig.sinusoid_layout = 'concat'",
+                       f"--warm_start_from={parent}")
+    last = _refused_line(out)
+    assert last == (
+        f"error: cannot warm start from {parent}: its model ({parent}/configs.json) differs "
+        "from the one --hparams_set=tiny with --gin_param describes in settings that keep the "
+        "shapes but change what the weights compute: sinusoid_layout 'interleaved' against "
+        "'concat'; set them as the parent's, or accept the difference with "
+        "--warm_start_accept=sinusoid_layout")
+    assert not child.exists()  # refused before anything was written
+
+    result = train(options(data_dir, str(child), train_steps=2, warm_start_from=parent,
+                           gin_params=FAST + ["ModelConfig.sinusoid_layout = 'concat'"],
+                           warm_start_accept=["sinusoid_layout"]))
+    assert result.step == 2
+    assert "accepted: sinusoid_layout 'interleaved' -> 'concat')" in capsys.readouterr().out
+    with open(child / "run.json", encoding="utf-8") as f:
+        record = json.load(f)["warm_start"]
+    assert record["accepted"] == {"sinusoid_layout": {"parent": "interleaved",
+                                                      "child": "concat"}}
+
+
+def test_an_export_as_the_parent_is_named_as_one(data_dir, export_version_dir, tmp_path):
+    export_dir = os.path.dirname(export_version_dir)
+    saved_model_pb = os.path.join(export_version_dir, "saved_model.pb")
+    out = _trainer_cli(data_dir, tmp_path / "child", f"--warm_start_from={export_dir}")
+    assert _refused_line(out) == (
+        f"error: cannot warm start from {export_dir}: it is a SavedModel export "
+        f"({saved_model_pb}), made for decoding and serving, not a model_dir: a child starts "
+        "from a training checkpoint; give the model_dir it was exported from")
+    # The version folder, its saved_model.pb and its variables name the same export.
+    for spec in (export_version_dir, saved_model_pb,
+                 os.path.join(export_version_dir, "variables", "variables")):
+        with pytest.raises(UserError, match=r"^it is a SavedModel export \("):
+            parent_checkpoint(spec)
+    ct2 = tmp_path / "ct2"
+    ct2.mkdir()
+    (ct2 / "model.bin").write_bytes(b"\0")
+    with pytest.raises(UserError, match=r"^it is a CTranslate2 model folder \("):
+        parent_checkpoint(str(ct2))
