@@ -9,27 +9,44 @@ TMP_SUFFIX = ".incomplete"
 
 
 @contextlib.contextmanager
-def open_atomic(path, mode="w", encoding="utf-8", newline=None):
-    """Like open(path, mode) for writing; the file appears at `path` only if the block succeeds."""
+def open_atomic(path, mode="w", encoding="utf-8", newline=None, durable=False):
+    """Like open(path, mode) for writing; the file appears at `path` only if the block succeeds.
+
+    durable: the bytes are fsync'd before the rename and the folder after it, so after a power
+    loss `path` holds either the old file or all of the new one."""
     tmp = path + TMP_SUFFIX
     binary = "b" in mode
     try:
         with open(tmp, mode, **({} if binary else {"encoding": encoding, "newline": newline})) as f:
             yield f
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
+        if durable:
+            fsync_folder(path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.remove(tmp)
         raise
 
 
-def write_text(path, text):
-    with open_atomic(path) as f:
+def fsync_folder(path):
+    """Makes a rename or creation of `path` survive a power loss (its folder entry on disk)."""
+    descriptor = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def write_text(path, text, durable=False):
+    with open_atomic(path, durable=durable) as f:
         f.write(text)
 
 
-def write_json(path, obj, **dump_options):
-    with open_atomic(path) as f:
+def write_json(path, obj, durable=False, **dump_options):
+    with open_atomic(path, durable=durable) as f:
         json.dump(obj, f, **dump_options)
         f.write("\n")
 

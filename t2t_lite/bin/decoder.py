@@ -17,6 +17,7 @@ from absl import flags
 
 from t2t_lite import cli
 from t2t_lite.data import sentences
+from t2t_lite.inference import resume
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Trained model_dir (checkpoint path).")
@@ -93,19 +94,18 @@ def _check_flags():
         check.check_bounds({"beam_size": FLAGS.beam_size}, "--beam_size")
 
 
-def _translator(searches):
+def _translator(searches, precision, compute_type):
     if FLAGS.engine == "ctranslate2":
         if FLAGS.decode_precision != "float32":
             raise cli.UserError("--decode_precision is TensorFlow's; CTranslate2 has "
                                 "--compute_type")
-        return _ctranslate2_translator(searches)
+        return _ctranslate2_translator(searches, compute_type)
     if FLAGS.compute_type != "default":
         raise cli.UserError("--compute_type applies to --engine=ctranslate2 only")
     if FLAGS.model_dir:
         from t2t_lite.inference import translator
         return translator.from_model_dir(FLAGS.model_dir, FLAGS.checkpoint_path,
-                                         beam_size=FLAGS.beam_size,
-                                         precision=FLAGS.decode_precision)
+                                         beam_size=FLAGS.beam_size, precision=precision)
     if FLAGS.decode_precision != "float32":
         raise cli.UserError("--decode_precision needs --model_dir: an export's precision is "
                             "fixed (t2t-lite-exporter --decode_precision)")
@@ -122,7 +122,7 @@ def _translator(searches):
     return translator
 
 
-def _ctranslate2_translator(searches):
+def _ctranslate2_translator(searches, compute_type):
     from t2t_lite.export import ctranslate2_export
     from t2t_lite.inference import ctranslate2_engine
 
@@ -133,53 +133,86 @@ def _ctranslate2_translator(searches):
     elif FLAGS.checkpoint_path:
         raise cli.UserError("--checkpoint_path needs --model_dir (an export holds one checkpoint)")
     return ctranslate2_engine.CTranslate2Translator(
-        folder, compute_type=FLAGS.compute_type, beam_size=FLAGS.beam_size, keep_alive=keep_alive,
+        folder, compute_type=compute_type, beam_size=FLAGS.beam_size, keep_alive=keep_alive,
         searches=searches)
 
 
-# Flags that change what is written: a resumed run must use the same values.
+# Flags that change what is written: a resumed run must use the same values. (The number of
+# parallel searches is not one: the outputs are the same, so a resume may use other cores.)
 OUTPUT_FLAGS = ("engine", "compute_type", "decode_precision", "beam_size", "alpha",
                 "extra_length", "nbest", "print_scores", "split_sentences", "batch_tokens",
                 "chunk_lines", "num_shards", "shard_index")
 
 
+def _recorded(output, name):
+    """A setting as the unfinished run beside the output resolved it, or None."""
+    return ((output.recorded_run or {}).get("settings") or {}).get(name)
+
+
+def _resolve_precision(output):
+    """--decode_precision as it will run: `auto` becomes what the run being resumed chose, or
+    what the probe chooses now."""
+    if FLAGS.decode_precision not in resume.MACHINE_CHOICES or FLAGS.engine != "tensorflow" \
+            or not FLAGS.model_dir:
+        return FLAGS.decode_precision
+    recorded = None if FLAGS.start_over else _recorded(output, "decode_precision")
+    if recorded in ("float32", "bfloat16"):
+        return recorded
+    from t2t_lite.decoding import precision
+
+    return precision.choose(FLAGS.decode_precision)[0]
+
+
+def _resolve_compute_type(output):
+    """--compute_type to load with: `auto` / `default` become what the run being resumed
+    resolved them to (CTranslate2 resolves them by the machine and the folder)."""
+    if FLAGS.compute_type not in resume.MACHINE_CHOICES or FLAGS.start_over:
+        return FLAGS.compute_type
+    return _recorded(output, "compute_type") or FLAGS.compute_type
+
+
+def _settings(precision, compute_type):
+    settings = {name: FLAGS[name].value for name in OUTPUT_FLAGS}
+    settings.update(decode_precision=precision, compute_type=compute_type)
+    return settings
+
+
 def main(argv):
     _check_flags()
-    from t2t_lite.inference import line_input, resume
+    from t2t_lite.inference import line_input
 
     sentences.splitting_for(None, FLAGS.split_sentences)  # a bad language fails before any work
 
-    if FLAGS.decode_to_file:  # before TensorFlow loads: a mistake is reported at once
-        resume.check_output_path(FLAGS.decode_to_file)
-    source = (line_input.LineInput(path=FLAGS.decode_from_file, num_shards=FLAGS.num_shards,
-                                   shard_index=FLAGS.shard_index) if FLAGS.decode_from_file
-              else line_input.LineInput(stream=sys.stdin.buffer, num_shards=FLAGS.num_shards,
-                                        shard_index=FLAGS.shard_index))
-    searches = _parallel_searches(min(FLAGS.chunk_lines, source.total_lines
-                                      if source.total_lines is not None else FLAGS.chunk_lines))
-    if FLAGS.decode_to_file:
-        # Checked before the model loads: a run that cannot resume says so at once.
-        output = resume.ResumableOutput(FLAGS.decode_to_file, {
-            "input": source.identity(),
-            "model": resume.model_identity(FLAGS.model_dir, FLAGS.checkpoint_path,
-                                           FLAGS.export_dir, FLAGS.engine),
-            "settings": {name: FLAGS[name].value for name in OUTPUT_FLAGS},
-            "parallel_searches": searches}, start_over=FLAGS.start_over)
-    else:
-        output = resume.StreamOutput(sys.stdout.buffer)
-    translator = _translator(searches)
-    from t2t_lite.inference import batch_decode
+    source = line_input.open_input(FLAGS.decode_from_file, num_shards=FLAGS.num_shards,
+                                   shard_index=FLAGS.shard_index)
+    with resume.open_output(FLAGS.decode_to_file, inputs=source.described_statuses()) as output:
+        searches = _parallel_searches(min(FLAGS.chunk_lines, source.total_lines
+                                          if source.total_lines is not None
+                                          else FLAGS.chunk_lines))
+        precision, compute_type = _resolve_precision(output), _resolve_compute_type(output)
+        # Before the model loads: a run that cannot resume says so at once.
+        output.begin({"input": source.identity(),
+                      "model": resume.model_identity(FLAGS.model_dir, FLAGS.checkpoint_path,
+                                                     FLAGS.export_dir, FLAGS.engine),
+                      "settings": _settings(precision, compute_type)},
+                     start_over=FLAGS.start_over)
+        translator = _translator(searches, precision, compute_type)
+        if FLAGS.engine == "ctranslate2" and output.identity:
+            # What `auto` / `default` became on this machine is what a resume must reuse.
+            output.identity["settings"]["compute_type"] = translator.compute_type
+        from t2t_lite.inference import batch_decode
 
-    defaults = batch_decode.settings(translator)
-    splitting = batch_decode.sentence_splitting(defaults.get("problem"), FLAGS.split_sentences)
-    stats = batch_decode.decode_stream(
-        translator, source, output, FLAGS.chunk_lines,
-        alpha=defaults["alpha"] if FLAGS.alpha is None else FLAGS.alpha,
-        # translate_texts clamps it to the model's max_length (huge values stay inside int32).
-        extra_length=defaults["extra_length"] if FLAGS.extra_length is None
-        else FLAGS.extra_length,
-        nbest=FLAGS.nbest, print_scores=FLAGS.print_scores, batch_tokens=FLAGS.batch_tokens,
-        parallel_searches=searches, splitting=splitting)
+        defaults = batch_decode.settings(translator)
+        splitting = batch_decode.sentence_splitting(defaults.get("problem"),
+                                                    FLAGS.split_sentences)
+        stats = batch_decode.decode_stream(
+            translator, source, output, FLAGS.chunk_lines,
+            alpha=defaults["alpha"] if FLAGS.alpha is None else FLAGS.alpha,
+            # translate_texts clamps it to the model's max_length (huge values stay in int32).
+            extra_length=defaults["extra_length"] if FLAGS.extra_length is None
+            else FLAGS.extra_length,
+            nbest=FLAGS.nbest, print_scores=FLAGS.print_scores,
+            batch_tokens=FLAGS.batch_tokens, parallel_searches=searches, splitting=splitting)
     print(stats.summary(), file=sys.stderr)
     if FLAGS.summary_file:
         from t2t_lite import atomic

@@ -14,6 +14,7 @@ import sys
 from absl import flags
 
 from t2t_lite import cli
+from t2t_lite.inference import resume
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Trained model_dir (its averaged checkpoint if newest, "
@@ -30,6 +31,9 @@ flags.DEFINE_float("alpha", None, "With --model_dir: the length penalty's alpha 
                    "column (default: the model's; an export's is fixed).")
 flags.DEFINE_integer("batch_tokens", 4096, "Tokens (the longer side, with padding) per batch.")
 flags.DEFINE_integer("chunk_lines", 10000, "Pairs read, sorted by length and scored together.")
+flags.DEFINE_bool("pad_shorter", False, "With --source_file and --target_file of different line "
+                  "counts: score the shorter file's missing lines as empty (counted), instead "
+                  "of refusing the files as not parallel.")
 flags.DEFINE_bool("start_over", False, "With --output_file: score from the start even if a "
                   "progress record of an interrupted run lies beside it.")
 
@@ -42,10 +46,11 @@ def _input():
     if bool(FLAGS.source_file) != bool(FLAGS.target_file):
         raise cli.UserError("--source_file and --target_file go together")
     if FLAGS.source_file:
-        return line_input.ParallelInput(FLAGS.source_file, FLAGS.target_file)
-    if FLAGS.pairs_file:
-        return line_input.LineInput(path=FLAGS.pairs_file, flag="--pairs_file")
-    return line_input.LineInput(stream=sys.stdin.buffer)
+        return line_input.ParallelInput(FLAGS.source_file, FLAGS.target_file,
+                                        pad_shorter=FLAGS.pad_shorter)
+    if FLAGS.pad_shorter:
+        raise cli.UserError("--pad_shorter needs --source_file and --target_file")
+    return line_input.open_input(FLAGS.pairs_file, flag="--pairs_file")
 
 
 def _check_flags():
@@ -70,27 +75,25 @@ def _translator():
 
 
 def _identity(source):
-    from t2t_lite.inference import line_input, resume
+    from t2t_lite.inference import line_input
 
     model = resume.model_identity(FLAGS.model_dir, FLAGS.checkpoint_path, FLAGS.export_dir)
     return {"input": source.identity(), "model": model, "alpha": FLAGS.alpha,
             "batch_tokens": FLAGS.batch_tokens, "chunk_lines": FLAGS.chunk_lines,
-            "pairs": isinstance(source, line_input.LineInput)}
+            "pairs": isinstance(source, line_input.LineInput), "pad_shorter": FLAGS.pad_shorter}
 
 
 def main(argv):
     _check_flags()
-    from t2t_lite.inference import resume
-
     source = _input()
-    output = (resume.ResumableOutput(FLAGS.output_file, _identity(source),
-                                     start_over=FLAGS.start_over, flag="--output_file")
-              if FLAGS.output_file else resume.StreamOutput(sys.stdout.buffer))
-    scorer = _translator()
-    from t2t_lite.inference import scoring
+    with resume.open_output(FLAGS.output_file, flag="--output_file",
+                            inputs=source.described_statuses()) as output:
+        output.begin(_identity(source), start_over=FLAGS.start_over)
+        scorer = _translator()
+        from t2t_lite.inference import scoring
 
-    stats = scoring.score_stream(scorer, source, output, FLAGS.chunk_lines,
-                                 batch_tokens=FLAGS.batch_tokens)
+        stats = scoring.score_stream(scorer, source, output, FLAGS.chunk_lines,
+                                     batch_tokens=FLAGS.batch_tokens)
     print(stats.summary(), file=sys.stderr)
 
 

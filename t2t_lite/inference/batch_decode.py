@@ -52,6 +52,7 @@ class DecodeStats:
     truncated: int = 0
     invalid_utf8: int = 0
     split: int = 0  # lines translated sentence by sentence
+    bom_stripped: int = 0  # a UTF-8 byte-order mark at the input's start
     seconds: float = 0.0
     max_source_tokens: int = 0
 
@@ -67,7 +68,8 @@ class DecodeStats:
         return (f"decoded {self.lines} lines in {self.seconds:.1f}s ({rate:.1f} lines/s); "
                 f"{self.empty} empty, {self.truncated} truncated to {self.max_source_tokens} "
                 f"tokens, {self.invalid_utf8} with invalid UTF-8 replaced, {self.split} split "
-                f"into sentences")
+                f"into sentences" + (f", {self.bom_stripped} UTF-8 byte-order mark dropped"
+                                     if self.bom_stripped else ""))
 
 
 def split_lines(data):
@@ -312,4 +314,5 @@ def decode_stream(translator, line_input, output, chunk_lines, alpha, extra_leng
 
     streaming.run_chunks(line_input, output, chunk_lines, decode_chunk, "decoded", "lines",
                          stream=stream)
+    stats.bom_stripped = line_input.bom_stripped
     return stats

@@ -88,6 +88,11 @@ class CTranslate2Translator:
                             f"{compute_type}: {error}") from None
         self._keep_alive = keep_alive  # a temporary folder that must outlive the translator
 
+    @property
+    def compute_type(self):
+        """The compute type CTranslate2 runs, `auto` / `default` resolved for this machine."""
+        return self.translator.compute_type
+
     def describe(self):
         """The settings as batch_decode.settings() reads them (a JSON string tensor)."""
         return tf.constant(json.dumps(self.settings, sort_keys=True))

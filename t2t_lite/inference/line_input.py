@@ -1,17 +1,23 @@
 """The decoder's input: byte lines from a file or a pipe, read a chunk at a time.
 
 A line ends at "\\n" only (a stray "\\r" never makes a line), and a last line without "\\n" is
-a line too. A file can be split into `num_shards` contiguous parts of nearly equal line counts:
+a line too. A UTF-8 byte-order mark at the start of the input is dropped (and counted); a line
+longer than MAX_LINE_BYTES ends the run with an error naming it rather than being read into
+memory whole. A file can be split into `num_shards` contiguous parts of nearly equal line counts:
 shard I holds lines [I * L // N, (I + 1) * L // N), so the shards' outputs put back together in
 shard order (`cat out.0 out.1 ...`) are the whole file's output in input order.
 """
 import hashlib
 import os
+import stat
+import sys
 
 from t2t_lite.errors import UserError
 
 READ_BLOCK = 1 << 20
 HEAD_BYTES = 1 << 20  # the part of the input that is hashed to recognise it on resume
+MAX_LINE_BYTES = 1 << 20  # far past any model's max_length in tokens; beyond, not a sentence
+BOM = b"\xef\xbb\xbf"
 
 
 def count_lines(path):
@@ -28,6 +34,34 @@ def shard_range(total_lines, num_shards, shard_index):
     """(first line, end line) of shard `shard_index` of `num_shards` contiguous parts."""
     return (shard_index * total_lines // num_shards,
             (shard_index + 1) * total_lines // num_shards)
+
+
+def open_input(path=None, num_shards=1, shard_index=0, flag="--decode_from_file"):
+    """The LineInput of `path`, or of stdin when path is None. Stdin redirected from a regular
+    file (`< in.en`, not yet read from) is read as that file, so it is recognised on resume and
+    can be sharded like one."""
+    if path is None:
+        path = _stdin_file()
+        if path is None:
+            return LineInput(stream=sys.stdin.buffer, num_shards=num_shards,
+                             shard_index=shard_index, flag=flag)
+        flag = "stdin"
+    return LineInput(path=path, num_shards=num_shards, shard_index=shard_index, flag=flag)
+
+
+def _stdin_file():
+    """The path of the regular file stdin reads from at its start, or None (a pipe, a terminal,
+    a file already partly read, a file that has no name any more)."""
+    try:
+        descriptor = sys.stdin.fileno()
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode) or os.lseek(descriptor, 0, os.SEEK_CUR) != 0:
+            return None
+        path = os.path.realpath(f"/proc/self/fd/{descriptor}")
+        named = os.stat(path)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return path if (named.st_dev, named.st_ino) == (status.st_dev, status.st_ino) else None
 
 
 class LineInput:
@@ -47,6 +81,7 @@ class LineInput:
             raise UserError(f"--num_shards needs {flag} (a pipe cannot be split)")
         self.path, self.stream, self.flag = path, stream, flag
         self.bytes_read = 0
+        self.bom_stripped = 0
         if path is None:
             self.total_lines, self.first_line = None, 0
             return
@@ -58,6 +93,15 @@ class LineInput:
             raise UserError(f"{flag} {path}: cannot read ({error.strerror})") from None
         self.first_line, end = shard_range(file_lines, num_shards, shard_index)
         self.total_lines = end - self.first_line
+
+    def described_statuses(self):
+        """[(what this input is, in words; its os.stat_result)], to tell it from an output."""
+        if self.path is None:
+            try:
+                return [("on stdin", os.fstat(self.stream.fileno()))]
+            except (OSError, ValueError, AttributeError):
+                return [("on stdin", None)]
+        return [(f"{self.flag} {self.path}", os.stat(self.path))]
 
     def identity(self):
         """What recognises this input on a resumed run: path, size, mtime and a hash of its
@@ -75,7 +119,8 @@ class LineInput:
         their "\\n", in input order, starting `lines_done` lines into this input. For a file,
         `offset` (as a previous chunk reported it for those lines) spares reading up to there."""
         if self.stream is not None:
-            yield from self._chunks(self.stream, chunk_lines, lines_done, None)
+            yield from self._chunks(self.stream, chunk_lines, lines_done, None,
+                                    line_index=lines_done)
             return
         remaining = self.total_lines - lines_done
         try:
@@ -84,22 +129,35 @@ class LineInput:
                 if offset is not None:
                     f.seek(offset)
                     skip = 0
-                yield from self._chunks(f, chunk_lines, skip, remaining, seekable=f)
+                yield from self._chunks(f, chunk_lines, skip, remaining, seekable=f,
+                                        line_index=self.first_line + lines_done)
         except OSError as error:
             raise UserError(f"{self.flag} {self.path}: cannot read "
                             f"({error.strerror})") from None
 
-    def _chunks(self, f, chunk_lines, skip_lines, remaining, seekable=None):
+    def _chunks(self, f, chunk_lines, skip_lines, remaining, seekable=None, line_index=0):
+        """`line_index`: the 0-based number, in the whole input, of the first line yielded."""
+        at_start = skip_lines == 0 and (seekable is None or seekable.tell() == 0)
         for _ in range(skip_lines):
-            if not f.readline():
+            if not _skip_line(f):
                 return
         chunk = []
         while remaining is None or remaining > 0:
             # readline returns as soon as a line has arrived, so a pipe is served line by line.
-            raw = f.readline()
+            raw = f.readline(MAX_LINE_BYTES + 1)
             if not raw:
                 break
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                name = "stdin" if self.path is None else f"{self.flag} {self.path}"
+                raise UserError(f"{name}: line {line_index + 1:,} is longer than "
+                                f"{MAX_LINE_BYTES:,} bytes; split or remove it")
+            line_index += 1
             self.bytes_read += len(raw)
+            if at_start:
+                at_start = False
+                if raw.startswith(BOM):
+                    raw = raw[len(BOM):]
+                    self.bom_stripped += 1
             chunk.append(raw[:-1] if raw.endswith(b"\n") else raw)
             if remaining is not None:
                 remaining -= 1
@@ -110,14 +168,38 @@ class LineInput:
             yield chunk, seekable.tell() if seekable else None
 
 
+def _skip_line(f):
+    """Reads past one line without holding it whole; False at the end of the input."""
+    part = f.readline(READ_BLOCK)
+    while part and not part.endswith(b"\n"):
+        part = f.readline(READ_BLOCK)
+        if not part:
+            return True
+    return bool(part)
+
+
 class ParallelInput:
     """Two line-aligned files read together, in the LineInput interface: chunks of (source line,
-    target line) pairs; past the end of the shorter file its side is None."""
+    target line) pairs. Files of different line counts are refused unless `pad_shorter`, which
+    gives the shorter file's side as None past its end."""
 
-    def __init__(self, source_path, target_path):
-        self.inputs = [LineInput(path=source_path, flag="--source_file"),
-                       LineInput(path=target_path, flag="--target_file")]
-        self.total_lines = max(i.total_lines for i in self.inputs)
+    def __init__(self, source_path, target_path, pad_shorter=False,
+                 flags=("--source_file", "--target_file"), pad_flag="--pad_shorter"):
+        self.inputs = [LineInput(path=source_path, flag=flags[0]),
+                       LineInput(path=target_path, flag=flags[1])]
+        counts = [i.total_lines for i in self.inputs]
+        if counts[0] != counts[1] and not pad_shorter:
+            raise UserError(f"{flags[0]} {source_path} has {counts[0]:,} lines but {flags[1]} "
+                            f"{target_path} has {counts[1]:,}: the files are not parallel; "
+                            f"{pad_flag} scores the missing side as empty")
+        self.total_lines = max(counts)
+
+    def described_statuses(self):
+        return [status for i in self.inputs for status in i.described_statuses()]
+
+    @property
+    def bom_stripped(self):
+        return sum(i.bom_stripped for i in self.inputs)
 
     @property
     def bytes_read(self):

@@ -1,21 +1,42 @@
-"""Where the decoder's finished chunks go: a resumable output file, or a stream.
+"""Where the decoder's and the scorer's finished chunks go: a resumable output file, or a stream.
+
+`open_output` decides which, the way `sort -o` or `rsync` would treat the path:
+- none: stdout, a stream;
+- a device, FIFO or socket (/dev/null, a terminal, a named pipe), or a descriptor alias such as
+  /dev/stdout: written as a stream, never replaced, no progress record, not resumable;
+- a symlink: written through (its target gets the output and the records; the link stays);
+- the input itself (same device and inode, whatever the names): refused before anything is
+  read or written;
+- otherwise a regular file: a `ResumableOutput`, locked for this run (file_lock.py), so a second
+  decoder or scorer on the same output refuses.
 
 `ResumableOutput` appends each finished chunk to OUT and then records, in OUT.progress.json beside
 it, how many input lines and output bytes are done, together with what identifies the run (the
-input, the model, the settings that change outputs). A killed run re-run with the same command
-continues after the last recorded chunk; anything OUT holds past the record (a chunk whose record
-was not written yet) is cut off first, so the finished OUT is byte-identical to an uninterrupted
-run's. OUT does not exist until the first chunk is done: that chunk replaces any older OUT whole.
-A finished run removes the progress file and leaves only OUT.
+input, the model and its settings, the settings that change outputs). A chunk's bytes are
+fsync'd before the record that counts them, and the record is replaced atomically and fsync'd
+with its folder, so after a crash or power loss the record never counts bytes that are not on
+disk. A killed run re-run with the same command continues after the last recorded chunk;
+anything OUT holds past the record (a chunk whose record was not written yet) is cut off first,
+so the finished OUT is byte-identical to an uninterrupted run's. A record that does not match
+the run (another input, model or setting, or an input on a pipe that cannot be recognised)
+keeps OUT as it is and ends in one line naming the record and --start_over. OUT does not exist
+until the first chunk is done: that chunk replaces any older OUT whole. A finished run removes
+the progress record and the lock and leaves only OUT.
 """
+import hashlib
 import json
 import os
+import stat
+import sys
 
-from t2t_lite import atomic
+from t2t_lite import atomic, file_lock
 from t2t_lite.errors import UserError
 
 PROGRESS_SUFFIX = ".progress.json"
 START_OVER_FLAG = "--start_over"
+# Resolved from `auto`/`default` when a run starts, and reused when it resumes: the machine's
+# probe may choose otherwise on the next start, and the output would switch mid-file.
+MACHINE_CHOICES = ("auto", "default")
 
 
 def _encode(lines):
@@ -35,24 +56,45 @@ def _first_difference(recorded, current, prefix=""):
     return None
 
 
+def _sha256(paths):
+    digest = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as f:
+            while block := f.read(1 << 20):
+                digest.update(block)
+    return digest.hexdigest()
+
+
 def model_identity(model_dir=None, checkpoint_path=None, export_dir=None, engine="tensorflow"):
-    """What identifies the model a resumed run must use: the file that holds it (a checkpoint's
-    index, an export's saved_model.pb, a CTranslate2 model.bin) with its size and mtime."""
+    """What identifies the model a resumed run must use: the file that holds its weights (a
+    checkpoint's index, an export's saved_model.pb, a CTranslate2 model.bin) with its size and
+    mtime, and a digest of the settings the model carries (configs.json; an export's graph,
+    which holds its metadata; a CTranslate2 folder's t2t_lite.json and config.json), so an
+    edited decode setting is caught too."""
     if model_dir:
-        from t2t_lite.model_dir import checkpoints
+        from t2t_lite.model_dir import checkpoints, files
 
         path = checkpoints.resolve_checkpoint(model_dir, checkpoint_path) + ".index"
+        settings = [os.path.join(model_dir, files.CONFIGS)]
     elif engine == "ctranslate2":
+        from t2t_lite.inference import ctranslate2_engine
+
         path = os.path.join(export_dir, "model.bin")
+        settings = [os.path.join(export_dir, name)
+                    for name in (ctranslate2_engine.METADATA_FILE, "config.json")]
     else:
         from t2t_lite.inference import saved_model
 
         path = os.path.join(saved_model.latest_version_dir(export_dir), "saved_model.pb")
+        settings = [path]
     try:
         status = os.stat(path)
+        digest = _sha256([p for p in settings if os.path.isfile(p)])
     except OSError as error:
-        raise UserError(f"cannot read the model at {path} ({error.strerror})") from None
-    return {"path": os.path.abspath(path), "size": status.st_size, "mtime_ns": status.st_mtime_ns}
+        raise UserError(f"cannot read the model at {error.filename or path} "
+                        f"({error.strerror})") from None
+    return {"path": os.path.abspath(path), "size": status.st_size, "mtime_ns": status.st_mtime_ns,
+            "settings_sha256": digest}
 
 
 def check_output_path(path, flag="--decode_to_file"):
@@ -64,43 +106,130 @@ def check_output_path(path, flag="--decode_to_file"):
         raise UserError(f"{flag}: folder {folder} does not exist")
 
 
+def _descriptor_alias(path):
+    """True for /dev/stdout, /dev/fd/N, /proc/self/fd/N and links to them: writing through to
+    what they resolve to would replace the file behind someone else's descriptor."""
+    current = os.path.abspath(path)
+    for _ in range(40):
+        if current.startswith(("/proc/", "/dev/fd/")):
+            return True
+        if not os.path.islink(current):
+            return False
+        current = os.path.join(os.path.dirname(current), os.readlink(current))
+    return False
+
+
+def is_stream_path(path):
+    """True when `path` names something that is written as a stream, never replaced: a device,
+    FIFO or socket, or a descriptor alias."""
+    if _descriptor_alias(path):
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def check_not_an_input(path, inputs, flag):
+    """UserError when the file at `path` is one of `inputs` ((description, os.stat_result or
+    None) pairs), compared by device and inode, so no name, link or hard link hides it."""
+    try:
+        output = os.stat(path)
+    except FileNotFoundError:
+        return
+    for description, status in inputs:
+        if (status is not None and stat.S_ISREG(status.st_mode)
+                and (status.st_dev, status.st_ino) == (output.st_dev, output.st_ino)):
+            raise UserError(f"{flag} {path} is the input {description}: writing it would destroy "
+                            "what is being read; write the output to another file")
+
+
+def open_output(path, flag="--decode_to_file", inputs=()):
+    """The output for `path` (None: stdout), as the module docstring says; `inputs` as in
+    check_not_an_input. Use it as a context manager, so a lock is released on every exit."""
+    if path is None:
+        return StreamOutput(sys.stdout.buffer)
+    if is_stream_path(path):
+        try:
+            return StreamOutput(open(path, "ab", buffering=0), path=path, owned=True)
+        except OSError as error:
+            raise UserError(f"{flag} {path}: cannot open ({error.strerror})") from None
+    target = os.path.realpath(path)
+    check_output_path(target, flag)
+    check_not_an_input(target, inputs, flag)
+    return ResumableOutput(target, flag=flag)
+
+
 class StreamOutput:
-    """Finished chunks written to a binary stream (stdout) and flushed at once: no resume."""
+    """Finished chunks written to a binary stream and flushed at once: no resume."""
 
-    lines_done, offset = 0, None
+    lines_done, offset, recorded_run, identity = 0, None, None, None
 
-    def __init__(self, stream):
-        self.stream = stream
+    def __init__(self, stream, path=None, owned=False):
+        self.stream, self.path, self._owned = stream, path, owned
+
+    def begin(self, run_identity=None, start_over=False):
+        """Streams do not resume: nothing to check."""
 
     def append(self, lines, offset=None):
-        self.stream.write(_encode(lines))
-        self.stream.flush()
+        try:
+            self.stream.write(_encode(lines))
+            self.stream.flush()
+        except BrokenPipeError:
+            raise UserError(f"{self.path or 'stdout'}: the reader closed the pipe") from None
 
     def finish(self):
         self.stream.flush()
+
+    def close(self):
+        if self._owned:
+            self.stream.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 class ResumableOutput:
     """OUT written chunk by chunk with a progress record beside it (see the module docstring).
 
-    run_identity: a JSON-able dict (input, model, settings) that a resumed run must match.
-    start_over: ignore (and replace) a progress record instead of resuming from it.
+    `path` is the file itself (open_output resolves links). Constructing it takes the lock;
+    `recorded_run` is the identity an unfinished earlier run recorded (None: none, or damaged);
+    begin(run_identity, start_over) then decides between resuming and starting afresh.
     lines_done / offset: where the input continues (0 / None for a fresh run).
     """
 
-    def __init__(self, path, run_identity, start_over=False, flag="--decode_to_file"):
-        self.path, self.identity = path, run_identity
+    def __init__(self, path, flag="--decode_to_file"):
+        self.path, self.flag = path, flag
         self.progress_path = path + PROGRESS_SUFFIX
         self.lines_done, self.offset, self.out_bytes = 0, None, 0
-        check_output_path(path, flag)
-        if run_identity.get("input") is None:
-            start_over = True  # a pipe cannot be recognised, so never resumed
-        if os.path.exists(self.progress_path) and not start_over:
-            self._resume()
+        self.identity = None
+        self._lock = file_lock.FileLock(path + file_lock.LOCK_SUFFIX, f"{flag} {path}").acquire()
+        self.recorded_run = None
+        if os.path.exists(self.progress_path):
+            try:
+                self.recorded_run = self._read_record()["run"]
+            except UserError:
+                pass  # begin() reports it, unless the run starts over
 
-    def _resume(self):
+    def begin(self, run_identity, start_over=False):
+        """run_identity: a JSON-able dict (input, model, settings) that a resumed run must match;
+        its "input" is None for a pipe. start_over: ignore (and replace) an earlier run's
+        record instead of resuming from it."""
+        self.identity = run_identity
+        if start_over or not os.path.exists(self.progress_path):
+            return
         record = self._read_record()
-        difference = _first_difference(record.get("run"), self.identity)
+        if run_identity.get("input") is None:
+            recorded = (record["run"].get("input") or {}).get("path", "a file")
+            raise UserError(f"{self.progress_path} records an unfinished run over {recorded}, "
+                            "and an input on a pipe cannot be recognised as that one; give it "
+                            f"as the input file to resume, or re-run with {START_OVER_FLAG} to "
+                            f"replace {self.path} from the start")
+        difference = _first_difference(record.get("run"), run_identity)
         if difference:
             raise UserError(f"{self.progress_path} is from another run ({difference}); re-run "
                             f"with {START_OVER_FLAG} to translate from the start")
@@ -134,26 +263,36 @@ class ResumableOutput:
         try:
             if self.lines_done == 0 and self.out_bytes == 0:
                 # The first chunk replaces OUT whole, so an older OUT stays until it is done.
-                with atomic.open_atomic(self.path, "wb") as f:
+                with atomic.open_atomic(self.path, "wb", durable=True) as f:
                     f.write(data)
             else:
                 with open(self.path, "ab") as f:
                     f.write(data)
                     f.flush()
                     os.fsync(f.fileno())
+            self.lines_done += len(lines)
+            self.out_bytes += len(data)
+            self.offset = offset
+            atomic.write_json(self.progress_path, {
+                "run": self.identity, "lines_done": self.lines_done,
+                "out_bytes": self.out_bytes, "offset": offset},
+                durable=True, indent=1, sort_keys=True)
         except OSError as error:
-            raise UserError(f"--decode_to_file {self.path}: cannot write "
+            raise UserError(f"{self.flag} {self.path}: cannot write "
                             f"({error.strerror})") from None
-        self.lines_done += len(lines)
-        self.out_bytes += len(data)
-        self.offset = offset
-        atomic.write_json(self.progress_path, {
-            "run": self.identity, "lines_done": self.lines_done, "out_bytes": self.out_bytes,
-            "offset": offset}, indent=1, sort_keys=True)
 
     def finish(self):
         """The run is complete: an empty input still leaves an (empty) OUT; the record goes."""
         if self.lines_done == 0 and self.out_bytes == 0:
-            atomic.write_text(self.path, "")
+            atomic.write_text(self.path, "", durable=True)
         if os.path.exists(self.progress_path):
             os.remove(self.progress_path)
+
+    def close(self):
+        self._lock.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -10,7 +10,9 @@ with the length counting EOS, as the beam search ranks hypotheses.
 Whatever a pair holds, it gets its line: a missing side (a TSV line without a tab, or the shorter
 of two parallel files) is scored as empty, an empty target as the probability of translating to
 nothing (EOS first), invalid UTF-8 is replaced (U+FFFD), a side longer than the model's limit is
-truncated to it; each of these is counted in the summary. Extra TSV columns are ignored (counted).
+truncated to it; each of these is counted in the summary. A TSV line of more than two columns is
+an error naming its line (`paste src out` over n-best output with scores is not a pair), and so
+are two parallel files of different line counts unless padding is asked for (line_input.py).
 """
 import dataclasses
 import time
@@ -18,6 +20,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from t2t_lite.errors import UserError
 from t2t_lite.inference import batch_decode, streaming
 
 
@@ -26,7 +29,7 @@ class ScoreStats:
     pairs: int = 0
     missing_side: int = 0
     empty_target: int = 0
-    extra_columns: int = 0
+    bom_stripped: int = 0
     invalid_utf8: int = 0
     truncated: int = 0
     seconds: float = 0.0
@@ -35,22 +38,24 @@ class ScoreStats:
         rate = self.pairs / self.seconds if self.seconds > 0 else 0.0
         return (f"scored {self.pairs} pairs in {self.seconds:.1f}s ({rate:.1f} pairs/s); "
                 f"{self.missing_side} with a missing side, {self.empty_target} with an empty "
-                f"target, {self.extra_columns} with extra columns, {self.truncated} truncated, "
-                f"{self.invalid_utf8} with invalid UTF-8 replaced")
+                f"target, {self.truncated} truncated, {self.invalid_utf8} with invalid UTF-8 "
+                f"replaced" + (f", {self.bom_stripped} UTF-8 byte-order mark dropped"
+                               if self.bom_stripped else ""))
 
 
-def split_tsv(raw, stats):
+def split_tsv(raw, stats, line_number):
     """A TSV line (bytes) -> (source, target) texts; counts what it had to mend."""
     columns = raw.split(b"\t")
     if len(columns) < 2:
         stats.missing_side += 1
         columns.append(b"")
     elif len(columns) > 2:
-        stats.extra_columns += 1
+        raise UserError(f"line {line_number:,} of the pairs has {len(columns)} tab-separated "
+                        "columns, not 2 (source<TAB>target)")
     return _clean(columns[0], stats), _clean(columns[1], stats)
 
 
-def split_parallel(pair, stats):
+def split_parallel(pair, stats, line_number=None):
     """A (source line, target line) of two parallel files, None past the shorter file's end ->
     (source, target) texts; a missing side is counted and scored as empty."""
     if None in pair:
@@ -102,15 +107,18 @@ def score_stream(translator, pair_input, output, chunk_lines, batch_tokens=4096)
     """Scores `pair_input` chunk by chunk into `output` (see streaming.run_chunks): a
     line_input.LineInput of TSV lines or a line_input.ParallelInput. Returns ScoreStats."""
     stats = ScoreStats()
+    first_line = [output.lines_done + 1]
 
     def score_chunk(items, progress):
         start = time.monotonic()
         split = split_parallel if items and isinstance(items[0], tuple) else split_tsv
-        pairs = [split(item, stats) for item in items]
+        pairs = [split(item, stats, first_line[0] + i) for i, item in enumerate(items)]
+        first_line[0] += len(items)
         results = score_pairs(translator, pairs, batch_tokens=batch_tokens, stats=stats)
         stats.seconds += time.monotonic() - start
         progress(len(items))
         return [format_score(*result) for result in results]
 
     streaming.run_chunks(pair_input, output, chunk_lines, score_chunk, "scored", "pairs")
+    stats.bom_stripped = pair_input.bom_stripped
     return stats

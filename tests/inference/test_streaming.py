@@ -151,7 +151,14 @@ def test_ctranslate2_nbest_with_scores_in_chunks_equals_one_chunk(model_dir, cor
                       f"--decode_to_file={out}")
         assert result.returncode == 0, result.stderr.decode()[-2000:]
         outputs.append(out.read_bytes())
-    assert outputs[0] == outputs[1] and outputs[0].count(b"\n") == corpus[1]
+    # Other chunks make other batches, whose float sums may round apart in a score's last
+    # printed digit (seen on AVX2, not AVX-512); the translations never differ.
+    assert outputs[0].count(b"\n") == outputs[1].count(b"\n") == corpus[1]
+    for whole, chunked in zip(outputs[0].splitlines(), outputs[1].splitlines()):
+        whole, chunked = (line.split(b"\t") if line else [] for line in (whole, chunked))
+        assert whole[1::2] == chunked[1::2]
+        assert [float(s) for s in whole[0::2]] == pytest.approx(
+            [float(s) for s in chunked[0::2]], rel=1e-5, abs=1e-6)
     assert len(outputs[0].split(b"\n")[1].split(b"\t")) == 4  # score, hyp, score, hyp
 
 

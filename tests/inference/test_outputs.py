@@ -1,0 +1,357 @@
+"""What the decoder and the scorer write to: streams are never replaced, links are written
+through, the input is never its own output, one writer per output, a resume only continues the
+run it would write again, and a progress record never counts bytes that are not on disk.
+
+Every case but the unit tests at the end goes through the real CLI on the session's tiny model.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from t2t_lite import file_lock
+from t2t_lite.inference import resume
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="1")
+LINES = [b"the house is small .", b"a cat sat on the mat", b"", b"we read books",
+         b"the dog ran away", b"she said : no .", b"the cat", b"a small house"] * 3
+
+
+def _command(tool, model_dir, *args):
+    return [sys.executable, "-m", f"t2t_lite.bin.{tool}", f"--model_dir={model_dir}", *args]
+
+
+def _run(model_dir, *args, tool="decoder", stdin=None, **kwargs):
+    return subprocess.run(_command(tool, model_dir, *args), input=stdin, capture_output=True,
+                          env=ENV, cwd=REPO, timeout=300, **kwargs)
+
+
+def _run_with_stdin_file(model_dir, stdin, *args):
+    return subprocess.run(_command("decoder", model_dir, *args), stdin=stdin,
+                          capture_output=True, env=ENV, cwd=REPO, timeout=300)
+
+
+def _error_line(result):
+    stderr = result.stderr.decode()
+    assert result.returncode == 1 and "Traceback" not in stderr, stderr[-3000:]
+    return stderr.strip().splitlines()[-1]
+
+
+def _wait_for(predicate, process, what, seconds=120):
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert process.poll() is None, f"exited ({process.returncode}) before {what}"
+        assert time.monotonic() < deadline, f"no {what} after {seconds} s"
+        time.sleep(0.02)
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    path = tmp_path_factory.mktemp("outputs") / "in.txt"
+    path.write_bytes(b"\n".join(LINES) + b"\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def expected(model_dir, source, tmp_path_factory):
+    """The whole file's translation, one uninterrupted run into a regular file."""
+    out = tmp_path_factory.mktemp("expected") / "out.txt"
+    result = _run(model_dir, f"--decode_from_file={source}", f"--decode_to_file={out}",
+                  "--chunk_lines=4")
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    return out.read_bytes()
+
+
+def test_a_fifo_is_written_as_a_stream_to_its_reader(model_dir, source, expected, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    result = _run(model_dir, f"--decode_from_file={source}", f"--decode_to_file={fifo}",
+                  "--chunk_lines=4")
+    reader.join(timeout=60)
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    assert received == [expected]
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["fifo"]  # no progress record, no lock beside it
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a device node needs root")
+def test_a_character_device_stays_a_device(model_dir, source, tmp_path):
+    null = tmp_path / "null"  # a private copy of /dev/null, never the system's
+    os.mknod(null, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    result = _run(model_dir, f"--decode_from_file={source}", f"--decode_to_file={null}")
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    assert stat.S_ISCHR(os.lstat(null).st_mode) and os.listdir(tmp_path) == ["null"]
+
+
+def test_dev_stdout_is_the_stream_behind_it(model_dir, source, expected, tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_bytes(b"kept\n")
+    with open(log, "ab") as stdout:  # stdout appends to a file that holds something already
+        result = subprocess.run(
+            _command("decoder", model_dir, f"--decode_from_file={source}",
+                     "--decode_to_file=/dev/stdout"), stdout=stdout, stderr=subprocess.PIPE,
+            env=ENV, cwd=REPO, timeout=300)
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    assert log.read_bytes() == b"kept\n" + expected
+    assert os.listdir(tmp_path) == ["log.txt"]
+
+
+def test_a_symlink_is_written_through(model_dir, source, expected, tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    target = tmp_path / "elsewhere" / "real.txt"
+    target.write_bytes(b"old\n")
+    link = tmp_path / "link.txt"
+    link.symlink_to(target)
+    result = _run(model_dir, f"--decode_from_file={source}", f"--decode_to_file={link}",
+                  "--chunk_lines=4")
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_bytes() == expected
+    assert os.listdir(tmp_path / "elsewhere") == ["real.txt"]
+
+
+@pytest.mark.parametrize("how", ["same name", "hard link", "symlink", "stdin"])
+def test_the_input_is_never_its_own_output(model_dir, tmp_path, how):
+    text = tmp_path / "text.txt"
+    text.write_bytes(b"the house is small .\n")
+    output = {"same name": text, "hard link": tmp_path / "hard.txt",
+              "symlink": tmp_path / "soft.txt", "stdin": text}[how]
+    if how == "hard link":
+        os.link(text, output)
+    elif how == "symlink":
+        output.symlink_to(text)
+    args = [f"--decode_to_file={output}"]
+    if how == "stdin":
+        with open(text, "rb") as stdin:
+            result = _run_with_stdin_file(model_dir, stdin, *args)
+    else:
+        result = _run(model_dir, f"--decode_from_file={text}", *args)
+    line = _error_line(result)
+    assert line.startswith(f"error: --decode_to_file {os.path.realpath(output)} is the input")
+    assert text.read_bytes() == b"the house is small .\n"
+    assert sorted(os.listdir(tmp_path)) == sorted({"text.txt", output.name})
+
+
+def _killed_file_run(model_dir, source, out):
+    """A --decode_from_file run stopped for good after it recorded progress: (record, OUT)."""
+    record = out.with_name(out.name + resume.PROGRESS_SUFFIX)
+    process = subprocess.Popen(
+        _command("decoder", model_dir, f"--decode_from_file={source}", f"--decode_to_file={out}",
+                 "--chunk_lines=1", "--parallel_searches=1"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV, cwd=REPO)
+    _wait_for(record.exists, process, "progress record")
+    process.send_signal(signal.SIGSTOP)  # whatever it did last, OUT and the record agree
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert record.exists() and out.exists()
+    return record, out.read_bytes()
+
+
+def test_a_pipe_rerun_over_a_file_runs_record_keeps_the_output(model_dir, source, expected,
+                                                               tmp_path):
+    out = tmp_path / "out.txt"
+    record, partial = _killed_file_run(model_dir, source, out)
+    result = _run(model_dir, f"--decode_to_file={out}", stdin=source.read_bytes())  # a pipe
+    line = _error_line(result)
+    assert line.startswith(f"error: {record} records an unfinished run over {source}")
+    assert "--start_over" in line
+    assert out.read_bytes() == partial and record.exists()
+
+    # The same file on stdin is provably the same input: the run resumes.
+    with open(source, "rb") as stdin:
+        result = _run_with_stdin_file(model_dir, stdin, f"--decode_to_file={out}",
+                                      "--chunk_lines=1", "--parallel_searches=1")
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    assert "resuming after" in result.stderr.decode()
+    assert out.read_bytes() == expected and not record.exists()
+
+
+# Each setting that changes what is written, changed alone ("" edits the model's configs.json).
+CHANGED_ALONE = [("beam_size", "--beam_size=2"), ("alpha", "--alpha=0.9"),
+                 ("extra_length", "--extra_length=7"), ("nbest", "--nbest=2"),
+                 ("print_scores", "--print_scores"), ("split_sentences", "--split_sentences=off"),
+                 ("batch_tokens", "--batch_tokens=64"), ("chunk_lines", "--chunk_lines=2"),
+                 ("decode_precision", "--decode_precision=bfloat16"),
+                 ("num_shards", "--num_shards=2"), ("settings_sha256", "")]
+
+
+def test_each_output_changing_setting_is_refused_and_parallel_searches_resumes(
+        model_dir, source, expected, tmp_path):
+    own_model = tmp_path / "model"
+    shutil.copytree(model_dir, own_model)
+    configs = own_model / "configs.json"
+    original = configs.read_bytes()
+    out = tmp_path / "out.txt"
+    record, partial = _killed_file_run(own_model, source, out)
+    base = [f"--decode_from_file={source}", f"--decode_to_file={out}", "--chunk_lines=1",
+            "--parallel_searches=1"]
+    for name, flag in CHANGED_ALONE:
+        if not flag:  # an edited decode setting in the model's own configs
+            edited = json.loads(original)
+            edited["decode"]["alpha"] = 0.9
+            configs.write_text(json.dumps(edited))
+        result = _run(own_model, *base, *([flag] if flag else []))
+        line = _error_line(result)
+        assert line.startswith(f"error: {record} is from another run (") and name in line, line
+        assert out.read_bytes() == partial
+    configs.write_bytes(original)
+    result = _run(own_model, *base[:-1], "--parallel_searches=2")
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    assert "resuming after" in result.stderr.decode() and out.read_bytes() == expected
+
+
+def test_a_second_writer_refuses_and_a_finished_run_leaves_no_lock(model_dir, source,
+                                                                    expected, tmp_path):
+    out = tmp_path / "out.txt"
+    lock = out.with_name(out.name + file_lock.LOCK_SUFFIX)
+    first = subprocess.Popen(_command("decoder", model_dir, f"--decode_to_file={out}",
+                                      "--chunk_lines=4"),
+                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, env=ENV, cwd=REPO)
+    _wait_for(lambda: lock.exists() and f'"pid": {first.pid}' in lock.read_text(), first,
+              "the first decoder's lock")
+    for tool, args in (("decoder", [f"--decode_from_file={source}", f"--decode_to_file={out}"]),
+                       ("score", [f"--source_file={source}", f"--target_file={source}",
+                                  f"--output_file={out}"])):
+        line = _error_line(_run(model_dir, *args, tool=tool))
+        flag = "--decode_to_file" if tool == "decoder" else "--output_file"
+        assert line.startswith(f"error: {flag} {out} is being written by another run "
+                               f"(pid {first.pid} on host {socket.gethostname()}")
+    _, stderr = first.communicate(source.read_bytes(), timeout=300)  # a pipe: written afresh
+    assert first.returncode == 0, stderr.decode()[-3000:]
+    assert out.read_bytes() == expected and os.listdir(tmp_path) == ["out.txt"]
+
+
+def _dead_pid():
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_a_stale_lock_is_taken_over_but_a_foreign_one_is_not(model_dir, source, expected,
+                                                             tmp_path):
+    out = tmp_path / "out.txt"
+    lock = out.with_name(out.name + file_lock.LOCK_SUFFIX)
+    args = [f"--decode_from_file={source}", f"--decode_to_file={out}", "--chunk_lines=4"]
+
+    lock.write_text("my notes\n")  # not a lock of ours: never touched
+    assert _error_line(_run(model_dir, *args)) == (
+        f"error: {lock} exists and is not a t2t_lite lock; move it away to write "
+        f"--decode_to_file {out}")
+    assert lock.read_text() == "my notes\n" and not out.exists()
+
+    holder = {"kind": "t2t_lite lock", "pid": 4242, "host": "another-machine", "started": "x"}
+    lock.write_text(json.dumps(holder))
+    line = _error_line(_run(model_dir, *args))
+    assert "pid 4242 on host another-machine" in line and f"remove {lock}" in line
+
+    lock.write_text(json.dumps(dict(holder, pid=_dead_pid(), host=socket.gethostname())))
+    result = _run(model_dir, *args)
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    assert "taking over the lock" in result.stderr.decode()
+    assert out.read_bytes() == expected and not lock.exists()
+
+
+def test_bom_and_overlong_lines(model_dir, tmp_path):
+    text = tmp_path / "bom.txt"
+    text.write_bytes(b"\xef\xbb\xbfthe house is small .\nthe cat\n")
+    out = tmp_path / "out.txt"
+    result = _run(model_dir, f"--decode_from_file={text}", f"--decode_to_file={out}")
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    assert "1 UTF-8 byte-order mark dropped" in result.stderr.decode()
+    plain = tmp_path / "plain.txt"
+    plain.write_bytes(b"the house is small .\nthe cat\n")
+    result = _run(model_dir, f"--decode_from_file={plain}", f"--decode_to_file={tmp_path}/o2")
+    assert result.returncode == 0 and out.read_bytes() == (tmp_path / "o2").read_bytes()
+
+    huge = tmp_path / "huge.txt"
+    huge.write_bytes(b"a cat\nthe dog\n" + b"x" * (2 << 20) + b"\nmore\n")
+    line = _error_line(_run(model_dir, f"--decode_from_file={huge}",
+                            f"--decode_to_file={tmp_path}/o3"))
+    assert line == f"error: --decode_from_file {huge}: line 3 is longer than 1,048,576 bytes; " \
+                   "split or remove it"
+    assert not (tmp_path / "o3").exists()
+
+
+def test_the_scorer_is_strict(model_dir, tmp_path):
+    sources, targets = tmp_path / "src.txt", tmp_path / "tgt.txt"
+    sources.write_text("the cat\nthe dog\nthe house\n")
+    targets.write_text("die Katze\nder Hund\n")
+    line = _error_line(_run(model_dir, f"--source_file={sources}", f"--target_file={targets}",
+                            tool="score"))
+    assert line == (f"error: --source_file {sources} has 3 lines but --target_file {targets} "
+                    "has 2: the files are not parallel; --pad_shorter scores the missing side "
+                    "as empty")
+    result = _run(model_dir, f"--source_file={sources}", f"--target_file={targets}",
+                  "--pad_shorter", tool="score")
+    assert result.returncode == 0 and result.stdout.count(b"\n") == 3
+    assert "1 with a missing side" in result.stderr.decode()
+
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("the cat\tdie Katze\n-1.5\tthe dog\t-2.0\tder Hund\n")
+    line = _error_line(_run(model_dir, f"--pairs_file={pairs}", tool="score"))
+    assert line == "error: line 2 of the pairs has 4 tab-separated columns, not 2 " \
+                   "(source<TAB>target)"
+
+    read_only = tmp_path / "ro"
+    read_only.mkdir()
+    out = read_only / "scores.txt"
+    out.write_text("")
+    os.chmod(out, 0o444)
+    if os.geteuid() != 0:  # root writes through read-only modes
+        line = _error_line(_run(model_dir, f"--pairs_file={pairs}", f"--output_file={out}",
+                                tool="score"))
+        assert line.startswith("error: --output_file")
+
+
+# Units: the order of writes to disk.
+
+def test_a_chunk_is_on_disk_before_the_record_that_counts_it(tmp_path, monkeypatch):
+    out = tmp_path / "out.txt"
+    calls = []
+    real_fsync = os.fsync
+
+    def recording_fsync(descriptor):
+        calls.append(os.readlink(f"/proc/self/fd/{descriptor}"))
+        real_fsync(descriptor)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    with resume.open_output(str(out)) as output:
+        output.begin({"input": {"path": "in"}})
+        output.append(["one", "two"], offset=8)
+        output.append(["three"], offset=14)
+        output.finish()
+    progress = str(out) + resume.PROGRESS_SUFFIX
+    tmp = "{}" + ".incomplete"
+    assert calls == [tmp.format(out), str(tmp_path),  # the first chunk, renamed into place
+                     tmp.format(progress), str(tmp_path),  # the record that counts it
+                     str(out),  # the second chunk, appended
+                     tmp.format(progress), str(tmp_path)]  # then its record
+    assert out.read_bytes() == b"one\ntwo\nthree\n"
+
+
+def test_bytes_past_the_record_are_cut_off_on_resume(tmp_path):
+    out = tmp_path / "out.txt"
+    identity = {"input": {"path": "in"}}
+    output = resume.open_output(str(out))
+    output.begin(identity)
+    output.append(["one", "two"], offset=8)
+    output.close()  # killed: the next chunk reached OUT, its record did not
+    with open(out, "ab") as f:
+        f.write(b"three\n")
+    with resume.open_output(str(out)) as output:
+        output.begin(identity)
+        assert (output.lines_done, output.offset) == (2, 8)
+        assert out.read_bytes() == b"one\ntwo\n"
