@@ -16,9 +16,9 @@ class ModelConfig:
 
     model: str = "transformer"  # the registered model class (t2t_lite.models.registry)
     num_layers: int = 6  # N, for both encoder and decoder stacks
-    d_model: int = 512
-    d_ff: int = 2048
-    num_heads: int = 8  # h
+    d_model: int = 512  # width of embeddings and of every sub-layer's output
+    d_ff: int = 2048  # inner size of the position-wise feed-forward network
+    num_heads: int = 8  # h, attention heads per attention layer
     d_k: int = 0  # per-head query/key size; 0 means d_model // num_heads
     d_v: int = 0  # per-head value size; 0 means d_k's default, d_model // num_heads
     dropout: float = 0.1  # P_drop: sub-layer outputs and embeddings + positions
@@ -29,7 +29,7 @@ class ModelConfig:
     sinusoid_layout: str = "interleaved"  # paper: sin at 2i, cos at 2i+1; "concat": t2t's [sin|cos]
     max_length: int = 256  # longest sequence the model embeds (learned positions, decode cache)
     attention_bias: bool = True  # biases on the Q/K/V/O projections
-    layer_norm_epsilon: float = 1e-6
+    layer_norm_epsilon: float = 1e-6  # added to the variance inside each LayerNorm
 
     def __post_init__(self):
         for name, low in (("num_layers", 1), ("d_model", 2), ("d_ff", 1), ("num_heads", 1),
@@ -73,15 +73,15 @@ class TrainConfig:
 
     learning_rate_schedule: str = "paper"  # paper: d^-0.5 min(s^-0.5, s w^-1.5); "t2t": rsqrt decay
     learning_rate_scale: float = 1.0  # multiplies the schedule (tensor2tensor's learning_rate)
-    warmup_steps: int = 4000
-    adam_beta1: float = 0.9
-    adam_beta2: float = 0.98
-    adam_epsilon: float = 1e-9
-    label_smoothing: float = 0.1  # eps_ls
+    warmup_steps: int = 4000  # steps of the schedule's linear rise to its peak
+    adam_beta1: float = 0.9  # Adam's decay of the gradient mean
+    adam_beta2: float = 0.98  # Adam's decay of the squared gradient (tensor2tensor: 0.997)
+    adam_epsilon: float = 1e-9  # Adam's epsilon
+    label_smoothing: float = 0.1  # eps_ls, label smoothing of the training loss
     batch_tokens: int = 25000  # global source (and target) tokens per step, as the paper
     max_tokens_per_replica: int = 4096  # what one device holds; accumulation makes up the rest
     max_length: int = 256  # training pairs longer than this (in tokens) are dropped and counted
-    train_steps: int = 100000
+    train_steps: int = 100000  # steps to train to
     # How the run goes, not just what it learns: recorded in the model_dir's configs.json with
     # everything else. The trainer's flags of the same names override them for one run.
     train_minutes: float = 0.0  # wall-clock budget of the whole run, across resumes (0: none)
@@ -91,20 +91,21 @@ class TrainConfig:
     bleu_sentences: int = 200  # dev sentences decoded for the dev metric (0: none)
     eval_beam_size: int = 1  # beam for dev decoding (1: one beam, cheap; 0: the DecodeConfig's)
     early_stopping_evals: int = 0  # stop after this many evaluations without improvement
-    checkpoint_minutes: float = 10.0
+    checkpoint_minutes: float = 10.0  # minutes between checkpoints
     checkpoint_steps: int = 0  # 0: time-based only
-    keep_checkpoints: int = 20
+    keep_checkpoints: int = 20  # newest checkpoints kept in the model_dir, older ones deleted
     average_last: int = 5  # checkpoints averaged at the end (paper: 5 base, 20 big)
     # "last": the newest average_last (the paper); "dev": those, unless the dev evaluations say
     # the run stopped improving before them (model_dir/dev_history.py).
     average_window: str = "last"
-    # "auto": bfloat16 where the CPU/GPU runs it measurably faster, else float32 (precision.py).
-    mixed_precision: str = "float32"  # or "auto", "mixed_bfloat16", "mixed_float16"
+    # "float32", "mixed_bfloat16", "mixed_float16", or "auto": bfloat16 where the CPU/GPU runs
+    # it measurably faster, else float32 (precision.py).
+    mixed_precision: str = "float32"
     # Budgeted runs (training/budget.py): fit warmup, decay, evaluation and the averaging window
     # to the steps that --train_minutes / --train_steps allow, measured on this machine. The peak
     # learning rate is the set's schedule at its warmup_steps.
     budget_schedule: bool = False
-    budget_warmup_fraction: float = 0.2
+    budget_warmup_fraction: float = 0.2  # the first share of steps warming up to the peak
     budget_decay_fraction: float = 0.8  # the final share of steps decaying linearly to 0
     budget_average_fraction: float = 0.05  # the window the last `average_last` checkpoints span
     budget_eval_fraction: float = 0.05  # at most this share of the budget goes to dev evaluation
@@ -122,8 +123,8 @@ class TrainConfig:
     # Label smoothing of the training loss from the planned passes: ((passes, eps), ...). Empty:
     # the fixed label_smoothing, which dev losses keep using either way (one yardstick a run).
     budget_label_smoothing: tuple = ()
-    jit_compile: bool = False
-    seed: int = 1
+    jit_compile: bool = False  # compile the training step with XLA
+    seed: int = 1  # seeds initialisation, dropout and data shuffling
 
     def __post_init__(self):
         if self.learning_rate_schedule not in ("paper", "t2t"):
@@ -166,7 +167,7 @@ class TrainConfig:
 class DecodeConfig:
     """Beam search settings (paper section 6.1; parsing uses its own in gin/parsing.gin)."""
 
-    beam_size: int = 4
+    beam_size: int = 4  # hypotheses kept at each step (1: greedy)
     alpha: float = 0.6  # GNMT length penalty ((5 + len) / 6) ** alpha
     extra_length: int = 50  # max output length = input length + extra_length
 
