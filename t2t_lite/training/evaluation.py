@@ -160,6 +160,21 @@ class Evaluation(Hook):
         self.evals_without_improvement = 0
         self.evaluated_step = None  # the step last evaluated (the end does not repeat it)
 
+    def begin(self, state):
+        # A resumed run goes on with the best evaluation and the early-stopping count its
+        # history holds up to the restored step (later ones are of steps trained again).
+        if not (state.step and self.history_dir):
+            return
+        history = {step: metrics for step, metrics in dev_history.read(self.history_dir).items()
+                   if step <= state.step}
+        for step in sorted(history):
+            if dev_history.is_better(history[step], state.best_metrics):
+                state.best_metrics = dict(history[step], step=step)
+                self.evals_without_improvement = 0
+            else:
+                self.evals_without_improvement += 1
+            self.evaluated_step = step
+
     def _due(self, state):
         if self.when == "plan":
             return state.evaluation_due
@@ -177,6 +192,9 @@ class Evaluation(Hook):
         return None
 
     def end(self, state):
+        # A signal's grace period has no time for a dev evaluation: the resumed run makes it.
+        if state.signal:
+            return
         if state.step > 0 and self.evaluated_step != state.step:
             self._evaluate(state)
 

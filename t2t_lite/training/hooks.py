@@ -44,6 +44,9 @@ class TrainState:
     best_metrics: Optional[dict] = None  # the best dev evaluation, with its "step"
     last_train_metrics: Optional[dict] = None
     stopped_because: Optional[str] = None
+    # Who decides where the run stops (preemption.py): None, the loop alone on one process.
+    stopping: Any = None
+    signal: Optional[int] = None  # the signal (SIGTERM, SIGINT) the run stopped to save on
 
     def next_step(self, step, stats=None, seconds=0.0):
         """Moves to `step`, forgetting what the hooks said about the step before."""

@@ -12,6 +12,9 @@ import tensorflow as tf
 from t2t_lite.training.loss import batch_statistics
 
 STAT_NAMES = ("loss", "nll", "correct", "tokens", "source_tokens", "sequences")
+# The final step's sums of the workers' stop votes (preemption.py): signalled workers, and the
+# chief's reason to stop.
+VOTE_NAMES = ("stop_sigterm", "stop_sigint", "stop_chief")
 
 
 class TrainSteps:
@@ -41,9 +44,22 @@ class TrainSteps:
                 self.accumulated_tokens = tf.Variable(
                     0.0, trainable=False, synchronization=tf.VariableSynchronization.ON_READ,
                     aggregation=tf.VariableAggregation.SUM, name="accumulated_tokens")
+        # This worker's stop votes, divided by its replicas (each of them adds them in): a
+        # plain local variable the final step reads, set from Python only when it changes.
+        self._local_replicas = max(1, strategy.num_replicas_in_sync // _workers(strategy))
+        self.votes = tf.Variable(tf.zeros([len(VOTE_NAMES)]), trainable=False,
+                                 name="stop_votes")
+        self._voted = (0.0,) * len(VOTE_NAMES)
         self.signature = None if element_spec is None else [element_spec]
         self.jit_compile = jit_compile
         self.retrace()
+
+    def vote(self, *values):
+        """This worker's stop votes, carried by the next final step (VOTE_NAMES' order)."""
+        values = tuple(float(v) for v in values)
+        if values != self._voted:
+            self.votes.assign([v / self._local_replicas for v in values])
+            self._voted = values
 
     def retrace(self):
         """New step functions, traced again at their next call: a traced step keeps the Python
@@ -122,19 +138,37 @@ class TrainSteps:
         if self.accumulators:
             self.accumulated_tokens.assign(0.0)
         stats["grad_norm_squared"] = local_norm_squared
+        for index, name in enumerate(VOTE_NAMES):
+            stats[name] = self.votes[index]
         return stats
 
     # --- cross-replica wrappers ----------------------------------------------------------------
-    def _reduce(self, per_replica):
-        return {key: self.strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
-                for key, value in per_replica.items()}
+    def _run_reduced(self, replica_fn, batch):
+        """replica_fn's statistics summed over all replicas, in one all-reduce of one vector
+        (one per statistic would cost a collective each)."""
+        keys = []
+
+        def packed(replica_batch):
+            stats = replica_fn(replica_batch)
+            keys[:] = list(stats)
+            return tf.stack([tf.cast(stats[key], tf.float32) for key in keys])
+
+        total = self.strategy.reduce(tf.distribute.ReduceOp.SUM,
+                                     self.strategy.run(packed, args=(batch,)), axis=None)
+        return {key: total[index] for index, key in enumerate(keys)}
 
     def _distributed_micro(self, batch):
-        return self._reduce(self.strategy.run(self._replica_micro, args=(batch,)))
+        return self._run_reduced(self._replica_micro, batch)
 
     def _distributed_final(self, batch):
-        stats = self._reduce(self.strategy.run(self._replica_final, args=(batch,)))
+        stats = self._run_reduced(self._replica_final, batch)
         # With one replica this is the exact global norm; with several, the root-sum-square of
         # each replica's share (the exact norm would cost another all-reduce of every gradient).
         stats["grad_norm"] = tf.sqrt(stats.pop("grad_norm_squared"))
         return stats
+
+
+def _workers(strategy):
+    resolver = getattr(strategy, "cluster_resolver", None)
+    spec = resolver.cluster_spec().as_dict() if resolver is not None else {}
+    return max(1, sum(len(tasks) for job, tasks in spec.items() if job in ("chief", "worker")))

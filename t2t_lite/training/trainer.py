@@ -10,6 +10,7 @@ evaluation with the best checkpoint and early stopping, summaries.
 import dataclasses
 import math
 import os
+import sys
 import time
 from typing import Optional, Sequence
 
@@ -23,6 +24,7 @@ from t2t_lite.model_dir import dev_history
 from t2t_lite.model_dir import files as model_dir_files
 from t2t_lite.model_dir.checkpoints import CheckpointKeeper, checkpoint_paths
 from t2t_lite.models.params import analytic_parameter_count
+from t2t_lite.training import preemption
 from t2t_lite.training import precision as precision_lib
 from t2t_lite.training import strategy as strategy_lib
 from t2t_lite.training import warm_start as warm_start_lib
@@ -120,8 +122,20 @@ def _set_precision(train_config):
 
 
 def train(options: TrainOptions) -> TrainResult:
+    """Trains as `options` say. SIGTERM or SIGINT during the steps saves a checkpoint at the
+    next step boundary and exits with status 143 / 130 (preemption.py); a worker of the cluster
+    going away ends the run with a UserError naming it."""
+    signals = preemption.Signals().install()
+    try:
+        return _train(options, signals)
+    finally:
+        signals.restore()
+
+
+def _train(options, signals):
     # First of all: MultiWorkerMirroredStrategy must configure collectives before any TF op runs.
     strategy = strategy_lib.make_strategy(options.num_gpus)
+    signals.install()
     for module in options.problem_modules:
         registry.import_problem_module(module)
     registry.list_problems()  # registers problem configurables before gin parses bindings
@@ -172,7 +186,7 @@ def train(options: TrainOptions) -> TrainResult:
                        "problem_modules": list(options.problem_modules),
                        "data_dir": os.path.abspath(options.data_dir), **extra})
         return _train_loop(options, problem, tokenizer, strategy, chief, model_config,
-                           train_config, decode_config, warm_start)
+                           train_config, decode_config, warm_start, signals)
     finally:
         if lock:
             lock.release()
@@ -204,24 +218,31 @@ def _checkpoint_dir(options, strategy, chief):
 
 
 def loop(state, train_step, hooks):
-    """Steps until state.total_steps, state.deadline or a hook's reason to stop; returns the
-    reason. `train_step()` applies one optimizer step and returns its statistics."""
+    """Steps until state.total_steps, state.deadline, a hook's reason to stop or a signal (as
+    state.stopping decides: preemption.py); returns the reason. `train_step()` applies one
+    optimizer step and returns its statistics."""
+    stopping = state.stopping or preemption.Stopping(None)
     for hook in hooks:
         hook.begin(state)
+    if stopping.signals:
+        stopping.signals.arm()  # from here on a signal saves, at the next step boundary
     reason = None
     while reason is None:
+        own = None
         if state.step >= state.total_steps:
-            reason = "train_steps"
+            own = "train_steps"
         elif state.deadline is not None and time.monotonic() >= state.deadline:
-            reason = "train_minutes"
-        else:
+            own = "train_minutes"
+        reason = stopping.before_step(state, own)
+        if reason is None:
             start = time.monotonic()
             stats = train_step()
             state.next_step(int(state.optimizer.iterations.numpy()), stats,
                             time.monotonic() - start)
             # Every hook sees the step, also after one asks to stop.
             reasons = [hook.after_step(state) for hook in hooks]
-            reason = next((r for r in reasons if r), None)
+            reason = stopping.after_step(state, next((r for r in reasons if r), None))
+    state.signal = stopping.signal
     state.stopped_because = reason
     state.next_step(state.step)
     for hook in hooks:
@@ -230,7 +251,7 @@ def loop(state, train_step, hooks):
 
 
 def _train_loop(options, problem, tokenizer, strategy, chief, model_config, train_config,
-                decode_config, warm_start=None):
+                decode_config, warm_start=None, signals=None):
     train_config = _set_precision(train_config)
     replicas = strategy.num_replicas_in_sync
     per_replica_tokens, accumulate = batch_plan(train_config, replicas, options.accumulate_steps)
@@ -243,7 +264,11 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
                               keep=train_config.keep_checkpoints,
                               minutes=train_config.checkpoint_minutes,
                               steps=train_config.checkpoint_steps)
-    restored = keeper.restore_latest()
+    # Every worker resumes from the chief's checkpoint (a shared model_dir), so that all start
+    # at the same step whatever a worker's own copy holds.
+    restored = (keeper if chief else CheckpointKeeper(parts.checkpoint, options.model_dir,
+                                                      keep=train_config.keep_checkpoints)
+                ).restore_latest()
     if not restored and warm_start:
         # The parent's model weights only: the optimizer, its iterations (the step) and
         # trained_seconds stay fresh, so the child runs its own schedule from step 0.
@@ -251,7 +276,8 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
         print(warm_start.describe(), flush=True)
     step = int(parts.optimizer.iterations.numpy())
     if restored:
-        print(f"resumed from {restored} at step {step}", flush=True)
+        print(f"resumed from {restored} at step {step} (learning rate "
+              f"{float(parts.schedule(step)):.6g})", flush=True)
     elif chief:
         dev_history.reset(options.model_dir)  # a fresh run's evaluations only
     if chief:
@@ -275,8 +301,13 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
     already_trained = float(parts.trained_seconds.numpy())
     deadline = (start + options.train_minutes * 60 - already_trained
                 if options.train_minutes else None)
+    cluster = strategy_lib.cluster_workers() > 1
+    stopping = (preemption.ClusterStopping(signals, steps, chief, options.train_steps,
+                                           strategy_lib.cluster_workers())
+                if cluster else preemption.Stopping(signals))
     state = TrainState(parts.model, parts.optimizer, parts.schedule, step, options.train_steps,
-                       deadline, start, already_trained, last_checkpoint=restored)
+                       deadline, start, already_trained, last_checkpoint=restored,
+                       stopping=stopping)
     progress = Progress(every=options.log_every)
     guard = DivergenceGuard(parts.model, probe, train_config.label_smoothing, keeper,
                             loss_scaling=steps.loss_scaling)
@@ -287,17 +318,78 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
              Checkpoints(keeper, parts.trained_seconds, check=guard.verify),
              *_evaluation(options, problem, tokenizer, parts.model, model_config, train_config,
                           decode_config, chief)]
-    loop(state, lambda: steps.train_step(iterator), hooks)
+    try:
+        loop(state, lambda: steps.train_step(iterator), hooks)
+        if cluster:
+            # No worker leaves while another still works (the chief's last evaluation): one
+            # that exits early stops sending heartbeats, which the coordination service
+            # reports as a crashed task.
+            _barrier(strategy)
+    except preemption.LOST_WORKER_ERRORS as error:
+        if not cluster:
+            raise
+        resolver = strategy.cluster_resolver
+        raise preemption.lost_worker_error(error, state.step, options.model_dir,
+                                           (resolver.task_type, int(resolver.task_id))) from None
 
+    if state.signal:
+        print(_signal_line(state, parts, options, cluster), flush=True)
+        if cluster:
+            _leave_cluster(strategy, chief, preemption.EXIT_STATUS[state.signal])
+        raise SystemExit(preemption.EXIT_STATUS[state.signal])
     total_flops = _estimate_flops(model_config, tokenizer.vocab_size, progress)
     elapsed = time.monotonic() - start
     print(f"stopped at step {state.step} ({state.stopped_because}) after {elapsed / 60:.1f} min "
           f"({(already_trained + elapsed) / 60:.1f} min of training in total); "
           f"{progress.total_target_tokens:,.0f} target tokens this run; estimated training cost "
           f"{total_flops:.3g} FLOPs; last checkpoint {state.last_checkpoint}", flush=True)
+    if cluster:
+        _leave_cluster(strategy, chief, 0)
     return TrainResult(step=state.step, stopped_because=state.stopped_because,
                        last_checkpoint=state.last_checkpoint, best_metrics=state.best_metrics,
                        total_flops=total_flops, last_train_metrics=state.last_train_metrics)
+
+
+def _barrier(strategy):
+    """Returns when every replica of the cluster has reached it (an all-reduce of ones)."""
+    def replica():
+        context = tf.distribute.get_replica_context()
+        return context.all_reduce(tf.distribute.ReduceOp.SUM, tf.ones([]))
+
+    strategy.run(tf.function(replica, autograph=False))
+
+
+def _leave_cluster(strategy, chief, status):
+    """Ends the process of a cluster run, without the coordination service's "The tasks have
+    crashed": the service (on the chief) reports a task whose heartbeats stopped while the
+    chief still runs, and a task reports the service gone while it still runs. TensorFlow's own
+    teardown makes both likely: the chief's waits out the heartbeat timeout (10 s) for the
+    others to shut down their agents, which Python's exit never does. So every worker leaves
+    with os._exit once everything is written (the lock is a flock: the OS releases it): the
+    others at once, the chief once their ports are closed."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if chief:
+        resolver = strategy.cluster_resolver
+        preemption.wait_until_gone((resolver.task_type, int(resolver.task_id)))
+    os._exit(status)
+
+
+def _signal_line(state, parts, options, cluster):
+    """One line saying what was saved and how to resume."""
+    name = preemption.signal_name(state.signal)
+    if state.stopping.signal_elsewhere if cluster else False:
+        name += " on another worker"
+    if state.last_checkpoint and state.step > 0:
+        # A worker's own copy is not the one to resume from: the chief's in model_dir is.
+        path = os.path.join(options.model_dir, os.path.basename(state.last_checkpoint))
+        saved = (f"saved {path} at step {state.step} (learning rate "
+                 f"{float(parts.schedule(state.step)):.6g}; the budget plan, training time and "
+                 f"dev history are kept in {options.model_dir})")
+    else:
+        saved = "nothing to save"
+    again = "every worker's command" if cluster else "the same command"
+    return f"{name}: {saved}; re-run {again} to resume"
 
 
 @dataclasses.dataclass

@@ -1,11 +1,17 @@
-"""t2t-lite-trainer end to end on algorithmic_reverse with the tiny set."""
+"""t2t-lite-trainer end to end on algorithmic_reverse with the tiny set; and under a cluster's ways
+of stopping it: SIGTERM / SIGINT save and exit with the signal's status, a re-run resumes exactly,
+a lost worker ends the survivors with one line, the chief's stops stop every worker. Those tests
+wait for the trainer's own lines (progress lines with --log_every=1), never for a guessed number
+of seconds."""
 import json
 import os
 import pathlib
 import signal
 import socket
+import re
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -17,6 +23,7 @@ from t2t_lite.data import datagen
 from t2t_lite.decoding.translate import translate
 from t2t_lite.errors import UserError
 from t2t_lite.model_dir import checkpoints, files as model_dir_lib, loaded
+from t2t_lite.training import preemption
 from t2t_lite.training.trainer import TrainOptions, batch_plan, train
 
 pytestmark = pytest.mark.slow  # trains or runs the CLIs end to end; -m 'not slow' skips it
@@ -210,7 +217,8 @@ def test_multi_worker_mirrored_strategy_trains_with_two_local_workers(data_dir, 
                 process.kill()
     for process, output in zip(processes, outputs):
         assert process.returncode == 0, output[-3000:]
-    assert "stopped at step 12" in outputs[0]
+        assert not any(error in output for error in COORDINATION_ERRORS), output[-3000:]
+        assert "stopped at step 12" in output
     assert tf.train.latest_checkpoint(str(model_dir)).endswith("ckpt-12")
     assert "2 replicas" in outputs[0] or "x 2 replicas" in outputs[0]
 
@@ -282,3 +290,204 @@ def test_run_settings_come_from_the_set_and_options_override_them():
     with pytest.raises(UserError, match="log_every"):
         resolve_run_settings(TrainOptions(problem="p", data_dir="d", model_dir="m", log_every=0),
                              train_config)
+
+
+# ---- preemption, lost workers, stops that every worker agrees on ------------------------------
+
+EACH_STEP = ["--log_every=1", "--gin_param=TrainConfig.checkpoint_minutes = 0"]
+COORDINATION_ERRORS = ("The tasks have crashed", "CoordinationServiceError")
+
+
+class Trainer:
+    """A trainer subprocess whose merged output is read as it comes."""
+
+    def __init__(self, command, extra_env=None):
+        self.lines, self._changed = [], threading.Condition()
+        self.process = subprocess.Popen(command, env=dict(env(), **(extra_env or {})),
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        text=True)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            with self._changed:
+                self.lines.append(line.rstrip("\n"))
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()
+
+    def wait_for(self, pattern, timeout=240):
+        """The first match of `pattern` in a line; fails if the process ends without one."""
+        regex = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                for line in self.lines:
+                    match = regex.search(line)
+                    if match:
+                        return match
+                if not self._reader.is_alive() or time.monotonic() > deadline:
+                    raise AssertionError(f"no line matching {pattern!r}:\n" + self.output[-3000:])
+                self._changed.wait(1.0)
+
+    def finish(self, timeout=240):
+        try:
+            self.process.wait(timeout=timeout)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+        self._reader.join(30)
+        return self.process.returncode
+
+    @property
+    def output(self):
+        return "\n".join(self.lines)
+
+
+def workers(data_dir, model_dir, *args, extra_env=None):
+    """Two localhost workers of one MultiWorkerMirroredStrategy run."""
+    addresses = [f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"]
+    return [Trainer(trainer_command(data_dir, model_dir, *args), dict(
+        extra_env or {}, TF_CONFIG=json.dumps({"cluster": {"worker": addresses},
+                                               "task": {"type": "worker", "index": index}})))
+            for index in range(2)]
+
+
+def finish_all(trainers, timeout=240):
+    try:
+        return [trainer.finish(timeout) for trainer in trainers]
+    finally:
+        for trainer in trainers:
+            if trainer.process.poll() is None:
+                trainer.process.kill()
+
+
+SAVED = r"^{}: saved (\S+) at step (\d+) \(learning rate (\S+);"
+
+
+@pytest.mark.parametrize("signum,gin", [
+    (signal.SIGTERM, "TrainConfig.budget_schedule = True"),  # the plan's variables resume too
+    (signal.SIGINT, "TrainConfig.warmup_steps = 100"),
+])
+def test_a_signal_saves_at_the_next_step_and_the_same_command_resumes_there(
+        data_dir, tmp_path, signum, gin):
+    model_dir = tmp_path / "model"
+    command = trainer_command(data_dir, model_dir, "--train_steps=100000", *EACH_STEP,
+                              f"--gin_param={gin}")
+    first = Trainer(command)
+    first.wait_for(r"^step 20/")
+    first.process.send_signal(signum)
+    assert first.finish() == preemption.EXIT_STATUS[signum], first.output[-3000:]
+    name = signal.Signals(signum).name
+    path, step, rate = first.wait_for(SAVED.format(name)).groups()
+    assert int(step) >= 20 and path == str(model_dir / f"ckpt-{step}")
+    assert tf.train.latest_checkpoint(str(model_dir)) == path
+    assert "re-run the same command to resume" in first.output
+    assert "Traceback" not in first.output
+
+    again = Trainer(command)  # the same command: it resumes, and is stopped the same way
+    again.wait_for(rf"^resumed from {re.escape(path)} at step {step} \(learning rate "
+                   rf"{re.escape(rate)}\)$")
+    again.wait_for(rf"^step {int(step) + 1}/")
+    again.process.send_signal(signum)
+    assert again.finish() == preemption.EXIT_STATUS[signum], again.output[-3000:]
+    assert int(again.wait_for(SAVED.format(name)).group(2)) > int(step)
+
+
+def test_a_second_sigterm_during_the_save_leaves_a_loadable_checkpoint(data_dir, tmp_path):
+    model_dir = tmp_path / "model"
+    run = Trainer(trainer_command(data_dir, model_dir, "--train_steps=100000", *EACH_STEP))
+    run.wait_for(r"^step 10/")
+    run.process.send_signal(signal.SIGTERM)
+    run.process.send_signal(signal.SIGTERM)  # lands in the step or the save that follows
+    assert run.finish() == 143, run.output[-3000:]
+    path = run.wait_for(SAVED.format("SIGTERM")).group(1)
+    assert tf.train.latest_checkpoint(str(model_dir)) == path
+    loaded.load(str(model_dir), checkpoint_path=path)
+
+
+def test_a_second_signal_while_saving_is_only_recorded():
+    signals = preemption.Signals().install()
+    try:
+        signals.arm()
+        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGINT)  # e.g. Ctrl-C during the save: no KeyboardInterrupt
+        assert signals.received == signal.SIGTERM
+    finally:
+        signals.restore()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_signal_before_the_first_step_exits_at_once_and_saves_nothing(data_dir, tmp_path):
+    model_dir = tmp_path / "model"
+    run = Trainer(trainer_command(data_dir, model_dir, "--train_steps=100000", *EACH_STEP))
+    run.wait_for(r"^batching: ")  # printed before the model is built
+    run.process.send_signal(signal.SIGTERM)
+    assert run.finish() == 143, run.output[-3000:]
+    assert run.wait_for(r"^SIGTERM before the first step: nothing to save")
+    assert not tf.train.latest_checkpoint(str(model_dir))
+    assert "Traceback" not in run.output and not re.search(r"^step \d", run.output, re.M)
+
+
+def test_sigterm_on_one_worker_saves_every_worker_at_one_step_and_both_resume(data_dir,
+                                                                              tmp_path):
+    model_dir = tmp_path / "model"
+    chief, other = workers(data_dir, model_dir, "--train_steps=100000", *EACH_STEP)
+    other.wait_for(r"^step 10/")
+    other.process.send_signal(signal.SIGTERM)  # as Kubernetes preempts one pod
+    assert finish_all([chief, other]) == [143, 143], chief.output[-3000:] + other.output[-3000:]
+    path, step, rate = other.wait_for(SAVED.format("SIGTERM")).groups()
+    assert chief.wait_for(SAVED.format("SIGTERM on another worker")).groups() == (path, step,
+                                                                                   rate)
+    assert tf.train.latest_checkpoint(str(model_dir)) == path
+
+    # A clean run to the end: both exit 0, without the coordination service's complaint.
+    trainers = workers(data_dir, model_dir, f"--train_steps={int(step) + 5}", *EACH_STEP)
+    assert finish_all(trainers) == [0, 0], trainers[0].output[-3000:]
+    for trainer in trainers:
+        trainer.wait_for(rf"^resumed from {re.escape(path)} at step {step} \(learning rate "
+                         rf"{re.escape(rate)}\)$")
+        trainer.wait_for(rf"^stopped at step {int(step) + 5} \(train_steps\)")
+        assert not any(error in trainer.output for error in COORDINATION_ERRORS), \
+            trainer.output[-3000:]
+
+
+def test_a_lost_worker_ends_the_other_with_one_line_and_a_restart_finishes(data_dir, tmp_path):
+    model_dir = tmp_path / "model"
+    chief, other = workers(data_dir, model_dir, "--train_steps=100000", *EACH_STEP,
+                           "--gin_param=TrainConfig.checkpoint_steps = 10")
+    chief.wait_for(r"^step 15/")  # after the checkpoint at step 10
+    other.process.kill()
+    killed = time.monotonic()
+    assert chief.finish(timeout=120) == 1, chief.output[-3000:]
+    assert time.monotonic() - killed < 60
+    other.finish()
+    last = chief.lines[-1]
+    assert re.match(r"^error: worker 1 \(127\.0\.0\.1:\d+\) went away at step \d+ ", last), last
+    latest = tf.train.latest_checkpoint(str(model_dir))
+    assert latest and f"re-run every worker's command to resume from the last checkpoint, " \
+                      f"{latest}" in last
+    assert "Traceback" not in chief.output
+
+    step = int(latest.rsplit("-", 1)[1])
+    trainers = workers(data_dir, model_dir, f"--train_steps={step + 5}", *EACH_STEP)
+    assert finish_all(trainers) == [0, 0], trainers[0].output[-3000:]
+    for trainer in trainers:
+        trainer.wait_for(rf"^resumed from {re.escape(latest)} at step {step} ")
+        trainer.wait_for(rf"^stopped at step {step + 5} \(train_steps\)")
+
+
+def test_early_stopping_on_the_chief_stops_the_other_worker(data_dir, tmp_path):
+    # A learning rate of 0 leaves the dev loss the same, so the second evaluation (step 10) is
+    # no better and early stopping ends the run there.
+    trainers = workers(data_dir, tmp_path / "model", "--train_steps=100000", *EACH_STEP,
+                       "--eval_every_steps=5", "--early_stopping_evals=1",
+                       "--gin_param=TrainConfig.learning_rate_scale = 0.0")
+    assert finish_all(trainers) == [0, 0], trainers[0].output[-3000:] + trainers[1].output
+    stops = [trainer.wait_for(r"^stopped at step (\d+) \(early_stopping\)").group(1)
+             for trainer in trainers]
+    assert stops[0] == stops[1] == "11"  # the chief's decision at 10 travels with step 11
+    for trainer in trainers:
+        assert not any(error in trainer.output for error in COORDINATION_ERRORS), \
+            trainer.output[-3000:]
