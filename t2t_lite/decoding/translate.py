@@ -9,6 +9,11 @@ import tensorflow as tf
 from t2t_lite.decoding.beam_search import beam_search
 from t2t_lite.ids import EOS_ID, PAD_ID
 
+# The step budget: an output is at most its source + 1 + this many tokens, whatever extra_length
+# asks (the paper adds 50, its parsing runs 300). A model that rarely emits EOS would otherwise
+# decode up to max_length steps (65,536) for every short line.
+MAX_EXTRA_LENGTH = 1024
+
 
 def input_lengths(inputs):
     """Non-pad tokens per row of inputs [B, S] (EOS included), int32 [B]."""
@@ -16,21 +21,23 @@ def input_lengths(inputs):
 
 
 def clamp_extra_length(model, extra_length):
-    """extra_length limited to [-max_length, max_length].
+    """extra_length limited to [-max_length, min(max_length, MAX_EXTRA_LENGTH)].
 
-    Outputs are the same (widths are capped at max_length, and an input is at most max_length
-    long), but adding it to a length cannot overflow int32 (2147483647 + 5 wraps negative, which
-    would leave empty translations). A python int stays one.
+    Past max_length outputs are the same (widths are capped at max_length, and an input is at
+    most max_length long), but adding it to a length cannot overflow int32 (2147483647 + 5 wraps
+    negative, which would leave empty translations). Past MAX_EXTRA_LENGTH is the step budget.
+    A python int stays one.
     """
     limit = int(model.config.max_length)
     if isinstance(extra_length, int):
         return clamp_to_limit(extra_length, limit)
-    return tf.clip_by_value(tf.cast(extra_length, tf.int32), -limit, limit)
+    return tf.clip_by_value(tf.cast(extra_length, tf.int32), -limit,
+                            min(limit, MAX_EXTRA_LENGTH))
 
 
 def clamp_to_limit(extra_length, max_length):
-    """A python extra_length limited to [-max_length, max_length] (see clamp_extra_length)."""
-    return max(-max_length, min(int(extra_length), max_length))
+    """A python extra_length limited as clamp_extra_length limits it."""
+    return max(-max_length, min(int(extra_length), max_length, MAX_EXTRA_LENGTH))
 
 
 def decode_width(model, inputs, extra_length):

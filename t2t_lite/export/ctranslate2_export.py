@@ -42,8 +42,10 @@ import tempfile
 import numpy as np
 
 from t2t_lite.data.tokenizers import RESERVED_TOKENS, vocabulary_tokens
+from t2t_lite.decoding.translate import clamp_to_limit
 from t2t_lite.errors import UserError
 from t2t_lite.inference.ctranslate2_engine import METADATA_FILE, import_ctranslate2
+from t2t_lite.model_dir import check
 
 PAD_TOKEN, EOS_TOKEN, UNK_TOKEN = RESERVED_TOKENS
 
@@ -245,5 +247,8 @@ def export(model_dir, output_dir, checkpoint_path=None, beam_size=None, alpha=No
         extra_length=decode_config.extra_length if extra_length is None else int(extra_length),
         max_length=int(model.config.max_length),
         max_source_tokens=int(model.config.max_length) - 1)
+    metadata["extra_length"] = clamp_to_limit(metadata["extra_length"], metadata["max_length"])
+    # The flags' values too: a folder never carries settings its reader would refuse.
+    check.check_settings(dict(metadata, vocab_size=int(model.vocab_size)), "the export settings")
     return convert(model, vocabulary_tokens(vocab_path), output_dir, vocab_path=vocab_path,
                    quantization=quantization, metadata=metadata)

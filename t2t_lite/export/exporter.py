@@ -13,9 +13,7 @@ import tensorflow as tf
 
 from t2t_lite.errors import UserError
 from t2t_lite.inference import translator
-from t2t_lite.inference.saved_model import versions
-
-METADATA_FILE = os.path.join("assets.extra", "t2t_lite.json")
+from t2t_lite.inference.saved_model import METADATA_FILE, versions
 
 
 def next_version(export_dir):

@@ -4,7 +4,9 @@ Works with anything that has the TranslationModule interface (`tokenize`, `trans
 `describe`): a module built from a checkpoint or a loaded SavedModel. Every line is tokenized once
 (`tokenize`); the ids are sorted by length (longest first, so memory trouble shows up at once),
 grouped into batches of about `batch_tokens` source tokens, translated (`translate_ids`), and
-written back in input order.
+written back in input order. A batch is also held to what its search really holds (see
+`search_budget`): beams × vocabulary logits each step, and beams × decode length cache positions,
+so a large beam or a long decode makes batches of fewer lines rather than more memory.
 
 Whatever a line holds, it yields one output line: bytes that are not UTF-8 are replaced (U+FFFD)
 and counted, a carriage return inside a line is a space, an empty or blank line gives an empty
@@ -41,6 +43,7 @@ from t2t_lite.decoding.translate import clamp_to_limit
 from t2t_lite.errors import UserError
 from t2t_lite.ids import PAD_ID
 from t2t_lite.inference import parallel_search, streaming
+from t2t_lite.model_dir import check
 
 TOKENIZE_CHUNK = 4096  # lines per `tokenize` call
 
@@ -93,15 +96,44 @@ def clean_line(raw):
     return text.replace("\r", " "), invalid
 
 
-def plan_batches(lengths, batch_tokens, max_batch_size=1024):
-    """Index lists, longest sources first, each with about batch_tokens padded source tokens."""
+# What a batch may hold besides its source tokens, per token of batch_tokens: logits (a
+# [vocabulary] row per beam each step, or per target token when scoring) and beam steps (a
+# position of every layer's decode cache, and of the hypotheses). Beam 4 at the default 4096,
+# with a vocabulary up to 65,536 and extra_length up to 60, stays inside both at the row cap of
+# 1024 and at every width, so its batches are those of the source budget alone.
+LOGITS_PER_TOKEN = 1 << 16
+BEAM_STEPS_PER_TOKEN = 64
+
+
+def search_budget(batch_tokens, beam_size, vocab_size, extra_length, max_length):
+    """fits(rows, width) for beam search batches: rows × beam logits rows of vocab_size each
+    step, and rows × beam × decode length (width + extra_length, capped at max_length) cache
+    positions, within their shares of batch_tokens."""
+    def fits(rows, width):
+        beams = rows * beam_size
+        steps = max(1, min(width + extra_length, max_length))
+        return (beams * vocab_size <= batch_tokens * LOGITS_PER_TOKEN
+                and beams * steps <= batch_tokens * BEAM_STEPS_PER_TOKEN)
+    return fits
+
+
+def logits_budget(batch_tokens, vocab_size):
+    """fits(rows, width) for forced decoding (scoring): its logits [rows, width, vocab_size]."""
+    return lambda rows, width: rows * width * vocab_size <= batch_tokens * LOGITS_PER_TOKEN
+
+
+def plan_batches(lengths, batch_tokens, max_batch_size=1024, fits=None):
+    """Index lists, longest sources first, each with about batch_tokens padded source tokens and,
+    with `fits` (search_budget, logits_budget), within its budgets. A row too big for them alone
+    is a batch alone, as a source longer than batch_tokens is."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     batches, current, width = [], [], 0
     for index in order:
         row_width = lengths[index] + 1  # EOS
         new_width = max(width, row_width)
         if current and (new_width * (len(current) + 1) > batch_tokens
-                        or len(current) >= max_batch_size):
+                        or len(current) >= max_batch_size
+                        or (fits is not None and not fits(len(current) + 1, new_width))):
             batches.append(current)
             current, new_width = [], row_width
         current.append(index)
@@ -186,6 +218,8 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
                                       stats=stats, parallel_searches=parallel_searches)
             return [_joined(results[start:end]) for start, end in spans]
     fixed = settings(translator)
+    # A NaN or huge alpha (a flag, an edited setting) would rank hypotheses by nonsense.
+    check.check_bounds({"alpha": alpha}, "decoding")
     stats.max_source_tokens = fixed["max_source_tokens"]
     if not 1 <= nbest <= fixed["beam_size"]:
         raise UserError(f"--nbest must be between 1 and the beam size {fixed['beam_size']}, "
@@ -201,12 +235,16 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
     to_translate = [i for i, c in enumerate(counts) if c > 0]
     alpha = tf.constant(alpha, tf.float32)
     # Clamped in Python first: tf.constant would wrap a value past int32 silently.
-    extra_length = tf.constant(clamp_to_limit(extra_length, int(fixed["max_length"])), tf.int32)
+    extra_length = clamp_to_limit(extra_length, int(fixed["max_length"]))
+    fits = search_budget(batch_tokens, int(fixed["beam_size"]), int(fixed.get("vocab_size", 0)),
+                         extra_length, int(fixed["max_length"]))
+    extra_length = tf.constant(extra_length, tf.int32)
     done = len(texts) - len(to_translate)
     lengths = [len(source_ids[i]) - 1 for i in to_translate]  # tokens kept, EOS not counted
     # Each batch split into interleaved parts, one search each (parallel_search.py).
     parts = parallel_search.split_batches(
-        [[to_translate[p] for p in positions] for positions in plan_batches(lengths, batch_tokens)],
+        [[to_translate[p] for p in positions]
+         for positions in plan_batches(lengths, batch_tokens, fits=fits)],
         parallel_searches)
     pool = parallel_search.thread_pool(parallel_searches)
     try:

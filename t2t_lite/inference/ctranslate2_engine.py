@@ -21,9 +21,11 @@ import tensorflow as tf
 from t2t_lite import cpu
 from t2t_lite.data.tokenizers import RESERVED_TOKENS, load_tokenizer, vocabulary_tokens
 from t2t_lite.decoding.beam_search import length_penalty
+from t2t_lite.decoding.translate import clamp_to_limit
 from t2t_lite.errors import UserError
 from t2t_lite.ids import EOS_ID, PAD_ID, UNK_ID
 from t2t_lite.inference.translator import ids_with_eos
+from t2t_lite.model_dir import check
 
 # Beside model.bin: the settings and provenance t2t_lite adds (CTranslate2 ignores the file).
 METADATA_FILE = "t2t_lite.json"
@@ -68,6 +70,9 @@ class CTranslate2Translator:
         self.settings = _read_settings(folder)
         if beam_size is not None:
             self.settings["beam_size"] = int(beam_size)  # a search setting in CTranslate2
+        # The folder is data someone may have sent: its settings are held to a model_dir's
+        # bounds before CTranslate2 loads it.
+        check.check_settings(self.settings, os.path.join(folder, METADATA_FILE))
         self.settings["engine"] = f"ctranslate2 ({compute_type})"
         vocab_file = self.settings.get("vocab_file")
         # A file name, never a path: a folder someone sends must not read files outside it.
@@ -131,7 +136,9 @@ class CTranslate2Translator:
 def decode_limits(source_tokens, extra_length, max_length):
     """CTranslate2 `max_decoding_length` for a source of `source_tokens` tokens (EOS not counted)
     that matches t2t_lite's limit: at most source + 1 + extra_length output tokens counting EOS,
-    and at most max_length; CTranslate2 counts generated tokens without a final EOS."""
+    and at most max_length; CTranslate2 counts generated tokens without a final EOS. extra_length
+    is clamped as t2t_lite clamps it (decoding/translate.py's step budget)."""
+    extra_length = clamp_to_limit(extra_length, max_length)
     return max(1, min(source_tokens + 1 + extra_length, max_length) - 1)
 
 

@@ -1,5 +1,8 @@
 """Finding and loading the versioned SavedModels t2t-lite-exporter writes (E/<n>/), for the
-decoder, the scorer and anything else that translates with an export."""
+decoder, the scorer and anything else that translates with an export. An export is data someone
+may have sent: its settings are held to the bounds of model_dir/check.py before it loads."""
+import json
+import math
 import os
 
 from t2t_lite.errors import UserError
@@ -24,10 +27,69 @@ def latest_version_dir(export_dir):
     return os.path.join(export_dir, str(existing[-1]))
 
 
+# Beside the SavedModel, written by the exporter (TF Serving ignores assets.extra).
+METADATA_FILE = os.path.join("assets.extra", "t2t_lite.json")
+
+
+def _read_metadata(version_dir):
+    """assets.extra/t2t_lite.json as a dict, or None for an export without it."""
+    path = os.path.join(version_dir, METADATA_FILE)
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as error:
+        raise UserError(f"cannot read {path}: {' '.join(str(error).split())[:200]}") from None
+
+
+def _variable_elements(version_dir):
+    """Numbers the SavedModel's variables hold, from their index (no weight is read)."""
+    import tensorflow as tf
+
+    prefix = os.path.join(version_dir, "variables", "variables")
+    if not os.path.isfile(prefix + ".index"):
+        return 0
+    try:
+        shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map().values()
+    except (tf.errors.OpError, ValueError) as error:
+        raise UserError(f"cannot read {prefix}.index: "
+                        f"{' '.join(str(error).split())[:200]}") from None
+    return sum(math.prod(shape) for shape in shapes)
+
+
+def check_export(version_dir):
+    """UserError unless the export's settings (its metadata file) and the weights its variables
+    index declares are within the bounds a model_dir's are: checked before anything loads."""
+    from t2t_lite.model_dir import check
+
+    metadata = _read_metadata(version_dir)
+    if metadata is not None:
+        check.check_settings(metadata, os.path.join(version_dir, METADATA_FILE))
+    elements = _variable_elements(version_dir)
+    memory = check.machine_memory()
+    if elements > check.MAX_WEIGHTS or (memory and elements * 4 > memory):
+        raise UserError(f"{version_dir}/variables declares {elements:,} weights "
+                        f"({elements * 4 / 2 ** 30:,.1f} GiB as float32), more than this machine "
+                        f"holds or any model here has; the export is damaged or was edited")
+
+
 def load(export_dir):
     """The newest export of export_dir (or the version folder given), loaded; it offers the
-    TranslationModule's functions (tokenize, translate_ids, score, describe, ...)."""
+    TranslationModule's functions (tokenize, translate_ids, score, describe, ...). Its settings
+    are checked before it loads (check_export) and, as its describe() returns them, after."""
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  registers the tokenizer ops the SavedModel uses
 
-    return tf.saved_model.load(latest_version_dir(export_dir))
+    from t2t_lite.model_dir import check
+
+    version_dir = latest_version_dir(export_dir)
+    check_export(version_dir)
+    module = tf.saved_model.load(version_dir)
+    if hasattr(module, "describe"):  # what the decoder will use, whatever the file says
+        try:
+            settings = json.loads(module.describe().numpy().decode("utf-8"))
+        except ValueError:
+            settings = None
+        check.check_settings(settings, f"{version_dir} (its describe())")
+    return module

@@ -3,7 +3,8 @@
 Works with anything that has the TranslationModule's `tokenize`, `score` and `describe` (a module
 built from a checkpoint, or a loaded SavedModel, whose `score` signature this calls), so the
 numbers are the export's own. Pairs are read a chunk at a time, tokenized once to learn their
-lengths, sorted and batched by length within the chunk, scored, and written back in input order:
+lengths, sorted and batched by length within the chunk (each batch's logits held to their share
+of batch_tokens, see batch_decode.logits_budget), scored, and written back in input order:
 one output line per pair, "log_prob<TAB>score", where score = log_prob / ((5 + length) / 6)^alpha
 with the length counting EOS, as the beam search ranks hypotheses.
 
@@ -80,7 +81,8 @@ def _token_counts(translator, texts):
 def score_pairs(translator, pairs, batch_tokens=4096, stats=None):
     """[(source, target) texts] -> [(log_prob, score)] in the same order."""
     stats = stats if stats is not None else ScoreStats()
-    limit = batch_decode.settings(translator)["max_source_tokens"]
+    fixed = batch_decode.settings(translator)
+    limit = fixed["max_source_tokens"]
     sources, targets = [p[0] for p in pairs], [p[1] for p in pairs]
     source_counts = _token_counts(translator, sources)
     target_counts = _token_counts(translator, targets)
@@ -89,7 +91,8 @@ def score_pairs(translator, pairs, batch_tokens=4096, stats=None):
     stats.truncated += sum(1 for s, t in zip(source_counts, target_counts) if max(s, t) > limit)
     lengths = [min(max(s, t), limit) for s, t in zip(source_counts, target_counts)]
     results = [None] * len(pairs)
-    for batch in batch_decode.plan_batches(lengths, batch_tokens):
+    fits = batch_decode.logits_budget(batch_tokens, int(fixed.get("vocab_size", 0)))
+    for batch in batch_decode.plan_batches(lengths, batch_tokens, fits=fits):
         scored = translator.score(tf.constant([sources[i] for i in batch], tf.string),
                                   tf.constant([targets[i] for i in batch], tf.string))
         log_probs = np.asarray(scored["log_prob"], np.float64)

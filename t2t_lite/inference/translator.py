@@ -37,6 +37,7 @@ from t2t_lite.decoding import precision as decode_precision
 from t2t_lite.decoding.beam_search import length_penalty
 from t2t_lite.decoding.translate import clamp_to_limit, translate
 from t2t_lite.ids import EOS_ID, PAD_ID
+from t2t_lite.model_dir import check
 
 STRINGS = tf.TensorSpec([None], tf.string)
 IDS = tf.TensorSpec([None, None], tf.int32)
@@ -90,6 +91,10 @@ class TranslationModule(tf.Module):
         # A bfloat16 twin holds its own copy of the weights: tracked, so an export restores it.
         self.decoder_variables = ([] if decoder is model else
                                   [getattr(v, "value", v) for v in decoder.variables])
+        # Before the search is traced: a NaN alpha or a beam past the bounds (a flag, an edited
+        # configs.json) is refused in one line.
+        check.check_bounds({"beam_size": int(beam_size), "alpha": float(alpha)}, "decoding")
+        check.check_beam_steps(int(beam_size), int(model.config.max_length), "decoding")
         self.tokenizer = tokenizer
         self.beam_size = int(beam_size)
         self.max_length = int(model.config.max_length)
@@ -101,6 +106,7 @@ class TranslationModule(tf.Module):
             metadata.update(decode_precision=self.precision,
                             decode_precision_reason=precision_reason)
         metadata.update(beam_size=self.beam_size, alpha=self.default_alpha,
+                        vocab_size=int(model.vocab_size),
                         extra_length=self.default_extra_length, max_length=self.max_length,
                         max_source_tokens=self.max_length - 1)
         # A JSON string, not a dict: tf.Module would wrap a dict for tracking. Python attributes

@@ -6,9 +6,21 @@ scorer, warm start) first checks the configs against sane bounds and against the
 own variable shapes, which the checkpoint's index lists without a weight being read, and
 refuses a mismatch in one line naming the first difference. Only then is the model built.
 
+Each bound alone still lets values add up to more than a machine holds, so the products are
+bounded too: the model's weights (and its sinusoid table) against a fixed ceiling and this
+machine's memory, before the checkpoint's shapes are compared or anything is allocated; and one
+line's decode, beam × the longest decode the model allows. Exports (SavedModel, CTranslate2)
+carry the same settings in their metadata, checked by `check_settings`.
+
 `expected_shapes` is the Transformer's variable layout written out from its config;
 tests/model_dir/test_check.py holds it equal to a built model's checkpoint for every variant.
 """
+import dataclasses
+import math
+import numbers
+import os
+
+from t2t_lite.decoding.translate import MAX_EXTRA_LENGTH
 from t2t_lite.errors import UserError
 
 # Far beyond any model this package trains; past them a configs.json is broken, not ambitious.
@@ -22,17 +34,86 @@ BOUNDS = {
     "d_v": (0, 1 << 14),
     "max_length": (2, 1 << 16),
     "beam_size": (1, 1024),
-    "extra_length": (-(1 << 16), 1 << 16),
+    # Past the source, a line decodes at most this many steps (the step budget, see
+    # decoding/translate.py); a larger configured value is a hang, not a setting.
+    "extra_length": (-(1 << 16), MAX_EXTRA_LENGTH),
 }
+# Real numbers: NaN compares false with everything, so finiteness is checked first. At |5|, the
+# GNMT penalty of a 65,536-token output (10,923^5) stays far inside float32.
+FLOAT_BOUNDS = {"alpha": (-5.0, 5.0)}
+# Weights (and the sinusoid table) a model may hold: 8.6G, 40 times the paper's big model.
+MAX_WEIGHTS = 1 << 33
+# One line's beam × decode steps: beam 4 at the longest max_length, 4 times over. Each of them
+# holds a position of every layer's cache.
+MAX_BEAM_STEPS = 1 << 20
 
 
 def check_bounds(values, where, why=""):
-    """UserError for the first of `values` ({name: number}) outside BOUNDS."""
+    """UserError for the first of `values` ({name: number}) outside BOUNDS or FLOAT_BOUNDS (an
+    int where a float goes is fine; a bool, a string or a non-finite number never is)."""
     for name, value in values.items():
-        low, high = BOUNDS[name]
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        if name in FLOAT_BOUNDS:
+            low, high = FLOAT_BOUNDS[name]
+            number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+            good = number and math.isfinite(value) and low <= value <= high
+        else:
+            low, high = BOUNDS[name]
+            good = (isinstance(value, int) and not isinstance(value, bool)
+                    and low <= value <= high)
+        if not good:
             raise UserError(f"{where}: {name} = {value!r} is outside the sane range "
                             f"[{low}, {high}]{why}")
+
+
+def machine_memory():
+    """Bytes of memory this process may use: the machine's, or its container's limit."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        total = None
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as f:
+                limit = f.read().strip()
+        except OSError:
+            continue
+        if limit.isdigit():
+            total = min(total, int(limit)) if total else int(limit)
+    return total
+
+
+def model_elements(model_config, vocab_size):
+    """Numbers the model holds once built: its weights and, with sinusoids, the position table
+    (a constant of max_length × d_model)."""
+    from t2t_lite.models.params import analytic_parameter_count
+
+    count = analytic_parameter_count(model_config, vocab_size)
+    if model_config.position_encoding != "learned":
+        count += model_config.max_length * model_config.d_model
+    return count
+
+
+def check_model_size(model_config, vocab_size, where, memory=None):
+    """UserError unless the model's weights fit MAX_WEIGHTS and, as float32, this machine's
+    memory (`memory` bytes; default machine_memory())."""
+    elements = model_elements(model_config, vocab_size)
+    size = f"{elements:,} weights ({elements * 4 / 2 ** 30:,.1f} GiB as float32)"
+    if elements > MAX_WEIGHTS:
+        raise UserError(f"{where} describes a model of {size}, more than the sane {MAX_WEIGHTS:,}"
+                        f"; the model_dir is damaged or was edited")
+    memory = machine_memory() if memory is None else memory
+    if memory and elements * 4 > memory:
+        raise UserError(f"{where} describes a model of {size}, more than this machine's "
+                        f"{memory / 2 ** 30:,.1f} GiB of memory")
+
+
+def check_beam_steps(beam_size, max_length, where):
+    """UserError unless one line's beam × its longest decode (max_length) is at most
+    MAX_BEAM_STEPS."""
+    if beam_size * max_length > MAX_BEAM_STEPS:
+        raise UserError(f"{where}: beam_size {beam_size} × max_length {max_length} = "
+                        f"{beam_size * max_length:,} beam steps per line is more than the sane "
+                        f"{MAX_BEAM_STEPS:,}")
 
 
 def expected_shapes(model_config, vocab_size):
@@ -118,8 +199,11 @@ def check_model_dir(model_config, vocab_size, checkpoint_path, where, decode_con
     check_bounds({"vocab_size": vocab_size,
                   **{name: getattr(model_config, name) for name in fields}}, where, why)
     if decode_config is not None:
-        check_bounds({"beam_size": decode_config.beam_size,
+        check_bounds({"beam_size": decode_config.beam_size, "alpha": decode_config.alpha,
                       "extra_length": decode_config.extra_length}, where, why)
+        check_beam_steps(decode_config.beam_size, model_config.max_length, where)
+    # Before the index is read: shapes that match it may still be more than any machine holds.
+    check_model_size(model_config, vocab_size, where)
     check_shapes(expected_shapes(model_config, vocab_size), checkpoint_shapes(checkpoint_path),
                  where, checkpoint_path)
 
@@ -136,3 +220,26 @@ def check_shapes(expected, stored, where, checkpoint_path):
         if expected[name] != stored[name]:
             raise UserError(f"{name}: {where} gives shape {expected[name]}, checkpoint "
                             f"{checkpoint_path} holds {stored[name]}")
+
+
+def check_settings(settings, where):
+    """UserError unless an export's settings (describe()'s JSON, t2t_lite.json) are within the
+    bounds a model_dir's are: beam, lengths, alpha, vocabulary size, and the model they name."""
+    from t2t_lite.config import ModelConfig
+
+    if not isinstance(settings, dict):
+        raise UserError(f"{where} holds no t2t_lite settings (a JSON object)")
+    why = "; the export is damaged or was edited"
+    check_bounds({name: settings.get(name) for name in
+                  ("beam_size", "alpha", "extra_length", "max_length", "vocab_size")}, where, why)
+    check_beam_steps(settings["beam_size"], settings["max_length"], where)
+    values = settings.get("model_config")
+    if isinstance(values, dict):
+        known = {field.name for field in dataclasses.fields(ModelConfig)}
+        try:
+            model_config = ModelConfig(**{k: v for k, v in values.items() if k in known})
+        except (TypeError, ValueError) as error:
+            raise UserError(f"{where}: model_config is not a t2t_lite model ({error})") from None
+        fields = ("num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v", "max_length")
+        check_bounds({name: getattr(model_config, name) for name in fields}, where, why)
+        check_model_size(model_config, settings["vocab_size"], where)
