@@ -23,7 +23,10 @@ flags.DEFINE_integer("extra_length", None, "Max output length = input length + t
 
 
 def main(argv):
-    from t2t_lite.viz import sentence  # after flag parsing: TensorFlow is slow to import
+    # After flag parsing: TensorFlow is slow to import. attention first: without matplotlib it
+    # ends the run with one line before any model is loaded.
+    from t2t_lite.viz import attention  # noqa: F401
+    from t2t_lite.viz import sentence
 
     print(sentence.plot_sentence(FLAGS.model_dir, FLAGS.source, FLAGS.output_dir,
                                  target=FLAGS.target, checkpoint_path=FLAGS.checkpoint_path,

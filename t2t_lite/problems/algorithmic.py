@@ -15,6 +15,13 @@ class AlgorithmicProblem(problem.Problem):
 
     def __init__(self, num_symbols=10, min_length=1, max_length=40, train_samples=100_000,
                  eval_samples=1000):
+        """Args (--problem_param=NAME=VALUE):
+          num_symbols: distinct symbols, "0" to "n-1".
+          min_length: shortest string, in symbols.
+          max_length: longest string, in symbols.
+          train_samples: training pairs generated.
+          eval_samples: pairs generated for dev, and as many for test.
+        """
         self.num_symbols = int(num_symbols)
         self.min_length, self.max_length = int(min_length), int(max_length)
         self.split_sizes = {"train": int(train_samples), "dev": int(eval_samples),

@@ -125,6 +125,17 @@ class TranslateGettext(translation.TranslationProblem):
 
     def __init__(self, target_lang=None, source_lang="en", locale_dir="/usr/share/locale",
                  vocab_size=None, domains=None, exclude_domains=None, vocab_from=None):
+        """Args (--problem_param=NAME=VALUE):
+          target_lang: the targets' language, a folder name under locale_dir (de, fr, es, ...).
+          source_lang: the sources' language; other than en, two languages' catalogs are joined
+            on the msgid.
+          locale_dir: the folder of <lang>/LC_MESSAGES/*.mo catalogs.
+          vocab_size: pieces in the BPE vocabulary learned from the data.
+          domains: a regex searched in catalog names (the .mo file's name): only those read.
+          exclude_domains: a regex searched in catalog names: those skipped.
+          vocab_from: a model_dir or vocabulary file whose vocabulary encodes the data instead
+            of a new one (fine-tuning that parent).
+        """
         self.target_lang = target_lang or getattr(type(self), "default_target_lang", None)
         if not self.target_lang:
             raise UserError("translate_gettext needs --problem_param=target_lang=<code>, e.g. de")

@@ -82,6 +82,11 @@ class ParsingWsj(ParsingProblem):
     vocab_size = 16_000  # the paper's WSJ-only setting
 
     def __init__(self, raw_dir=None, vocab_size=None):
+        """Args (--problem_param=NAME=VALUE):
+          raw_dir: your Penn Treebank WSJ copy: section folders 02..23 of .mrg files, or
+            train.trees, dev.trees and test.trees with one bracketed tree per line.
+          vocab_size: pieces in the BPE vocabulary learned from the data.
+        """
         self.raw_dir = raw_dir
         if vocab_size is not None:
             self.vocab_size = int(vocab_size)
@@ -122,6 +127,10 @@ class ParsingWsjSemi(ParsingWsj):
     vocab_size = 32_000  # the paper's semi-supervised setting
 
     def __init__(self, raw_dir=None, silver=None, vocab_size=None):
+        """Args (--problem_param=NAME=VALUE), besides ParsingWsj's:
+          silver: extra training trees: a file of one bracketed tree per line, or a folder of
+            such files or .mrg files.
+        """
         super().__init__(raw_dir=raw_dir, vocab_size=vocab_size)
         self.silver = silver
 

@@ -33,6 +33,17 @@ class TranslateTextFiles(translation.TranslationProblem):
 
     def __init__(self, train=None, dev=None, test=None, vocab_type="bpe", vocab_size=8000,
                  vocab_sample_pairs=200_000, vocab_from=None):
+        """Args (--problem_param=NAME=VALUE, or gin translate_text_files.NAME):
+          train: the training text: FILE.tsv (source<TAB>target) or SOURCE,TARGET line-aligned
+            files; .gz/.bz2/.xz are read directly.
+          dev: the dev text, as train (default: 1% of train, chosen by a hash of the source).
+          test: the test text, as train (default: another 1% of train).
+          vocab_type: "bpe" or "wordpiece".
+          vocab_size: pieces in the vocabulary learned from the data.
+          vocab_sample_pairs: training pairs the vocabulary is learned from.
+          vocab_from: a model_dir or vocabulary file whose vocabulary encodes the data instead
+            of a new one (fine-tuning that parent).
+        """
         self.files = {"train": train, "dev": dev, "test": test}
         self.vocab_from = vocab_from
         self.vocab_type = vocab_type

@@ -228,10 +228,14 @@ class _Wmt14Problem(TranslationProblem):
 
     def __init__(self, raw_dir=None, archives=None, max_extract_bytes=None,
                  max_extract_ratio=None):
-        """raw_dir: already-downloaded archives or extracted files (nothing is downloaded).
-        archives: replaces entries of ARCHIVES (e.g. a mirror's URLs), keyed by archive name.
-        max_extract_bytes / max_extract_ratio: raise download.extract's limits against
-        decompression bombs (bytes written per archive; expansion of one member, N:1)."""
+        """Args (--problem_param=NAME=VALUE; archives, a dict, from Python only):
+          raw_dir: a folder of already-downloaded archives or extracted files (nothing is
+            downloaded).
+          archives: replaces entries of ARCHIVES (e.g. a mirror's URLs), keyed by archive name.
+          max_extract_bytes: raises download.extract's limit on bytes written per archive, a
+            guard against decompression bombs.
+          max_extract_ratio: raises download.extract's limit on one member's expansion (N:1).
+        """
         self.raw_dir = raw_dir
         self.archives = dict(ARCHIVES, **(archives or {}))
         self.max_extract_bytes = _positive("max_extract_bytes", max_extract_bytes, int)

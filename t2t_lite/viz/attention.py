@@ -23,13 +23,20 @@ import json
 import math
 import os
 
-import matplotlib
+from t2t_lite.errors import UserError
+
+try:
+    import matplotlib
+except ModuleNotFoundError as error:
+    if not (error.name or "").startswith("matplotlib"):
+        raise
+    # An optional dependency: say which extra brings it, not a traceback.
+    raise UserError("the attention plots need matplotlib, which is not installed: "
+                    "pip install 't2t_lite[viz]' (in a checkout: pip install '.[viz]')") from None
 
 matplotlib.use("Agg")  # files only; never opens a window, works on machines without a display
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-
-from t2t_lite.errors import UserError  # noqa: E402
 
 # kind -> (title, query side, key side)
 KINDS = {

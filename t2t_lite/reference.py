@@ -1,0 +1,339 @@
+"""docs/reference.md, generated from the code: every setting, hparams set, problem parameter and
+tool flag, so the page cannot drift from what the tools do.
+
+    python -m t2t_lite.reference docs/reference.md     # rewrite the page (from a checkout)
+    python -m t2t_lite.reference                       # print it
+
+Each fact is read from its one home in the code:
+- a config field's type and default from its dataclass (t2t_lite/config.py), its meaning from the
+  comment on its line there, else from the comment block directly above it;
+- which sets change a field: each gin set resolved (t2t_lite.hparams), compared with the set it
+  includes (base.gin: with the dataclass defaults);
+- a problem's parameters from its constructor's signature, their meanings from the "Args"
+  section of the first constructor docstring up its classes that names them;
+- a tool's flags from its module (setup.py's console scripts), loaded in a subprocess without
+  running the tool (absl's flag registry is global, and two tools define the same names).
+
+Nothing builds a model; the problems' import loads TensorFlow once. tests/test_reference.py fails
+when the committed page differs from what this prints.
+"""
+import ast
+import dataclasses
+import inspect
+import io
+import json
+import pathlib
+import re
+import subprocess
+import sys
+import tokenize
+
+import gin
+
+from t2t_lite import config, hparams, registry
+
+PACKAGE = pathlib.Path(__file__).resolve().parent
+ROOT = PACKAGE.parent
+PAGE = "docs/reference.md"
+COMMAND = f"python -m t2t_lite.reference {PAGE}"
+CONFIGS = (config.ModelConfig, config.TrainConfig, config.DecodeConfig)
+
+# Runs in a fresh interpreter per tool: import its module (flags are defined on import, the
+# shared ones by t2t_lite.cli), print the flags t2t_lite defines, in definition order.
+_LIST_FLAGS = r"""
+import importlib, json, re, sys
+from absl import flags
+importlib.import_module(sys.argv[1])
+rows = []
+for module, defined in flags.FLAGS.flags_by_module_dict().items():
+    if module.split(".")[0] != "t2t_lite":
+        continue
+    for flag in defined:
+        values = getattr(flag.parser, "enum_values", None)
+        text = flag.help  # without what absl adds to it: the type column says that
+        text = re.sub(r";?\s*repeat this option to specify a list of values$", "", text)
+        if values:
+            text = re.sub(r"^<[^>]*>: ", "", text)
+        rows.append({"name": flag.name, "type": flag.flag_type(), "default": flag.default,
+                     "help": text, "values": list(values) if values else None})
+print(json.dumps(rows))
+"""
+
+
+# ----------------------------------------------------------------------------- meanings
+
+
+def field_meanings(cls):
+    """{field name: meaning} from the comments of `cls`'s fields in its source file."""
+    source = inspect.getsource(sys.modules[cls.__module__])
+    lines = source.splitlines()
+    trailing, full_line = {}, set()
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            row, column = token.start
+            if lines[row - 1][:column].strip():
+                trailing[row] = token.string
+            else:
+                full_line.add(row)
+    class_node = next(node for node in ast.walk(ast.parse(source))
+                      if isinstance(node, ast.ClassDef) and node.name == cls.__name__)
+    meanings = {}
+    for node in class_node.body:
+        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+            continue
+        row = node.lineno
+        if row in trailing:
+            text = [trailing[row]]
+        else:
+            above = row - 1
+            while above in full_line:
+                above -= 1
+            text = [lines[r - 1] for r in range(above + 1, row)]
+        meanings[node.target.id] = " ".join(line.strip().lstrip("#").strip() for line in text)
+    return meanings
+
+
+def docstring_args(function):
+    """{name: meaning} from the "Args" section of a Google-style docstring."""
+    doc = inspect.getdoc(function) or ""
+    found, current, indent = {}, None, None
+    for line in doc.splitlines():
+        if re.match(r"Args\b.*:\s*$", line):
+            indent, current = -1, None  # entries' indent: the first line below sets it
+            continue
+        if indent is None or not line.strip():
+            continue
+        depth = len(line) - len(line.lstrip())
+        if indent == -1:
+            indent = depth
+        entry = re.match(r"(\w+): (.*)", line.strip())
+        if depth == indent and entry:
+            current = entry.group(1)
+            found[current] = entry.group(2).strip()
+        elif depth > indent and current:
+            found[current] += " " + line.strip()
+        else:
+            indent = None  # the section ended
+    return found
+
+
+# ----------------------------------------------------------------------------- facts
+
+
+def resolved_sets():
+    """{set name: (parent set or None, {config class name: config instance})}, sets sorted."""
+    sets = {}
+    try:
+        for name in hparams.list_hparams_sets():
+            text = hparams.hparams_file(name).read_text(encoding="utf-8")
+            parent = re.search(r"^include\s+['\"](.+)\.gin['\"]", text, re.M)
+            values = hparams.load(name)
+            sets[name] = (parent.group(1) if parent else None,
+                          {type(c).__name__: c for c in values})
+    finally:
+        gin.clear_config()  # leave gin as a caller expects it: nothing bound
+    return sets
+
+
+def set_descriptions():
+    """{set name: the first sentence of its file's opening comment}."""
+    found = {}
+    for name in hparams.list_hparams_sets():
+        block = []
+        for line in hparams.hparams_file(name).read_text(encoding="utf-8").splitlines():
+            if not line.startswith("#"):
+                break
+            block.append(line.lstrip("#").strip())
+        found[name] = re.split(r"(?<=\.)\s", " ".join(block), maxsplit=1)[0]
+    return found
+
+
+def changed_by(sets, cls, field):
+    """[(set, value)] of the sets whose resolved value differs from the set they include."""
+    default = getattr(cls(), field)
+    changes = []
+    for name, (parent, values) in sets.items():
+        before = getattr(sets[parent][1][cls.__name__], field) if parent else default
+        value = getattr(values[cls.__name__], field)
+        if value != before:
+            changes.append((name, value))
+    return changes
+
+
+def problem_params(cls):
+    """[(name, default, meaning)] of a problem class's constructor parameters."""
+    meanings = {}
+    for klass in reversed(cls.__mro__):  # the nearest class's docstring wins
+        if "__init__" in vars(klass):
+            meanings.update(docstring_args(vars(klass)["__init__"]))
+    rows = []
+    for name, parameter in inspect.signature(cls).parameters.items():
+        default = parameter.default
+        if default is None:  # None: the class's own setting, where it has one
+            default = getattr(cls, name, getattr(cls, f"default_{name}", None))
+            if not isinstance(default, (str, int, float)):
+                default = None
+        rows.append((name, default, meanings.get(name, "")))
+    return rows
+
+
+def console_scripts():
+    """[(tool, module)] in setup.py's order."""
+    text = (ROOT / "setup.py").read_text(encoding="utf-8")
+    return re.findall(r"[\"'](t2t-lite-[a-z0-9-]+)\s*=\s*([\w.]+):\w+[\"']", text)
+
+
+def tool_flags():
+    """{tool: [flag dicts]} for every console script, listed side by side in subprocesses."""
+    processes = [(tool, module, subprocess.Popen(
+        [sys.executable, "-c", _LIST_FLAGS, module], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)) for tool, module in console_scripts()]
+    found = {}
+    for tool, module, process in processes:
+        out, err = process.communicate(timeout=300)
+        if process.returncode:
+            raise RuntimeError(f"listing {tool}'s flags ({module}) failed:\n{err[-2000:]}")
+        found[tool] = (module, json.loads(out.strip().splitlines()[-1]))
+    return found
+
+
+# ----------------------------------------------------------------------------- the page
+
+
+_FLAG_TYPES = {"multi string": "string, repeatable", "string enum": "one of",
+               "comma separated list of strings": "comma-separated strings"}
+
+
+def _cell(text):
+    """Text for one table cell: one line, and nothing Markdown or HTML would read as markup
+    (a <lang> placeholder is an HTML tag to a renderer, a * may start emphasis)."""
+    text = " ".join(str(text).split())
+    for char, escaped in (("|", "\\|"), ("<", "&lt;"), ("*", "\\*")):
+        text = text.replace(char, escaped)
+    return text
+
+
+def _value(value):
+    if isinstance(value, str):
+        return f'`"{value}"`'
+    if value is None:
+        return "none"
+    if isinstance(value, list):
+        return "`[]`" if not value else "`" + ",".join(map(str, value)) + "`"
+    return f"`{value!r}`"
+
+
+def _plain(value):
+    return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+def _type_name(annotation):
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def render():
+    """The whole page, as text."""
+    sets = resolved_sets()
+    out = [
+        "# Configuration reference",
+        "",
+        f"Generated from the code by `{COMMAND}`; do not edit it by hand "
+        "(tests/test_reference.py fails when it differs from the code). The other pages link "
+        "here for defaults.",
+        "",
+        "- [Settings](#settings): every field of ModelConfig, TrainConfig and DecodeConfig",
+        "- [Hparams sets](#hparams-sets): the values of each set",
+        "- [Problem parameters](#problem-parameters): `--problem_param=NAME=VALUE`",
+        "- [Tool flags](#tool-flags): every flag of every `t2t-lite-*` command",
+        "",
+        "## Settings",
+        "",
+        "An hparams set (`--hparams_set=NAME`, a gin file in t2t_lite/hparams_sets/) binds these "
+        "fields; `--gin_param='TrainConfig.keep_checkpoints = 10'` overrides one, "
+        "`--gin_file=mine.gin` adds your own bindings. *Default* is the dataclass's value, "
+        "which a set that binds nothing gets; *changed by* lists each set whose value differs "
+        "from the set it includes (for `base`, from the default), with that value. "
+        "A model_dir keeps the resolved values in its configs.json.",
+    ]
+    for cls in CONFIGS:
+        meanings = field_meanings(cls)
+        out += ["", f"### {cls.__name__}", "", _cell(inspect.getdoc(cls).splitlines()[0]), "",
+                "| field | type | default | meaning | changed by |", "|---|---|---|---|---|"]
+        for field in dataclasses.fields(cls):
+            changes = ", ".join(f"`{name}`: {_value(value)}"
+                                for name, value in changed_by(sets, cls, field.name))
+            out.append(f"| `{field.name}` | {_type_name(field.type)} | "
+                       f"{_value(field.default)} | {_cell(meanings.get(field.name, ''))} | "
+                       f"{changes} |")
+
+    out += ["", "## Hparams sets", "",
+            "Each set's opening sentence and the set it includes:", "",
+            "| set | includes | what |", "|---|---|---|"]
+    descriptions = set_descriptions()
+    for name, (parent, _) in sets.items():
+        out.append(f"| `{name}` | {f'`{parent}`' if parent else ''} | "
+                   f"{_cell(descriptions[name])} |")
+    main = [name for name in sets if "/" not in name]
+    out += ["", "The resolved values of the sets outside table3/ (each table3/ row is "
+            "`table3/base` plus the fields its row of the table above changes), for every field "
+            "on which they differ:", "",
+            "| field | " + " | ".join(f"`{name}`" for name in main) + " |",
+            "|---|" + "---|" * len(main)]
+    for cls in CONFIGS:
+        for field in dataclasses.fields(cls):
+            values = [getattr(sets[name][1][cls.__name__], field.name) for name in main]
+            if len({repr(v) for v in values}) > 1:
+                out.append(f"| `{cls.__name__}.{field.name}` | "
+                           + " | ".join(_cell(_plain(v)) for v in values) + " |")
+
+    out += ["", "## Problem parameters", "",
+            "`--problem_param=NAME=VALUE` (repeatable) passes a parameter to the problem's "
+            "constructor, in t2t-lite-datagen, t2t-lite-trainer and t2t-lite-demo. Values arrive "
+            "as strings; the problem converts them. *Default* none: the parameter is unset."]
+    for name in registry.list_problems():
+        cls = registry.problem_class(name)
+        doc = (inspect.getdoc(cls) or "").splitlines()
+        out += ["", f"### {name}", "", _cell(doc[0] if doc else ""), ""]
+        rows = problem_params(cls)
+        if not rows:
+            out.append("No parameters.")
+            continue
+        out += ["| parameter | default | meaning |", "|---|---|---|"]
+        out += [f"| `{param}` | {_value(default)} | {_cell(meaning)} |"
+                for param, default, meaning in rows]
+
+    out += ["", "## Tool flags", "",
+            "The flags each command defines (absl's own, such as `--helpfull` and "
+            "`--verbosity`, come on top). `--helpshort` prints the same list."]
+    for tool, (module, flags) in tool_flags().items():
+        doc = inspect.getdoc(sys.modules[module]) if module in sys.modules else None
+        if doc is None:
+            doc = ast.get_docstring(ast.parse(_module_source(module))) or ""
+        summary = doc.splitlines()[0].split(": ", 1)[-1] if doc else ""
+        summary = summary[:1].upper() + summary[1:]
+        out += ["", f"### {tool}", "", _cell(summary), "",
+                "| flag | type | default | meaning |", "|---|---|---|---|"]
+        for flag in flags:
+            kind = _FLAG_TYPES.get(flag["type"], flag["type"])
+            kind += f" ({', '.join(flag['values'])})" if flag["values"] else ""
+            out.append(f"| `--{flag['name']}` | {_cell(kind)} | {_value(flag['default'])} | "
+                       f"{_cell(flag['help'])} |")
+    return "\n".join(out) + "\n"
+
+
+def _module_source(module):
+    path = ROOT.joinpath(*module.split(".")).with_suffix(".py")
+    return path.read_text(encoding="utf-8")
+
+
+def main(argv):
+    text = render()
+    if len(argv) > 1:
+        pathlib.Path(argv[1]).write_text(text, encoding="utf-8")
+        print(f"wrote {argv[1]}")
+    else:
+        sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
