@@ -245,7 +245,7 @@ def wait_until_gone(own_task, timeout=10.0):
 def _first_line(error):
     text = getattr(error, "message", None) or str(error)
     for line in text.splitlines():
-        line = line.strip()
+        line = re.sub(r"\{\{[^}]*\}\}", "", line).strip()  # {{function_node ...}} prefixes
         if line and not line.startswith(("Graph execution error", "Detected at node", "File ")):
             return line[:200]
     return type(error).__name__
