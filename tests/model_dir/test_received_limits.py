@@ -88,6 +88,11 @@ def test_a_large_vocabulary_makes_smaller_batches():
         == batch_decode.plan_batches(lengths, 4096)
 
 
+def test_a_line_too_big_for_the_budgets_alone_is_a_batch_alone():
+    fits = batch_decode.search_budget(16, 1024, 60, 50, 256)  # 1,024 beam steps: no line fits
+    assert batch_decode.plan_batches([1, 1, 1], 16, fits=fits) == [[0], [1], [2]]
+
+
 def _peak_rss_mib(*args, stdin):
     """Runs the decoder CLI under a fresh parent; the child's peak RSS in MiB."""
     code = ("import resource, subprocess, sys; "
@@ -135,6 +140,13 @@ def test_a_huge_extra_length_decodes_at_most_the_step_budget(model_dir, tmp_path
     sequences = search(tf.constant([[5, 6, 7, 1]], tf.int32), tf.constant(2 ** 31 - 1))
     assert sequences.shape[-1] == 4 + 1024
     assert time.monotonic() - start < 60
+
+
+def test_ctranslate2_decodes_within_the_same_step_budget():
+    from t2t_lite.inference import ctranslate2_engine
+
+    # CTranslate2 counts generated tokens without the final EOS: 3 + 1 + 1,024 - 1.
+    assert ctranslate2_engine.decode_limits(3, 2 ** 31 - 1, 65536) == 1027
 
 
 def test_beam_times_max_length_is_bounded(model_dir, tmp_path):
