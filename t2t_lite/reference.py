@@ -37,6 +37,9 @@ ROOT = PACKAGE.parent
 PAGE = "docs/reference.md"
 COMMAND = f"python -m t2t_lite.reference {PAGE}"
 CONFIGS = (config.ModelConfig, config.TrainConfig, config.DecodeConfig)
+# The tool whose flags of a field's name override that field for one run (the decoder's
+# --batch_tokens is its own setting, so tools are matched per config, not by name alone).
+OVERRIDING_TOOL = {"TrainConfig": "t2t-lite-trainer", "DecodeConfig": "t2t-lite-decoder"}
 
 # Runs in a fresh interpreter per tool: import its module (flags are defined on import, the
 # shared ones by t2t_lite.cli), print the flags t2t_lite defines, in definition order.
@@ -234,6 +237,8 @@ def _type_name(annotation):
 def render():
     """The whole page, as text."""
     sets = resolved_sets()
+    flags = tool_flags()
+    flag_names = {tool: {flag["name"] for flag in defined} for tool, (_, defined) in flags.items()}
     out = [
         "# Configuration reference",
         "",
@@ -252,19 +257,24 @@ def render():
         "fields; `--gin_param='TrainConfig.keep_checkpoints = 10'` overrides one, "
         "`--gin_file=mine.gin` adds your own bindings. *Default* is the dataclass's value, "
         "which a set that binds nothing gets; *changed by* lists each set whose value differs "
-        "from the set it includes (for `base`, from the default), with that value. "
-        "A model_dir keeps the resolved values in its configs.json.",
+        "from the set it includes (for `base`, from the default), with that value; *flag* is "
+        "the flag of the same name that overrides the field for one run. A model_dir keeps the "
+        "values a run used in its configs.json.",
     ]
     for cls in CONFIGS:
         meanings = field_meanings(cls)
+        tool = OVERRIDING_TOOL.get(cls.__name__)
         out += ["", f"### {cls.__name__}", "", _cell(inspect.getdoc(cls).splitlines()[0]), "",
-                "| field | type | default | meaning | changed by |", "|---|---|---|---|---|"]
+                "| field | type | default | meaning | changed by | flag |",
+                "|---|---|---|---|---|---|"]
         for field in dataclasses.fields(cls):
             changes = ", ".join(f"`{name}`: {_value(value)}"
                                 for name, value in changed_by(sets, cls, field.name))
+            flag = (f"{tool} `--{field.name}`" if tool and field.name in flag_names[tool]
+                    else "")
             out.append(f"| `{field.name}` | {_type_name(field.type)} | "
                        f"{_value(field.default)} | {_cell(meanings.get(field.name, ''))} | "
-                       f"{changes} |")
+                       f"{changes} | {flag} |")
 
     out += ["", "## Hparams sets", "",
             "Each set's opening sentence and the set it includes:", "",
@@ -286,10 +296,11 @@ def render():
                 out.append(f"| `{cls.__name__}.{field.name}` | "
                            + " | ".join(_cell(_plain(v)) for v in values) + " |")
 
+    takers = [tool for tool in flags if "problem_param" in flag_names[tool]]
     out += ["", "## Problem parameters", "",
             "`--problem_param=NAME=VALUE` (repeatable) passes a parameter to the problem's "
-            "constructor, in t2t-lite-datagen, t2t-lite-trainer and t2t-lite-demo. Values arrive "
-            "as strings; the problem converts them. *Default* none: the parameter is unset."]
+            f"constructor, in {', '.join(takers)}. Values arrive as strings; the problem "
+            "converts them. *Default* none: the parameter is unset."]
     for name in registry.list_problems():
         cls = registry.problem_class(name)
         doc = (inspect.getdoc(cls) or "").splitlines()
@@ -305,7 +316,7 @@ def render():
     out += ["", "## Tool flags", "",
             "The flags each command defines (absl's own, such as `--helpfull` and "
             "`--verbosity`, come on top). `--helpshort` prints the same list."]
-    for tool, (module, flags) in tool_flags().items():
+    for tool, (module, defined) in flags.items():
         doc = inspect.getdoc(sys.modules[module]) if module in sys.modules else None
         if doc is None:
             doc = ast.get_docstring(ast.parse(_module_source(module))) or ""
@@ -313,7 +324,7 @@ def render():
         summary = summary[:1].upper() + summary[1:]
         out += ["", f"### {tool}", "", _cell(summary), "",
                 "| flag | type | default | meaning |", "|---|---|---|---|"]
-        for flag in flags:
+        for flag in defined:
             kind = _FLAG_TYPES.get(flag["type"], flag["type"])
             kind += f" ({', '.join(flag['values'])})" if flag["values"] else ""
             out.append(f"| `--{flag['name']}` | {_cell(kind)} | {_value(flag['default'])} | "
