@@ -123,11 +123,18 @@ PHRASES = [
     (r"\bprecision `(\w+)`", "mixed_precision", str),
 ]
 # "`keep_checkpoints` (20; 10 in `small`)": a field's value in base, and in the sets named.
-FIELD_IN_PARENS = re.compile(r"`(\w+)` \(([^()]*(?:\([^()]*\)[^()]*)*)\)")
-VALUE_IN_SETS = re.compile(r"([\d.]*\d%?) in ((?:`[\w/]+`(?:/|, | and | or )?)+)")
+FIELD_IN_PARENS = re.compile(r"`(?:\w+\.)?(\w+)` \(([^()]*(?:\([^()]*\)[^()]*)*)\)")
 SET_SENTENCE = re.compile(r"\b[Tt]he `([\w/]+)` set\b([^.]*(?:\.\d[^.]*)*)")
 # The sets a user picks; tiny (for tests) and the table3/ rows are left to the reference page.
 MAIN_SETS = ("base", "base_prenorm", "big", "big_enfr", "parsing", "small", "small_cpu")
+
+
+def value_in_sets(sets):
+    """ "N in `small`/`small_cpu`", "5 in base, 20 in big": a figure and the known sets it is
+    given for, backquoted or not (longest names first, so `small_cpu` is not read as `small`)."""
+    name = "|".join(re.escape(n) for n in sorted(sets, key=len, reverse=True))
+    one = rf"`?(?:{name})`?(?![\w/])"
+    return re.compile(rf"([\d.]*\d%?) in ({one}(?:(?:/|, | and | or ){one})*)")
 
 
 def _field(name):
@@ -141,12 +148,28 @@ def _value(sets, set_name, field):
     return getattr(sets[set_name][1][_field(field)], field)
 
 
+def logical_lines(text):
+    """(first line number, text) of each table row, heading, list item or paragraph, with its
+    wrapped lines joined: a sentence or parenthesis may span lines."""
+    items = []
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        starts = (not items or not stripped or not items[-1][1]
+                  or stripped.startswith(("|", "#", "```", "- ", "* ", "+ "))
+                  or re.match(r"\d+\. ", stripped) or items[-1][1].startswith(("|", "#")))
+        if starts:
+            items.append((number, stripped))
+        else:
+            items[-1] = (items[-1][0], items[-1][1] + " " + stripped)
+    return [item for item in items if item[1]]
+
+
 def figure_claims(text, sets):
     """(line number, set, field, value stated, where) for each figure a page states about a set:
     in a table row whose first cell names the set, in a sentence "The `set` set ...", and in a
     parenthesis after a field's name, "`field` (base's value; N in `set`/`set`)"."""
     claims = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in logical_lines(text):
         contexts = []
         row = re.match(r"\s*\|\s*`([\w/]+)`\s*\|(.*)", line)
         if row and row.group(1) in sets:
@@ -170,14 +193,18 @@ def figure_claims(text, sets):
                         else kind_of(figure))
 
             named = {"base": read(first.group(1))}
-            for value, names in VALUE_IN_SETS.findall(inside):
-                named.update({name: read(value) for name in re.findall(r"`([\w/]+)`", names)})
+            for value, names in value_in_sets(sets).findall(inside):
+                named.update({name: read(value) for name in re.findall(r"[\w/]+", names)
+                              if name in sets})
+            # A set not named has the figure of the nearest set it derives from that is: a
+            # figure for base alone says every set keeps it.
+            for set_name in MAIN_SETS:
+                ancestor = set_name
+                while ancestor not in named:
+                    ancestor = sets[ancestor][0]
+                named.setdefault(set_name, named[ancestor])
             for set_name, value in named.items():
                 claims.append((number, set_name, field, value, match.group(0)))
-            # A figure for base alone hides the sets that differ from it.
-            for set_name in MAIN_SETS:
-                if set_name not in named and _value(sets, set_name, field) != named["base"]:
-                    claims.append((number, set_name, field, named["base"], match.group(0)))
     return claims
 
 
@@ -199,13 +226,19 @@ def test_the_figures_the_pages_quote_agree_with_the_sets(sets):
 
 
 def test_the_figure_check_catches_a_wrong_or_partial_figure(sets):
-    wrong = "- checkpoints every `checkpoint_minutes` (10), keeping the last `keep_checkpoints` (20)."
+    wrong = ("- checkpoints every `checkpoint_minutes` (10), keeping the last "
+             "`keep_checkpoints` (20).")
     found = disagreements(wrong, sets)
     assert any("keep_checkpoints = 20 for `small`" in line for line in found), found
     assert any("checkpoint_minutes = 10.0 for `small`" in line for line in found), found
-    right = ("- `checkpoint_minutes` (10; 2 in `small`/`small_cpu`), `keep_checkpoints` "
-             "(20; 10 in `small`).")
+    partial = "- `keep_checkpoints` (20; 10 in `small`)."  # small_cpu derives from small
+    assert [line.split(" for ")[1].split(",")[0] for line in disagreements(partial, sets)] == [
+        "`small_cpu`"]
+    right = ("- `checkpoint_minutes` (10; 2 in `small`/`small_cpu`), "
+             "`TrainConfig.keep_checkpoints` (20 in `base` and `small_cpu`, 10 in `small`); "
+             "`average_last` (5 in base, 20 in big, 1 in the Table 3 rows).")
     assert disagreements(right, sets) == []
+    assert len(figure_claims(right, sets)) == 3 * len(MAIN_SETS)
     table = "| `big` | d_model=1024, d_ff=4096, h=16, P_drop=0.1, 300k steps, average last 20 |"
     assert disagreements(table, sets) == [
         "page:1: 'P_drop=0.1' says dropout = 0.1 for `big`, which sets 0.3 (see "
