@@ -121,10 +121,14 @@ class ClusterStopping(Stopping):
     where a single worker would; early stopping ends it one step later than on one machine.
     """
 
-    def __init__(self, signals, steps, chief, max_steps, workers):
+    def __init__(self, signals, steps, chief, max_steps, plan=None):
         super().__init__(signals)
         self.steps, self.chief, self.max_steps = steps, chief, max_steps
-        self.workers = max(1, workers)
+        # A budgeted run's (planned warmup, planned total, schedule's warmup, schedule's total):
+        # each worker's planner writes the first two, measured on its own clock; the chief's
+        # values travel with the next step and every worker, the chief too, then sets its
+        # schedule's two from them, so all apply the same learning rate at every step.
+        self.plan = plan
         self.pending = None  # a hook's reason on the chief, voted with the next step
         self.signal_elsewhere = False  # the agreed signal came from another worker
 
@@ -140,7 +144,10 @@ class ClusterStopping(Stopping):
             if reason:
                 code = (CHIEF_REASONS.index(reason) + 1 if reason in CHIEF_REASONS
                         else OTHER_REASON)
-        self.steps.vote(term, interrupt, code)
+        warmup = total = 0
+        if self.chief and self.plan:
+            warmup, total = int(self.plan[0].numpy()), int(self.plan[1].numpy())
+        self.steps.vote(term, interrupt, code, warmup, total)
         return None
 
     def _coming(self, state):
@@ -156,6 +163,11 @@ class ClusterStopping(Stopping):
         if self.chief and hook_reason and not self.pending:
             self.pending = hook_reason
         stats = state.stats or {}
+        if self.plan and stats.get("plan_total", 0.0) > 0.5:
+            for variable, key in zip(self.plan[2:], ("plan_warmup", "plan_total")):
+                value = int(round(stats[key]))
+                if int(variable.numpy()) != value:
+                    variable.assign(value)
         term, interrupt = stats.get("stop_sigterm", 0.0), stats.get("stop_sigint", 0.0)
         if term > 0.5 or interrupt > 0.5:
             self.signal = signal.SIGTERM if term > 0.5 else signal.SIGINT

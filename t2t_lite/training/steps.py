@@ -12,9 +12,9 @@ import tensorflow as tf
 from t2t_lite.training.loss import batch_statistics
 
 STAT_NAMES = ("loss", "nll", "correct", "tokens", "source_tokens", "sequences")
-# The final step's sums of the workers' stop votes (preemption.py): signalled workers, and the
-# chief's reason to stop.
-VOTE_NAMES = ("stop_sigterm", "stop_sigint", "stop_chief")
+# The final step's sums of the workers' votes (preemption.py): signalled workers, the chief's
+# reason to stop, and the chief's budget plan (warmup, total steps) for every worker to apply.
+VOTE_NAMES = ("stop_sigterm", "stop_sigint", "stop_chief", "plan_warmup", "plan_total")
 
 
 class TrainSteps:

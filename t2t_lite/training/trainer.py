@@ -295,15 +295,19 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
     steps = TrainSteps(strategy, parts.model, parts.optimizer, train_config.label_smoothing,
                        accumulate, element_spec=iterator.element_spec,
                        jit_compile=train_config.jit_compile)
+    cluster = strategy_lib.cluster_workers() > 1
     probe = next(iter(problem.dataset("dev", options.data_dir, batch_tokens=per_replica_tokens,
                                       max_length=train_config.max_length, drop_long=True)))
     start = time.monotonic()
     already_trained = float(parts.trained_seconds.numpy())
     deadline = (start + options.train_minutes * 60 - already_trained
                 if options.train_minutes else None)
-    cluster = strategy_lib.cluster_workers() > 1
-    stopping = (preemption.ClusterStopping(signals, steps, chief, options.train_steps,
-                                           strategy_lib.cluster_workers())
+    plan = None
+    if cluster and parts.plan_variables:
+        # The planner writes its plan to copies; ClusterStopping applies the chief's.
+        copies = tuple(tf.Variable(v.numpy(), trainable=False) for v in parts.plan_variables)
+        plan = (*copies, *parts.plan_variables)
+    stopping = (preemption.ClusterStopping(signals, steps, chief, options.train_steps, plan)
                 if cluster else preemption.Stopping(signals))
     state = TrainState(parts.model, parts.optimizer, parts.schedule, step, options.train_steps,
                        deadline, start, already_trained, last_checkpoint=restored,
@@ -311,7 +315,8 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
     progress = Progress(every=options.log_every)
     guard = DivergenceGuard(parts.model, probe, train_config.label_smoothing, keeper,
                             loss_scaling=steps.loss_scaling)
-    planner = _planner(options, model_config, train_config, parts)
+    planner = _planner(options, model_config, train_config, parts,
+                       plan[:2] if plan else parts.plan_variables)
     hooks = [*planner, *_regularisation_plan(options, problem, model_config, train_config,
                                              parts.model, steps, sampling, planned=bool(planner)),
              guard, progress,
@@ -448,12 +453,12 @@ def _subword_sampling(train_config):
                        name="subword_sampling")
 
 
-def _planner(options, model_config, train_config, parts):
-    """The budget planner's hook, for a budgeted run."""
+def _planner(options, model_config, train_config, parts, plan_variables):
+    """The budget planner's hook, for a budgeted run; it writes its plan to `plan_variables`."""
     if not parts.plan_variables:
         return []
     peak = peak_learning_rate(make_schedule(model_config, train_config), train_config)
-    return [BudgetPlanner(train_config, options.train_steps, *parts.plan_variables, peak,
+    return [BudgetPlanner(train_config, options.train_steps, *plan_variables, peak,
                           log_every=options.log_every, eval_batches=options.eval_batches,
                           bleu_sentences=options.bleu_sentences)]
 

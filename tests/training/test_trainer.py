@@ -491,3 +491,24 @@ def test_early_stopping_on_the_chief_stops_the_other_worker(data_dir, tmp_path):
     for trainer in trainers:
         assert not any(error in trainer.output for error in COORDINATION_ERRORS), \
             trainer.output[-3000:]
+
+
+def test_a_time_budget_stops_every_worker_at_one_step_with_one_plan(data_dir, tmp_path):
+    # Each worker's planner measures its own clock; the chief's plan is the one applied, so the
+    # learning rate of every step, and the weights, are the same on both workers.
+    model_dir = tmp_path / "model"
+    trainers = workers(data_dir, model_dir, "--train_steps=100000", "--train_minutes=0.3",
+                       *EACH_STEP, "--gin_param=TrainConfig.budget_schedule = True")
+    assert finish_all(trainers) == [0, 0], trainers[0].output[-3000:] + trainers[1].output
+    stops = [trainer.wait_for(r"^stopped at step (\d+) \((end of the budget plan|train_minutes)\)")
+             .groups() for trainer in trainers]
+    assert stops[0] == stops[1]
+    rates = [dict(re.findall(r"^step (\d+)/\d+ .* lr (\S+) ", trainer.output, re.M))
+             for trainer in trainers]
+    assert len(rates[0]) == int(stops[0][0]) and rates[0] == rates[1]
+    step = stops[0][0]
+    chief = tf.train.load_checkpoint(str(model_dir / f"ckpt-{step}"))
+    other = tf.train.load_checkpoint(str(model_dir / ".worker_1" / f"ckpt-{step}"))
+    for name in chief.get_variable_to_shape_map():
+        if name.startswith("model/"):
+            np.testing.assert_array_equal(chief.get_tensor(name), other.get_tensor(name), name)
