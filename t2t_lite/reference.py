@@ -182,7 +182,10 @@ def problem_params(cls):
 
 def console_scripts():
     """[(tool, module)] in setup.py's order."""
-    text = (ROOT / "setup.py").read_text(encoding="utf-8")
+    setup_py = ROOT / "setup.py"
+    if not setup_py.is_file():  # an installed package has no setup.py beside it
+        raise RuntimeError(f"{setup_py} not found: generate {PAGE} from a checkout")
+    text = setup_py.read_text(encoding="utf-8")
     return re.findall(r"[\"'](t2t-lite-[a-z0-9-]+)\s*=\s*([\w.]+):\w+[\"']", text)
 
 
