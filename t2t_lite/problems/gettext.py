@@ -183,7 +183,10 @@ class TranslateGettext(translation.TranslationProblem):
         if not domains:
             raise UserError(
                 f"no gettext catalogs for {self.source_lang}-{self.target_lang} under "
-                f"{self.locale_dir}/<lang>/LC_MESSAGES (install language packs or set locale_dir)")
+                f"{self.locale_dir}/<lang>/LC_MESSAGES: minimal images leave them out "
+                "(docs/troubleshooting.md says which packages bring them); or point "
+                "--problem_param=locale_dir=DIR at others, or train on your own text "
+                "(--problem=translate_text_files)")
         for domain in domains:
             if self.source_lang == "en":
                 yield from catalog_messages(targets[domain])
