@@ -28,8 +28,6 @@ import subprocess
 import sys
 import tokenize
 
-import gin
-
 from t2t_lite import config, hparams, registry
 
 PACKAGE = pathlib.Path(__file__).resolve().parent
@@ -60,6 +58,20 @@ for module, defined in flags.FLAGS.flags_by_module_dict().items():
         rows.append({"name": flag.name, "type": flag.flag_type(), "default": flag.default,
                      "help": text, "values": list(values) if values else None})
 print(json.dumps(rows))
+"""
+
+
+# Each set resolved by gin, with the set it includes, as JSON: {name: [parent, {class: fields}]}.
+_RESOLVE_SETS = r"""
+import dataclasses, json, re
+from t2t_lite import hparams
+found = {}
+for name in hparams.list_hparams_sets():
+    text = hparams.hparams_file(name).read_text(encoding="utf-8")
+    parent = re.search(r"^include\s+['\"](.+)\.gin['\"]", text, re.M)
+    found[name] = [parent.group(1) if parent else None,
+                   {type(c).__name__: dataclasses.asdict(c) for c in hparams.load(name)}]
+print(json.dumps(found))
 """
 
 
@@ -124,18 +136,25 @@ def docstring_args(function):
 
 
 def resolved_sets():
-    """{set name: (parent set or None, {config class name: config instance})}, sets sorted."""
-    sets = {}
-    try:
-        for name in hparams.list_hparams_sets():
-            text = hparams.hparams_file(name).read_text(encoding="utf-8")
-            parent = re.search(r"^include\s+['\"](.+)\.gin['\"]", text, re.M)
-            values = hparams.load(name)
-            sets[name] = (parent.group(1) if parent else None,
-                          {type(c).__name__: c for c in values})
-    finally:
-        gin.clear_config()  # leave gin as a caller expects it: nothing bound
-    return sets
+    """{set name: (parent set or None, {config class name: config instance})}, sets sorted.
+
+    Resolved in a subprocess: gin's bindings are global, and a caller's (a test session's) must
+    stay as they are.
+    """
+    result = subprocess.run([sys.executable, "-c", _RESOLVE_SETS], cwd=ROOT, capture_output=True,
+                            text=True, timeout=300)
+    if result.returncode:
+        raise RuntimeError(f"resolving the hparams sets failed:\n{result.stderr[-2000:]}")
+    classes = {cls.__name__: cls for cls in CONFIGS}
+    return {name: (parent, {kind: classes[kind](**{key: _tuples(value)
+                                                   for key, value in fields.items()})
+                            for kind, fields in values.items()})
+            for name, (parent, values) in json.loads(result.stdout.splitlines()[-1]).items()}
+
+
+def _tuples(value):
+    """JSON's lists back to the tuples the configs hold."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
 def set_descriptions():
@@ -151,9 +170,13 @@ def set_descriptions():
     return found
 
 
+def _defaults(cls):
+    return {f.name: f.default for f in dataclasses.fields(cls)}
+
+
 def changed_by(sets, cls, field):
     """[(set, value)] of the sets whose resolved value differs from the set they include."""
-    default = getattr(cls(), field)
+    default = _defaults(cls)[field]  # not cls(): gin bindings in force would change it
     changes = []
     for name, (parent, values) in sets.items():
         before = getattr(sets[parent][1][cls.__name__], field) if parent else default
@@ -161,6 +184,12 @@ def changed_by(sets, cls, field):
         if value != before:
             changes.append((name, value))
     return changes
+
+
+def builtin_problems():
+    """The registered problems that t2t_lite ships (not those a user's module or a test added)."""
+    return [name for name in registry.list_problems()
+            if registry.problem_class(name).__module__.startswith("t2t_lite.problems.")]
 
 
 def problem_params(cls):
@@ -304,7 +333,7 @@ def render():
             "`--problem_param=NAME=VALUE` (repeatable) passes a parameter to the problem's "
             f"constructor, in {', '.join(takers)}. Values arrive as strings; the problem "
             "converts them. *Default* none: the parameter is unset."]
-    for name in registry.list_problems():
+    for name in builtin_problems():
         cls = registry.problem_class(name)
         doc = (inspect.getdoc(cls) or "").splitlines()
         out += ["", f"### {name}", "", _cell(doc[0] if doc else ""), ""]

@@ -90,7 +90,7 @@ def test_changed_by_names_each_set_that_changes_a_value(sets):
     for name, (parent, values) in sets.items():
         value = values["TrainConfig"].keep_checkpoints
         before = (sets[parent][1]["TrainConfig"].keep_checkpoints if parent
-                  else config.TrainConfig().keep_checkpoints)
+                  else config.TrainConfig.keep_checkpoints)  # the field's default
         assert (name in changes) == (value != before), name
     assert changes["small"] == hparams.load("small")[1].keep_checkpoints != 20
     assert "big" not in changes  # big includes base and keeps its value
@@ -186,7 +186,7 @@ def figure_claims(text, sets):
             first = re.match(r"\s*([\d.]*\d%?)(?![\w.])", inside)
             if kind is None or not first:
                 continue
-            kind_of = type(getattr(getattr(config, kind)(), field))
+            kind_of = type(getattr(getattr(config, kind), field))  # the default's type
 
             def read(figure):  # "5%" is 0.05
                 return (kind_of(float(figure[:-1]) / 100) if figure.endswith("%")
@@ -266,3 +266,23 @@ def test_attention_plot_without_matplotlib_says_which_extra_to_install(tmp_path)
     extras = (ROOT / "setup.py").read_text(encoding="utf-8")
     assert re.search(r'"viz": \["matplotlib==[\d.]+"\]', extras), "setup.py lost the viz extra"
     assert not (tmp_path / "plots").exists()
+
+
+def test_the_page_ignores_the_callers_gin_bindings_and_registered_problems():
+    """A session's own gin bindings and test problems neither reach the page nor are undone."""
+    import gin
+
+    from t2t_lite import registry
+    from t2t_lite.data.translation import TranslationProblem
+
+    committed = (ROOT / reference.PAGE).read_text(encoding="utf-8")
+    registry.register_problem("reference_probe_problem")(type("Probe", (TranslationProblem,), {}))
+    gin.clear_config()
+    gin.parse_config("TrainConfig.keep_checkpoints = 7")
+    try:
+        assert "reference_probe_problem" in registry.list_problems()
+        assert reference.render() == committed
+        assert config.TrainConfig().keep_checkpoints == 7
+    finally:
+        gin.clear_config()
+        registry._PROBLEMS.pop("reference_probe_problem", None)
