@@ -297,16 +297,17 @@ def render():
         meanings = field_meanings(cls)
         tool = OVERRIDING_TOOL.get(cls.__name__)
         out += ["", f"### {cls.__name__}", "", _cell(inspect.getdoc(cls).splitlines()[0]), "",
-                "| field | type | default | meaning | changed by | flag |",
-                "|---|---|---|---|---|---|"]
+                "| field | type | default | meaning | changed by |" + (" flag |" if tool else ""),
+                "|---|---|---|---|---|" + ("---|" if tool else "")]
         for field in dataclasses.fields(cls):
             changes = ", ".join(f"`{name}`: {_value(value)}"
                                 for name, value in changed_by(sets, cls, field.name))
-            flag = (f"{tool} `--{field.name}`" if tool and field.name in flag_names[tool]
-                    else "")
-            out.append(f"| `{field.name}` | {_type_name(field.type)} | "
-                       f"{_value(field.default)} | {_cell(meanings.get(field.name, ''))} | "
-                       f"{changes} | {flag} |")
+            row = (f"| `{field.name}` | {_type_name(field.type)} | {_value(field.default)} | "
+                   f"{_cell(meanings.get(field.name, ''))} | {changes} |")
+            if tool:
+                row += (f" {tool} `--{field.name}` |" if field.name in flag_names[tool]
+                        else " |")
+            out.append(row)
 
     out += ["", "## Hparams sets", "",
             "Each set's opening sentence and the set it includes:", "",
