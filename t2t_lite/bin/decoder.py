@@ -15,7 +15,7 @@ import sys
 
 from absl import flags
 
-from t2t_lite import cli
+from t2t_lite import cli, model_source
 from t2t_lite.data import sentences
 from t2t_lite.inference import resume
 
@@ -32,14 +32,15 @@ flags.DEFINE_integer("beam_size", None, "Beam size (default: the model_dir's Dec
 flags.DEFINE_float("alpha", None, "Length penalty exponent (default: the model's setting).")
 flags.DEFINE_integer("extra_length", None,
                      "Max output length = input length + this, capped at the model's max_length "
-                     "(default: the model's setting).")
+                     "and at 1,024, the step budget (default: the model's setting).")
 flags.DEFINE_integer("nbest", 1, "Hypotheses per line, tab-separated (at most the beam size).")
 flags.DEFINE_bool("print_scores", False, "Precede each hypothesis with its score and a tab.")
 flags.DEFINE_string("split_sentences", "auto",
                     f"Translate a long line ({sentences.MIN_WORDS} words or more) of several "
                     "sentences sentence by sentence and join the translations (1-best only): "
                     f"{sentences.SETTINGS_HELP}.")
-flags.DEFINE_integer("batch_tokens", 4096, "Source tokens (with padding) per batch.")
+flags.DEFINE_integer("batch_tokens", 4096, "Source tokens (with padding) per batch; a batch's "
+                     "logits and beam steps are held to shares of it (docs/decoding.md).")
 flags.DEFINE_integer("chunk_lines", 10000,
                      "Lines read, sorted by length and translated together; each finished chunk "
                      "is appended to the output in input order. Memory grows with it; 1 gives a "
@@ -82,59 +83,18 @@ def _parallel_searches(num_lines):
 
 
 def _check_flags():
-    if bool(FLAGS.model_dir) == bool(FLAGS.export_dir):
-        raise cli.UserError("give exactly one of --model_dir and --export_dir")
+    model_source.check(FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path, FLAGS.engine,
+                       FLAGS.decode_precision, FLAGS.compute_type)
     for name in ("beam_size", "chunk_lines", "num_shards", "batch_tokens"):
         value = FLAGS[name].value
         if value is not None and value < 1:
             raise cli.UserError(f"--{name} must be >= 1, got {value}")
+    from t2t_lite.model_dir import check
+
     if FLAGS.beam_size is not None:
-        from t2t_lite.model_dir import check
-
         check.check_bounds({"beam_size": FLAGS.beam_size}, "--beam_size")
-
-
-def _translator(searches, precision, compute_type):
-    if FLAGS.engine == "ctranslate2":
-        if FLAGS.decode_precision != "float32":
-            raise cli.UserError("--decode_precision is TensorFlow's; CTranslate2 has "
-                                "--compute_type")
-        return _ctranslate2_translator(searches, compute_type)
-    if FLAGS.compute_type != "default":
-        raise cli.UserError("--compute_type applies to --engine=ctranslate2 only")
-    if FLAGS.model_dir:
-        from t2t_lite.inference import translator
-        return translator.from_model_dir(FLAGS.model_dir, FLAGS.checkpoint_path,
-                                         beam_size=FLAGS.beam_size, precision=precision)
-    if FLAGS.decode_precision != "float32":
-        raise cli.UserError("--decode_precision needs --model_dir: an export's precision is "
-                            "fixed (t2t-lite-exporter --decode_precision)")
-    if FLAGS.checkpoint_path:
-        raise cli.UserError("--checkpoint_path needs --model_dir (an export holds one checkpoint)")
-    from t2t_lite.inference import batch_decode, saved_model
-
-    version_dir = saved_model.latest_version_dir(FLAGS.export_dir)
-    translator = saved_model.load(version_dir)
-    beam_size = batch_decode.settings(translator)["beam_size"]
-    if FLAGS.beam_size is not None and FLAGS.beam_size != beam_size:
-        raise cli.UserError(f"{version_dir} was exported with beam size {beam_size}; re-export "
-                            f"with --beam_size={FLAGS.beam_size} or decode with --model_dir")
-    return translator
-
-
-def _ctranslate2_translator(searches, compute_type):
-    from t2t_lite.export import ctranslate2_export
-    from t2t_lite.inference import ctranslate2_engine
-
-    folder, keep_alive = FLAGS.export_dir, None
-    if FLAGS.model_dir:
-        folder, keep_alive = ctranslate2_export.export_temporary(FLAGS.model_dir,
-                                                                 FLAGS.checkpoint_path)
-    elif FLAGS.checkpoint_path:
-        raise cli.UserError("--checkpoint_path needs --model_dir (an export holds one checkpoint)")
-    return ctranslate2_engine.CTranslate2Translator(
-        folder, compute_type=compute_type, beam_size=FLAGS.beam_size, keep_alive=keep_alive,
-        searches=searches)
+    if FLAGS.alpha is not None:
+        check.check_bounds({"alpha": FLAGS.alpha}, "--alpha")
 
 
 # Flags that change what is written: a resumed run must use the same values. (The number of
@@ -196,7 +156,10 @@ def main(argv):
                                                      FLAGS.export_dir, FLAGS.engine),
                       "settings": _settings(precision, compute_type)},
                      start_over=FLAGS.start_over)
-        translator = _translator(searches, precision, compute_type)
+        translator = model_source.load(
+            FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path, FLAGS.engine,
+            beam_size=FLAGS.beam_size, precision=precision, compute_type=compute_type,
+            searches=searches)
         if FLAGS.engine == "ctranslate2" and output.identity:
             # What `auto` / `default` became on this machine is what a resume must reuse.
             output.identity["settings"]["compute_type"] = translator.compute_type

@@ -35,10 +35,12 @@ cli.define_decode_precision_flag("--format=savedmodel only")
 
 
 def main(argv):
-    if FLAGS.beam_size is not None:
-        from t2t_lite.model_dir import check
+    from t2t_lite.model_dir import check
 
+    if FLAGS.beam_size is not None:
         check.check_bounds({"beam_size": FLAGS.beam_size}, "--beam_size")
+    if FLAGS.alpha is not None:
+        check.check_bounds({"alpha": FLAGS.alpha}, "--alpha")
     if FLAGS.quantization and FLAGS.format != "ctranslate2":
         raise cli.UserError("--quantization applies to --format=ctranslate2 only")
     if FLAGS.decode_precision != "float32" and FLAGS.format != "savedmodel":

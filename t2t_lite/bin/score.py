@@ -13,7 +13,7 @@ import sys
 
 from absl import flags
 
-from t2t_lite import cli
+from t2t_lite import cli, model_source
 from t2t_lite.inference import resume
 
 FLAGS = flags.FLAGS
@@ -54,24 +54,16 @@ def _input():
 
 
 def _check_flags():
-    if bool(FLAGS.model_dir) == bool(FLAGS.export_dir):
-        raise cli.UserError("give exactly one of --model_dir and --export_dir")
-    if FLAGS.export_dir and (FLAGS.alpha is not None or FLAGS.checkpoint_path):
-        raise cli.UserError("--alpha and --checkpoint_path need --model_dir (an export's are "
-                            "fixed)")
+    model_source.check(FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path)
+    if FLAGS.export_dir and FLAGS.alpha is not None:
+        raise cli.UserError("--alpha needs --model_dir (an export's is fixed)")
+    if FLAGS.alpha is not None:
+        from t2t_lite.model_dir import check
+
+        check.check_bounds({"alpha": FLAGS.alpha}, "--alpha")
     for name in ("batch_tokens", "chunk_lines"):
         if FLAGS[name].value < 1:
             raise cli.UserError(f"--{name} must be >= 1, got {FLAGS[name].value}")
-
-
-def _translator():
-    if FLAGS.model_dir:
-        from t2t_lite.inference import translator
-
-        return translator.from_model_dir(FLAGS.model_dir, FLAGS.checkpoint_path, alpha=FLAGS.alpha)
-    from t2t_lite.inference import saved_model
-
-    return saved_model.load(FLAGS.export_dir)
 
 
 def _identity(source):
@@ -89,7 +81,8 @@ def main(argv):
     with resume.open_output(FLAGS.output_file, flag="--output_file",
                             inputs=source.described_statuses()) as output:
         output.begin(_identity(source), start_over=FLAGS.start_over)
-        scorer = _translator()
+        scorer = model_source.load(FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path,
+                                   alpha=FLAGS.alpha)
         from t2t_lite.inference import scoring
 
         stats = scoring.score_stream(scorer, source, output, FLAGS.chunk_lines,

@@ -31,7 +31,7 @@ from t2t_lite.model_dir import check
 METADATA_FILE = "t2t_lite.json"
 
 
-def _read_settings(folder):
+def read_settings(folder):
     path = os.path.join(folder, METADATA_FILE)
     if not (os.path.isfile(path) and os.path.isfile(os.path.join(folder, "model.bin"))):
         raise UserError(f"{folder} is not a CTranslate2 folder written by t2t-lite-exporter "
@@ -67,7 +67,7 @@ class CTranslate2Translator:
     def __init__(self, folder, compute_type="default", beam_size=None, keep_alive=None,
                  searches=1):
         ctranslate2 = import_ctranslate2()
-        self.settings = _read_settings(folder)
+        self.settings = read_settings(folder)
         if beam_size is not None:
             self.settings["beam_size"] = int(beam_size)  # a search setting in CTranslate2
         # The folder is data someone may have sent: its settings are held to a model_dir's

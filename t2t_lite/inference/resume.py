@@ -79,6 +79,7 @@ def model_identity(model_dir=None, checkpoint_path=None, export_dir=None, engine
     elif engine == "ctranslate2":
         from t2t_lite.inference import ctranslate2_engine
 
+        ctranslate2_engine.read_settings(export_dir)  # not a CTranslate2 folder: said as such
         path = os.path.join(export_dir, "model.bin")
         settings = [os.path.join(export_dir, name)
                     for name in (ctranslate2_engine.METADATA_FILE, "config.json")]
@@ -152,7 +153,7 @@ def open_output(path, flag="--decode_to_file", inputs=()):
         return StreamOutput(sys.stdout.buffer)
     if is_stream_path(path):
         try:
-            return StreamOutput(open(path, "ab", buffering=0), path=path, owned=True)
+            return StreamOutput(open(path, "ab", buffering=0), path=path, owned=True, flag=flag)
         except OSError as error:
             raise UserError(f"{flag} {path}: cannot open ({error.strerror})") from None
     target = os.path.realpath(path)
@@ -166,8 +167,9 @@ class StreamOutput:
 
     lines_done, offset, recorded_run, identity = 0, None, None, None
 
-    def __init__(self, stream, path=None, owned=False):
+    def __init__(self, stream, path=None, owned=False, flag=None):
         self.stream, self.path, self._owned = stream, path, owned
+        self.name = f"{flag} {path}" if path else "stdout"
 
     def begin(self, run_identity=None, start_over=False):
         """Streams do not resume: nothing to check."""
@@ -177,7 +179,9 @@ class StreamOutput:
             self.stream.write(_encode(lines))
             self.stream.flush()
         except BrokenPipeError:
-            raise UserError(f"{self.path or 'stdout'}: the reader closed the pipe") from None
+            raise UserError(f"{self.name}: the reader closed the pipe") from None
+        except OSError as error:
+            raise UserError(f"{self.name}: cannot write ({error.strerror})") from None
 
     def finish(self):
         self.stream.flush()

@@ -105,7 +105,8 @@ def test_every_pair_gets_a_line_and_what_was_mended_is_counted(cli, model_dir, t
 @pytest.mark.parametrize("args, message", [
     (["--pairs_file=/nonexistent"], "error: --pairs_file /nonexistent does not exist"),
     (["--source_file=a"], "error: --source_file and --target_file go together"),
-    (["--export_dir={tmp}", "--alpha=1"], "error: --alpha and --checkpoint_path need"),
+    (["--export_dir={tmp}", "--alpha=1"], "error: --alpha needs --model_dir"),
+    (["--export_dir={tmp}", "--checkpoint_path=x"], "error: --checkpoint_path needs --model_dir"),
 ])
 def test_bad_flags_are_one_error_line(cli, model_dir, tmp_path, args, message):
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]

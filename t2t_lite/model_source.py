@@ -1,0 +1,63 @@
+"""Which model and which engine: the decoder's and the scorer's one choice of what translates.
+
+It sits above export/, whose converter turns a model_dir into a CTranslate2 folder on the fly.
+A translator comes from a model_dir's checkpoint (TensorFlow), a SavedModel export (TensorFlow)
+or a CTranslate2 folder (or a model_dir converted to one on the fly). `check` refuses a
+combination of settings that cannot work before anything is read, so a mistake costs no model
+load; `load` builds the translator.
+"""
+from t2t_lite.errors import UserError
+
+
+def check(model_dir=None, export_dir=None, checkpoint_path=None, engine="tensorflow",
+          precision="float32", compute_type="default"):
+    """UserError for settings that do not fit together (named as the CLIs' flags)."""
+    if bool(model_dir) == bool(export_dir):
+        raise UserError("give exactly one of --model_dir and --export_dir")
+    if checkpoint_path and not model_dir:
+        raise UserError("--checkpoint_path needs --model_dir (an export holds one checkpoint)")
+    if engine == "ctranslate2":
+        if precision != "float32":
+            raise UserError("--decode_precision is TensorFlow's; CTranslate2 has --compute_type")
+        return
+    if compute_type != "default":
+        raise UserError("--compute_type applies to --engine=ctranslate2 only")
+    if export_dir and precision != "float32":
+        raise UserError("--decode_precision needs --model_dir: an export's precision is fixed "
+                        "(t2t-lite-exporter --decode_precision)")
+
+
+def load(model_dir=None, export_dir=None, checkpoint_path=None, engine="tensorflow",
+         beam_size=None, alpha=None, precision="float32", compute_type="default", searches=1):
+    """The translator for these settings (check() first). `precision` is resolved ("float32" or
+    "bfloat16"); `searches`: how many searches run at once (CTranslate2's threads)."""
+    check(model_dir, export_dir, checkpoint_path, engine, precision, compute_type)
+    if engine == "ctranslate2":
+        return _ctranslate2(model_dir, export_dir, checkpoint_path, beam_size, compute_type,
+                            searches)
+    if model_dir:
+        from t2t_lite.inference import translator
+
+        return translator.from_model_dir(model_dir, checkpoint_path, beam_size=beam_size,
+                                         alpha=alpha, precision=precision)
+    from t2t_lite.inference import batch_decode, saved_model
+
+    version_dir = saved_model.latest_version_dir(export_dir)
+    module = saved_model.load(version_dir)
+    fixed = batch_decode.settings(module)["beam_size"]
+    if beam_size is not None and beam_size != fixed:
+        raise UserError(f"{version_dir} was exported with beam size {fixed}; re-export with "
+                        f"--beam_size={beam_size} or decode with --model_dir")
+    return module
+
+
+def _ctranslate2(model_dir, export_dir, checkpoint_path, beam_size, compute_type, searches):
+    from t2t_lite.export import ctranslate2_export
+    from t2t_lite.inference import ctranslate2_engine
+
+    folder, keep_alive = export_dir, None
+    if model_dir:
+        folder, keep_alive = ctranslate2_export.export_temporary(model_dir, checkpoint_path)
+    return ctranslate2_engine.CTranslate2Translator(
+        folder, compute_type=compute_type, beam_size=beam_size, keep_alive=keep_alive,
+        searches=searches)
