@@ -329,7 +329,7 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
             # No worker leaves while another still works (the chief's last evaluation): one
             # that exits early stops sending heartbeats, which the coordination service
             # reports as a crashed task.
-            _barrier(strategy)
+            _barrier()
     except preemption.LOST_WORKER_ERRORS as error:
         if not cluster:
             raise
@@ -355,13 +355,21 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
                        total_flops=total_flops, last_train_metrics=state.last_train_metrics)
 
 
-def _barrier(strategy):
-    """Returns when every replica of the cluster has reached it (an all-reduce of ones)."""
-    def replica():
-        context = tf.distribute.get_replica_context()
-        return context.all_reduce(tf.distribute.ReduceOp.SUM, tf.ones([]))
+def _barrier():
+    """Returns when every worker of the cluster has reached it, or raises when one is lost.
 
-    strategy.run(tf.function(replica, autograph=False))
+    The coordination service's barrier, not an all-reduce: a collective here could pair with
+    one the chief alone runs meanwhile (its dev evaluation saving the best weights reads
+    variables across workers) and let the other workers leave early. No public API has it.
+    """
+    from tensorflow.python.eager import context
+
+    context.context().wait_at_barrier("t2t_lite_end_of_run", timeout_in_ms=BARRIER_MS)
+
+
+# How long the other workers wait for the chief's last dev evaluation at the end of a run (a
+# worker lost meanwhile fails the barrier at once).
+BARRIER_MS = 6 * 3600 * 1000
 
 
 def _leave_cluster(strategy, chief, status):
