@@ -371,18 +371,6 @@ def test_a_signal_saves_at_the_next_step_and_the_same_command_resumes_there(
     assert int(again.wait_for(SAVED.format(name)).group(2)) > int(step)
 
 
-def test_a_second_signal_while_saving_is_only_recorded():
-    signals = preemption.Signals().install()
-    try:
-        signals.arm()
-        os.kill(os.getpid(), signal.SIGTERM)
-        os.kill(os.getpid(), signal.SIGINT)  # e.g. Ctrl-C during the save: no KeyboardInterrupt
-        assert signals.received == signal.SIGTERM
-    finally:
-        signals.restore()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-
-
 def test_a_signal_before_the_first_step_exits_at_once_and_saves_nothing(data_dir, tmp_path):
     model_dir = tmp_path / "model"
     run = Trainer(trainer_command(data_dir, model_dir, "--train_steps=100000", *EACH_STEP))
