@@ -196,3 +196,28 @@ def test_inside_the_averaging_window_only_its_own_checkpoints_are_saved():
     assert window == (40, 45, 50) and state.averaging_from == 40
     before = sorted({s for s in range(1, 40) if s % 7 == 0 or s % 5 == 0})
     assert keeper.saved == before + list(window)
+
+
+def test_a_resumed_run_keeps_its_best_evaluation_and_early_stopping_count(tmp_path):
+    from t2t_lite.model_dir import dev_history
+
+    for step, loss in ((2, 3.0), (4, 2.0), (6, 2.5), (8, 1.0)):  # 8: after the restored step
+        dev_history.append(str(tmp_path), step, {"loss": loss})
+    evaluation = Evaluation(FakeEvaluator([2.4]), str(tmp_path / "best"), 2,
+                            early_stopping_evals=2, history_dir=str(tmp_path))
+    state, train_step = counting_state(100)
+    state.optimizer.iterations.assign(6)
+    state.step = 6  # resumed at step 6: its evaluation at 8 is of steps trained again
+    # 6 was no better than 4, and 8 (2.4) is not either: the second in a row stops the run.
+    assert loop(state, train_step, [evaluation]) == "early_stopping"
+    assert state.step == 8 and state.best_metrics == {"loss": 2.0, "step": 4}
+
+
+def test_a_signal_skips_the_end_evaluation(tmp_path):
+    evaluation = Evaluation(FakeEvaluator([3.0]), str(tmp_path / "best"), 100)
+    state, train_step = counting_state(100)
+    state.stopping = types.SimpleNamespace(
+        signals=None, signal=15, before_step=lambda state, own: "SIGTERM" if state.step else None,
+        after_step=lambda state, reason: reason)
+    assert loop(state, train_step, [evaluation]) == "SIGTERM"
+    assert state.step == 1 and state.signal == 15 and not state.evaluation_seconds
