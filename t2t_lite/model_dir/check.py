@@ -12,7 +12,7 @@ machine's memory, before the checkpoint's shapes are compared or anything is all
 line's decode, beam × the longest decode the model allows. Exports (SavedModel, CTranslate2)
 carry the same settings in their metadata, checked by `check_settings`.
 
-`expected_shapes` is the Transformer's variable layout written out from its config;
+`expected_shapes` is the model's own variable layout (its class's `layout`, models/layout.py);
 tests/model_dir/test_check.py holds it equal to a built model's checkpoint for every variant.
 """
 import dataclasses
@@ -83,14 +83,11 @@ def machine_memory():
 
 
 def model_elements(model_config, vocab_size):
-    """Numbers the model holds once built: its weights and, with sinusoids, the position table
-    (a constant of max_length × d_model)."""
-    from t2t_lite.models.params import analytic_parameter_count
+    """Numbers the model holds once built: its weights and its constants (a sinusoid table of
+    max_length × d_model)."""
+    from t2t_lite import models
 
-    count = analytic_parameter_count(model_config, vocab_size)
-    if model_config.position_encoding != "learned":
-        count += model_config.max_length * model_config.d_model
-    return count
+    return models.layout_of(model_config, vocab_size).element_count()
 
 
 def check_model_size(model_config, vocab_size, where, memory=None):
@@ -117,39 +114,10 @@ def check_beam_steps(beam_size, max_length, where):
 
 
 def expected_shapes(model_config, vocab_size):
-    """{checkpoint variable name under model/: shape} of the Transformer `model_config` builds."""
-    c = model_config
-    d, heads, dk, dv = c.d_model, c.num_heads, c.key_dim, c.value_dim
-    shapes = {"embedding/embeddings": [vocab_size, d]}
-    if c.position_encoding == "learned":
-        shapes["positions/table"] = [c.max_length, d]
-    if c.norm_position == "pre":
-        for stack in ("encoder", "decoder"):
-            shapes.update({f"{stack}_final_norm/beta": [d], f"{stack}_final_norm/gamma": [d]})
+    """{checkpoint variable name under model/: shape} of the model `model_config` builds."""
+    from t2t_lite import models
 
-    def sublayer(prefix, attention):
-        if attention:
-            shapes.update({f"{prefix}/query_kernel": [d, heads, dk],
-                           f"{prefix}/key_kernel": [d, heads, dk],
-                           f"{prefix}/value_kernel": [d, heads, dv],
-                           f"{prefix}/output_kernel": [heads, dv, d]})
-            if c.attention_bias:
-                shapes.update({f"{prefix}/query_bias": [heads, dk],
-                               f"{prefix}/key_bias": [heads, dk],
-                               f"{prefix}/value_bias": [heads, dv],
-                               f"{prefix}/output_bias": [d]})
-        else:
-            shapes.update({f"{prefix}/inner/_kernel": [d, c.d_ff], f"{prefix}/inner/bias": [c.d_ff],
-                           f"{prefix}/outer/_kernel": [c.d_ff, d], f"{prefix}/outer/bias": [d]})
-        shapes.update({f"{prefix}_residual/norm/beta": [d], f"{prefix}_residual/norm/gamma": [d]})
-
-    for index in range(c.num_layers):
-        for stack, parts in (("encoder", ("self_attention",)),
-                             ("decoder", ("self_attention", "cross_attention"))):
-            for part in parts:
-                sublayer(f"{stack}_layer_{index}/{part}", attention=True)
-            sublayer(f"{stack}_layer_{index}/feed_forward", attention=False)
-    return {f"model/{name}": shape for name, shape in shapes.items()}
+    return models.layout_of(model_config, vocab_size).shapes()
 
 
 def checkpoint_shapes(checkpoint_path):

@@ -3,21 +3,10 @@ from t2t_lite.config import ModelConfig
 
 
 def analytic_parameter_count(config: ModelConfig, vocab_size: int) -> int:
-    """Counts the paper's architecture term by term, without building anything."""
-    d, h, k, v = config.d_model, config.num_heads, config.key_dim, config.value_dim
-    bias = 1 if config.attention_bias else 0
-    attention = 2 * (d * h * k + bias * h * k) + d * h * v + bias * h * v + h * v * d + bias * d
-    feed_forward = d * config.d_ff + config.d_ff + config.d_ff * d + d
-    layer_norm = 2 * d
-    encoder_layer = attention + feed_forward + 2 * layer_norm
-    decoder_layer = 2 * attention + feed_forward + 3 * layer_norm
-    total = config.num_layers * (encoder_layer + decoder_layer)
-    total += vocab_size * d  # one matrix: source, target embeddings and pre-softmax projection
-    if config.position_encoding == "learned":
-        total += config.max_length * d
-    if config.norm_position == "pre":
-        total += 2 * layer_norm  # final norms of the encoder and decoder stacks
-    return total
+    """The parameters the model's layout lists (models/layout.py), without building anything."""
+    from t2t_lite.models.registry import layout_of
+
+    return layout_of(config, vocab_size).parameter_count()
 
 
 def built_parameter_count(config: ModelConfig, vocab_size: int) -> int:

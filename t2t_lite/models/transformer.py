@@ -16,6 +16,7 @@ from t2t_lite.layers.attention import causal_bias, padding_bias
 from t2t_lite.layers.embedding import PositionEncoding, SharedEmbedding
 from t2t_lite.layers.packing import Packing
 from t2t_lite.layers.transformer_layers import DecoderLayer, EncoderLayer, LayerNorm
+from t2t_lite.models.layout import SOURCE, TARGET, Attention, Layout, Weight
 from t2t_lite.models.registry import register_model
 
 
@@ -63,6 +64,58 @@ class Transformer(keras.Model):
         self.decoder_final_norm = (LayerNorm(epsilon=eps, name="decoder_final_norm")
                                    if pre else None)
         self._build_all()
+
+    @staticmethod
+    def layout(config, vocab_size):
+        """Every variable this class builds for `config`, by checkpoint name (models/layout.py);
+        tests/model_dir/test_check.py holds it equal to a built model's checkpoint."""
+        c = config
+        d, heads, dk, dv = c.d_model, c.num_heads, c.key_dim, c.value_dim
+        # The one matrix embeds both sides and is the pre-softmax projection of every target.
+        weights = [Weight("embedding/embeddings", (vocab_size, d), TARGET)]
+        constants = []
+        if c.position_encoding == "learned":
+            weights.append(Weight("positions/table", (c.max_length, d)))
+        else:
+            constants.append(Weight("positions/sinusoids", (c.max_length, d)))
+        if c.norm_position == "pre":
+            for stack in ("encoder", "decoder"):
+                weights += [Weight(f"{stack}_final_norm/beta", (d,)),
+                            Weight(f"{stack}_final_norm/gamma", (d,))]
+        attention = []
+
+        def attention_sublayer(prefix, queries, keys):
+            weights.extend([Weight(f"{prefix}/query_kernel", (d, heads, dk), queries),
+                            Weight(f"{prefix}/key_kernel", (d, heads, dk), keys),
+                            Weight(f"{prefix}/value_kernel", (d, heads, dv), keys),
+                            Weight(f"{prefix}/output_kernel", (heads, dv, d), queries)])
+            if c.attention_bias:
+                weights.extend([Weight(f"{prefix}/query_bias", (heads, dk)),
+                                Weight(f"{prefix}/key_bias", (heads, dk)),
+                                Weight(f"{prefix}/value_bias", (heads, dv)),
+                                Weight(f"{prefix}/output_bias", (d,))])
+            attention.append(Attention(queries, keys, heads * (dk + dv)))
+            residual_norm(prefix)
+
+        def feed_forward_sublayer(prefix, tokens):
+            weights.extend([Weight(f"{prefix}/inner/_kernel", (d, c.d_ff), tokens),
+                            Weight(f"{prefix}/inner/bias", (c.d_ff,)),
+                            Weight(f"{prefix}/outer/_kernel", (c.d_ff, d), tokens),
+                            Weight(f"{prefix}/outer/bias", (d,))])
+            residual_norm(prefix)
+
+        def residual_norm(prefix):
+            weights.extend([Weight(f"{prefix}_residual/norm/beta", (d,)),
+                            Weight(f"{prefix}_residual/norm/gamma", (d,))])
+
+        for index in range(c.num_layers):
+            encoder, decoder = f"encoder_layer_{index}", f"decoder_layer_{index}"
+            attention_sublayer(f"{encoder}/self_attention", SOURCE, SOURCE)
+            feed_forward_sublayer(f"{encoder}/feed_forward", SOURCE)
+            attention_sublayer(f"{decoder}/self_attention", TARGET, TARGET)
+            attention_sublayer(f"{decoder}/cross_attention", TARGET, SOURCE)
+            feed_forward_sublayer(f"{decoder}/feed_forward", TARGET)
+        return Layout(weights, attention, constants)
 
     def dropout_layers(self):
         """The layers P_drop applies to (section 5.4): each sub-layer's output and the sums of

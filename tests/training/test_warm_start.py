@@ -11,10 +11,11 @@ import sys
 import numpy as np
 import pytest
 
-from t2t_lite import hparams, registry
+from t2t_lite import hparams, models, registry
 from t2t_lite.data import datagen
 from t2t_lite.errors import UserError
 from t2t_lite.model_dir import check, checkpoints, loaded
+from t2t_lite.models.transformer import Transformer
 from t2t_lite.training import trainer
 from t2t_lite.training.hooks import Hook
 from t2t_lite.training.trainer import TrainOptions, train
@@ -172,7 +173,12 @@ def test_the_parent_dir_of_a_named_checkpoint(parent, tmp_path):
 
 # A value other than tiny's for every compared ModelConfig field; the test below fails when a
 # field is added to ModelConfig without one, so no new setting goes unchecked.
-OTHER_VALUES = {"model": "my_variant", "num_layers": 3, "d_model": 48, "d_ff": 96,
+@models.register_model("transformer_twin_test")
+class TwinTransformer(Transformer):
+    """A registered variant with the Transformer's very variables: only its name differs."""
+
+
+OTHER_VALUES = {"model": "transformer_twin_test", "num_layers": 3, "d_model": 48, "d_ff": 96,
                 "num_heads": 2, "d_k": 16, "d_v": 16, "norm_position": "pre",
                 "position_encoding": "learned", "sinusoid_layout": "concat",
                 "attention_bias": True, "layer_norm_epsilon": 1e-5}
