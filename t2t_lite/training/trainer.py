@@ -123,8 +123,9 @@ def _set_precision(train_config):
 
 def train(options: TrainOptions) -> TrainResult:
     """Trains as `options` say. SIGTERM or SIGINT during the steps saves a checkpoint at the
-    next step boundary and exits with status 143 / 130 (preemption.py); a worker of the cluster
-    going away ends the run with a UserError naming it."""
+    next step boundary and exits with status 143 / 130 (preemption.py). Under
+    MultiWorkerMirroredStrategy the process ends here, whatever ends the run (_leave_cluster);
+    a worker of the cluster going away ends it with one `error:` line naming it, status 1."""
     signals = preemption.Signals().install()
     try:
         return _train(options, signals)
@@ -334,8 +335,12 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
         if not cluster:
             raise
         resolver = strategy.cluster_resolver
-        raise preemption.lost_worker_error(error, state.step, options.model_dir,
-                                           (resolver.task_type, int(resolver.task_id))) from None
+        lost = preemption.lost_worker_error(error, state.step, options.model_dir,
+                                            (resolver.task_type, int(resolver.task_id)))
+        # The line cli.run prints for a UserError, then out at once: TensorFlow's teardown
+        # would wait out the lost task's heartbeats and add its own complaint after the line.
+        print(f"error: {lost}", file=sys.stderr, flush=True)
+        os._exit(1)
 
     if state.signal:
         print(_signal_line(state, parts, options, cluster), flush=True)
