@@ -3,11 +3,11 @@
 The lock is an fcntl.flock on the lock file, which the OS drops when its holder exits, even
 after kill -9. The file records its holder (pid, host, start time): that names the holder in
 the message a second writer gets, and decides whether a lock file nobody flocks is stale. It is
-taken over only when its holder is provably gone: nobody flocks it and it names this host (where
-flock is unavailable, its pid must no longer run). A holder on another host cannot be
+taken over only when its holder is provably gone: nobody flocks it and it names this host
+(where flock is unavailable, its pid must no longer run). A holder on another host cannot be
 checked from here (a shared file system may not pass flocks on), so its lock is left for the
-user to remove. A file at the lock's path that is
-not such a record is someone else's and is never touched.
+user to remove. A file at the lock's path that is not such a record is someone else's and is
+never touched.
 """
 import datetime
 import errno
@@ -71,7 +71,11 @@ class FileLock:
 
     def acquire(self):
         for _ in range(8):  # a holder that removes its file between our open and flock: retry
-            descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as error:
+                raise UserError(f"cannot write {self.what}: its lock {self.path} cannot be "
+                                f"created ({error.strerror})") from None
             try:
                 if self._take(descriptor):
                     self._descriptor = descriptor

@@ -4,6 +4,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from t2t_lite.table3 import mapping, row_runner, selection
 from t2t_lite.table3.machine import machine
 from t2t_lite.table3.paper import PAPER, PAPER_BY_ROW, ROWS, set_name
 from t2t_lite.table3.run import TableOptions, run_table
-from t2t_lite.table3.table import FAILURE, Table
+from t2t_lite.table3.table import DEV_REFERENCE, DEV_TRANSLATION, FAILURE, Table
 from t2t_lite.models.params import analytic_parameter_count
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -289,6 +290,8 @@ def test_a_failed_row_is_reported_the_others_run_and_a_rerun_tries_it_again(
         calls.append((row, steps, minutes))
         if row in fail:
             raise row_runner.RowFailed("t2t-lite-trainer: training diverged at step 7: loss is nan")
+        # A finished row leaves its dev translation, which the findings read.
+        shutil.copyfile(self.table.path(DEV_REFERENCE), self.table.row_path(row, DEV_TRANSLATION))
         # Under --train_minutes base sets everyone's steps: it reaches 17.
         return _fake_result(row, 17 if minutes else steps, 5.0 + len(calls), 20.0 + len(calls))
 

@@ -23,7 +23,7 @@ from t2t_lite.errors import UserError
 from t2t_lite.model_dir import dev_history
 from t2t_lite.model_dir import files as model_dir_files
 from t2t_lite.model_dir.checkpoints import CheckpointKeeper, checkpoint_paths
-from t2t_lite.models.params import analytic_parameter_count
+from t2t_lite.models import params
 from t2t_lite.training import preemption
 from t2t_lite.training import precision as precision_lib
 from t2t_lite.training import strategy as strategy_lib
@@ -156,9 +156,7 @@ def _train(options, signals):
     tokenizer = problem.tokenizer(options.data_dir)
     vocab_size = tokenizer.vocab_size
     if options.print_params:
-        count = analytic_parameter_count(model_config, vocab_size)
-        print(f"{options.hparams_set}: {count:,} parameters ({count / 1e6:.1f}M) at vocabulary "
-              f"{vocab_size:,}", flush=True)
+        print(params.describe(options.hparams_set, model_config, vocab_size), flush=True)
 
     # Before anything is built or written: a parent that cannot be the child's start is refused.
     warm_start = None
