@@ -66,12 +66,8 @@ def check_export(version_dir):
     metadata = _read_metadata(version_dir)
     if metadata is not None:
         check.check_settings(metadata, os.path.join(version_dir, METADATA_FILE))
-    elements = _variable_elements(version_dir)
-    memory = check.machine_memory()
-    if elements > check.MAX_WEIGHTS or (memory and elements * 4 > memory):
-        raise UserError(f"{version_dir}/variables declares {elements:,} weights "
-                        f"({elements * 4 / 2 ** 30:,.1f} GiB as float32), more than this machine "
-                        f"holds or any model here has; the export is damaged or was edited")
+    check.check_elements(_variable_elements(version_dir), f"{version_dir}/variables declares",
+                         "the export")
 
 
 def load(export_dir):

@@ -38,6 +38,8 @@ BOUNDS = {
     # decoding/translate.py); a larger configured value is a hang, not a setting.
     "extra_length": (-(1 << 16), MAX_EXTRA_LENGTH),
 }
+# The ModelConfig fields BOUNDS holds.
+MODEL_FIELDS = ("num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v", "max_length")
 # Real numbers: NaN compares false with everything, so finiteness is checked first. At |5|, the
 # GNMT penalty of a 65,536-token output (10,923^5) stays far inside float32.
 FLOAT_BOUNDS = {"alpha": (-5.0, 5.0)}
@@ -93,15 +95,21 @@ def model_elements(model_config, vocab_size):
 def check_model_size(model_config, vocab_size, where, memory=None):
     """UserError unless the model's weights fit MAX_WEIGHTS and, as float32, this machine's
     memory (`memory` bytes; default machine_memory())."""
-    elements = model_elements(model_config, vocab_size)
+    check_elements(model_elements(model_config, vocab_size), f"{where} describes a model of",
+                   "the model_dir", memory)
+
+
+def check_elements(elements, what, damaged="the model_dir", memory=None):
+    """UserError unless `elements` numbers fit MAX_WEIGHTS and, as float32, `memory` bytes
+    (default machine_memory()); `what` opens the message, `damaged` names what was edited."""
     size = f"{elements:,} weights ({elements * 4 / 2 ** 30:,.1f} GiB as float32)"
     if elements > MAX_WEIGHTS:
-        raise UserError(f"{where} describes a model of {size}, more than the sane {MAX_WEIGHTS:,}"
-                        f"; the model_dir is damaged or was edited")
+        raise UserError(f"{what} {size}, more than the sane {MAX_WEIGHTS:,}; {damaged} is "
+                        f"damaged or was edited")
     memory = machine_memory() if memory is None else memory
     if memory and elements * 4 > memory:
-        raise UserError(f"{where} describes a model of {size}, more than this machine's "
-                        f"{memory / 2 ** 30:,.1f} GiB of memory")
+        raise UserError(f"{what} {size}, more than this machine's {memory / 2 ** 30:,.1f} GiB "
+                        f"of memory")
 
 
 def check_beam_steps(beam_size, max_length, where):
@@ -162,10 +170,9 @@ def checkpoint_shapes(checkpoint_path):
 def check_model_dir(model_config, vocab_size, checkpoint_path, where, decode_config=None):
     """UserError unless `model_config` (with `vocab_size` and, if given, `decode_config`) is
     within BOUNDS and describes exactly the model weights of `checkpoint_path`."""
-    fields = ("num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v", "max_length")
     why = "; the model_dir is damaged or was edited"
     check_bounds({"vocab_size": vocab_size,
-                  **{name: getattr(model_config, name) for name in fields}}, where, why)
+                  **{name: getattr(model_config, name) for name in MODEL_FIELDS}}, where, why)
     if decode_config is not None:
         check_bounds({"beam_size": decode_config.beam_size, "alpha": decode_config.alpha,
                       "extra_length": decode_config.extra_length}, where, why)
@@ -208,6 +215,5 @@ def check_settings(settings, where):
             model_config = ModelConfig(**{k: v for k, v in values.items() if k in known})
         except (TypeError, ValueError) as error:
             raise UserError(f"{where}: model_config is not a t2t_lite model ({error})") from None
-        fields = ("num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v", "max_length")
-        check_bounds({name: getattr(model_config, name) for name in fields}, where, why)
+        check_bounds({name: getattr(model_config, name) for name in MODEL_FIELDS}, where, why)
         check_model_size(model_config, settings["vocab_size"], where)
