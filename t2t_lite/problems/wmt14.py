@@ -18,6 +18,7 @@ from typing import Iterator, Optional, Tuple
 
 from t2t_lite import registry
 from t2t_lite.data import download, text_io
+from t2t_lite.data.archives import extract, is_extracted
 from t2t_lite.data.download import RemoteFile
 from t2t_lite.data.translation import TranslationProblem
 from t2t_lite.errors import UserError
@@ -144,7 +145,7 @@ class CorpusFiles:
     raw_dir: a folder with the archives under their original names and/or their extracted files
     (at their archive paths or just their base names); nothing is downloaded. Otherwise archives are
     downloaded to `<tmp_dir>/downloads` and extracted under `<tmp_dir>/extracted/<archive>`.
-    max_extract_bytes / max_extract_ratio: download.extract's limits against decompression bombs
+    max_extract_bytes / max_extract_ratio: archives.extract's limits against decompression bombs
     (None: its defaults, which the real archives pass).
     """
 
@@ -165,9 +166,8 @@ class CorpusFiles:
             return found[0], found[1]
         remote = self.archives[corpus.archive]
         dest = self.tmp_dir / "extracted" / corpus.archive
-        if not download.is_extracted(remote.name, dest, members):  # else the archive is not needed
-            download.extract(self._archive(remote, members), dest, members=members,
-                             **self.limits)
+        if not is_extracted(remote.name, dest, members):  # else the archive is not needed
+            extract(self._archive(remote, members), dest, members=members, **self.limits)
         return dest / corpus.source, dest / corpus.target
 
     def check_available(self, corpora) -> None:
@@ -232,9 +232,9 @@ class _Wmt14Problem(TranslationProblem):
           raw_dir: a folder of already-downloaded archives or extracted files (nothing is
             downloaded).
           archives: replaces entries of ARCHIVES (e.g. a mirror's URLs), keyed by archive name.
-          max_extract_bytes: raises download.extract's limit on bytes written per archive, a
+          max_extract_bytes: raises archives.extract's limit on bytes written per archive, a
             guard against decompression bombs.
-          max_extract_ratio: raises download.extract's limit on one member's expansion (N:1).
+          max_extract_ratio: raises archives.extract's limit on one member's expansion (N:1).
         """
         self.raw_dir = raw_dir
         self.archives = dict(ARCHIVES, **(archives or {}))
