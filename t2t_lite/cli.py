@@ -103,7 +103,7 @@ def define_decode_precision_flag(applies_to):
 def _print_registry_if_asked():
     from absl import flags
 
-    from t2t_lite import registry
+    from t2t_lite import problems, registry  # noqa: F401  (problems: the built-ins registered)
 
     if not flags.FLAGS.registry_help:
         return False

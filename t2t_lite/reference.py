@@ -29,6 +29,7 @@ import sys
 import tokenize
 
 from t2t_lite import config, hparams, registry
+from t2t_lite import problems  # noqa: F401  (registers the built-in problems)
 
 PACKAGE = pathlib.Path(__file__).resolve().parent
 ROOT = PACKAGE.parent

@@ -1,6 +1,16 @@
-"""Built-in problems, installed as t2t_lite.problems; importing this package registers them all."""
+"""Built-in problems, installed as t2t_lite.problems.
+
+Importing this package registers every built-in problem (and its gin configurables), so a caller
+that looks problems up by name imports it rather than t2t_lite.registry alone."""
+from t2t_lite import registry
 from t2t_lite.problems import algorithmic  # noqa: F401  (registers on import)
 from t2t_lite.problems import text_files  # noqa: F401
 from t2t_lite.problems import wmt14  # noqa: F401
 from t2t_lite.problems import gettext  # noqa: F401
 from t2t_lite.problems import parsing  # noqa: F401
+
+
+def build(name, params=()):
+    """The problem --problem and --problem_param name: a new instance of the problem registered
+    as `name`, its ["key=value", ...] params given to its constructor."""
+    return registry.problem(name, **registry.parse_params(params))

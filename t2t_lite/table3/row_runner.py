@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from t2t_lite import atomic, registry, stderr_filter
+from t2t_lite import atomic, problems, registry, stderr_filter
 from t2t_lite.errors import UserError
 from t2t_lite.table3.machine import machine
 from t2t_lite.table3.paper import ALPHA, BEAM_SIZE, row_columns, set_name
@@ -195,8 +195,7 @@ def perplexity_worker(request):
         request = json.loads(request)
         for module in request["problem_modules"]:
             registry.import_problem_module(module)
-        problem = registry.problem(request["problem"],
-                                   **registry.parse_params(request["problem_params"]))
+        problem = problems.build(request["problem"], request["problem_params"])
         metrics = dev_loss_metrics(problem, request["data_dir"], request["model_dir"],
                                    request["checkpoint"])
     except UserError as error:

@@ -6,7 +6,7 @@ import os
 import time
 from typing import Optional, Sequence
 
-from t2t_lite import atomic, registry
+from t2t_lite import atomic, problems, registry
 from t2t_lite.errors import UserError
 from t2t_lite.progress import format_duration
 from t2t_lite.table3.machine import describe_machine, machine
@@ -89,8 +89,7 @@ def run_table(options: TableOptions, echo=print):
     share_gpus()
     for module in options.problem_modules:
         registry.import_problem_module(module)
-    registry.list_problems()  # problem configurables exist before gin reads --gin_param
-    problem = registry.problem(options.problem, **registry.parse_params(options.problem_params))
+    problem = problems.build(options.problem, options.problem_params)
     _check_data(problem, options.data_dir)
     vocab_size = problem.tokenizer(options.data_dir).vocab_size
     if budget is None:  # a new table without a budget flag
