@@ -29,6 +29,7 @@ import polib
 from t2t_lite import registry
 from t2t_lite.data import overlap, text_io, translation
 from t2t_lite.errors import UserError
+from t2t_lite.problems import heldout
 
 # Catalogs of names and codes, not sentences.
 EXCLUDED_CATALOG_PREFIXES = ("iso_", "xkeyboard-config")
@@ -223,8 +224,7 @@ class TranslateGettext(translation.TranslationProblem):
 
 def split_of(source):
     """"train", "dev" or "test" for a cleaned source, by a hash of its normalised form."""
-    bucket = zlib.crc32(overlap.normalize(source).encode("utf-8")) % 1000
-    return next((s for s, r in HELDOUT_PER_MILLE.items() if bucket in r), "train")
+    return heldout.split_of(overlap.normalize(source).encode("utf-8"), HELDOUT_PER_MILLE)
 
 
 @registry.register_problem

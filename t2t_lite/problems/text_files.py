@@ -15,13 +15,13 @@ instead of learning one, as a model fine-tuned from PARENT needs (t2t-lite-train
 --warm_start_from=PARENT).
 """
 import os
-import zlib
 
 import gin
 
 from t2t_lite import registry
 from t2t_lite.data import text_io, translation
 from t2t_lite.errors import UserError
+from t2t_lite.problems import heldout
 
 HELDOUT_SPLITS = {"dev": range(0, 10), "test": range(10, 20)}  # per mille of hash buckets
 
@@ -54,7 +54,8 @@ class TranslateTextFiles(translation.TranslationProblem):
         if not self.files["train"]:
             raise UserError("translate_text_files needs training text: --problem_param=train="
                             "FILE.tsv or train=SOURCE,TARGET (or gin translate_text_files.train)")
-        carved = [s for s in HELDOUT_SPLITS if not self.files[s]]  # held out of train by hash
+        # The held-out splits without files of their own, carved out of train by hash.
+        carved = {s: buckets for s, buckets in HELDOUT_SPLITS.items() if not self.files[s]}
         if split != "train" and self.files[split] or split == "train" and not carved:
             yield from _read_spec(self.files[split])
             return
@@ -63,9 +64,7 @@ class TranslateTextFiles(translation.TranslationProblem):
                 if split == "train":
                     yield sample
                 continue
-            bucket = zlib.crc32(sample[0]) % 1000
-            owner = next((s for s in carved if bucket in HELDOUT_SPLITS[s]), "train")
-            if owner == split:
+            if heldout.split_of(sample[0], carved) == split:
                 yield sample
 
 
