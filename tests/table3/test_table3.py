@@ -21,7 +21,7 @@ from t2t_lite.table3.run import TableOptions, run_table
 from t2t_lite.table3.table import DEV_REFERENCE, DEV_TRANSLATION, FAILURE, Table
 from t2t_lite.models.params import analytic_parameter_count
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROBLEM = "algorithmic_copy"
 PROBLEM_PARAMS = ["num_symbols=8", "max_length=8", "train_samples=2000", "eval_samples=24"]
 # The tiny model and a handful of steps, on top of every row's set and the CPU mapping; a

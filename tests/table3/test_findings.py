@@ -16,7 +16,7 @@ from t2t_lite.table3 import findings
 from t2t_lite.table3.findings import BETTER, NOT_BETTER, SAME, UNDECIDED, WORSE
 
 WORDS = "the cat sat on mat a dog runs in park hello world how are you today".split()
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _sentences(count=300, seed=0):
