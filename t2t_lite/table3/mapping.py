@@ -2,6 +2,7 @@
 (cpu_dimensions, cpu_bindings), `--scale=paper` keeps the set; and what a row varies against
 base (varied_fields, describe_change), with the CPU mapping as the markdown docs/table3.md shows."""
 import dataclasses
+import functools
 
 from t2t_lite import hparams
 from t2t_lite.errors import UserError
@@ -79,10 +80,16 @@ def load_row(row, gin_params=()):
     return hparams.load(set_name(row), list(gin_params))
 
 
+@functools.lru_cache(maxsize=None)
+def paper_configs(row):
+    """The configs of the row's set as it is (the paper scale, no bindings): read once."""
+    return load_row(row)
+
+
 def cpu_bindings(row):
     """The gin bindings that put `row` at the CPU scale, applied after the row's own set: its
     sizes (cpu_dimensions of the row's and table3/base's set values) and CPU_TRAINING."""
-    paper_base, paper_row = load_row("base")[0], load_row(row)[0]
+    paper_base, paper_row = paper_configs("base")[0], paper_configs(row)[0]
     sizes = cpu_dimensions(paper_base, paper_row)
     return [f"ModelConfig.{name} = {sizes[name]}" for name in DIMENSIONS] + list(CPU_TRAINING)
 
@@ -127,11 +134,11 @@ def describe_change(varied):
 
 def mapping_rows():
     """[(row, paper sizes, cpu sizes, other varied fields)] for every row."""
-    paper_base = load_row("base")
+    paper_base = paper_configs("base")
     cpu_base = load_row("base", cpu_bindings("base"))
     out = []
     for row in ROWS:
-        paper = load_row(row)
+        paper = paper_configs(row)
         mapped = load_row(row, cpu_bindings(row))
         others = {k: v for k, v in varied_fields(paper, paper_base).items() if k not in DIMENSIONS}
         out.append((row, _dims(paper[0]), _dims(mapped[0]), others,

@@ -10,10 +10,10 @@ from t2t_lite import atomic, problems, registry
 from t2t_lite.errors import UserError
 from t2t_lite.progress import format_duration
 from t2t_lite.table3.machine import describe_machine, machine
-from t2t_lite.table3.mapping import describe_change, load_row, scale_bindings
+from t2t_lite.table3.mapping import describe_change
 from t2t_lite.table3.outputs import write_outputs
 from t2t_lite.table3.paper import ALPHA, BEAM_SIZE, ROWS
-from t2t_lite.table3.plan import choose_precision, plan_row
+from t2t_lite.table3.plan import choose_precision, plan_row, plan_rows
 from t2t_lite.table3.row_runner import RowFailed, RowRunner
 from t2t_lite.table3.selection import select_rows
 from t2t_lite.table3.table import (DEV_REFERENCE, DEV_SOURCE, FAILURE, RESULT, Table,
@@ -92,19 +92,20 @@ def run_table(options: TableOptions, echo=print):
     problem = problems.build(options.problem, options.problem_params)
     _check_data(problem, options.data_dir)
     vocab_size = problem.tokenizer(options.data_dir).vocab_size
+    # Every row's configs, gin read once per row (base included even when not selected: the
+    # rows' changes are against it, and --train_minutes trains it first).
+    everything = sorted(set(rows) | set((table.record or {}).get("rows", {})) | {"base"},
+                        key=ROWS.index)
+    plans = {row: plan_row(row, scale, options.gin_params, vocab_size) for row in everything}
     if budget is None:  # a new table without a budget flag
         budget = ({"train_minutes": DEFAULT_CPU_MINUTES} if scale == "cpu" else
-                  {"train_steps": load_row("base", list(options.gin_params))[1].train_steps})
+                  {"train_steps": plans["base"].configs[1].train_steps})
 
     precision = table.record.get("precision") if table.record else None
     precision_why = table.record.get("precision_why") if table.record else None
-    everything = sorted(set(rows) | set((table.record or {}).get("rows", {})), key=ROWS.index)
     if precision is None:
-        precision, precision_why = choose_precision(
-            load_row("base", scale_bindings("base", scale) + list(options.gin_params))[1])
-    base_configs = plan_row("base", scale, options.gin_params, precision, vocab_size).configs
-    plans = {row: plan_row(row, scale, options.gin_params, precision, vocab_size, base_configs)
-             for row in everything}
+        precision, precision_why = choose_precision(plans["base"].configs[1])
+    plans = plan_rows(plans, precision)
 
     if table.record is None:
         table.record = dict(table_identity(options, scale, budget), table="Vaswani et al. 2017, "
@@ -129,9 +130,6 @@ def run_table(options: TableOptions, echo=print):
         rows = ["base"] + rows
         table.record["rows"].setdefault("base", {"model_dir": table.row_path("base", "model"),
                                                  "status": "not run"})
-        if "base" not in plans:
-            plans["base"] = plan_row("base", scale, options.gin_params, precision, vocab_size,
-                                     base_configs)
 
     if table.record.get("steps") is None and table.result("base"):
         table.record["steps"] = table.result("base")["steps"]  # killed before it was recorded
