@@ -6,7 +6,7 @@ import os
 import pytest
 import tensorflow as tf
 
-from t2t_lite import registry
+from t2t_lite import problems, registry  # noqa: F401  (problems: the built-ins registered)
 from t2t_lite.data import shards, text_io, tokenizers, translation
 from t2t_lite.errors import UserError
 

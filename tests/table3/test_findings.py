@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from t2t_lite import registry
+from t2t_lite import problems
 from t2t_lite.errors import UserError
 from t2t_lite.table3 import findings
 from t2t_lite.table3.findings import BETTER, NOT_BETTER, SAME, UNDECIDED, WORSE
@@ -259,8 +259,7 @@ TINY = ["ModelConfig.num_layers = 1", "ModelConfig.d_model = 16", "ModelConfig.d
 @pytest.mark.slow
 def test_the_table_tool_names_a_missing_translation_in_one_line(tmp_path):
     data_dir = tmp_path / "data"
-    registry.problem("algorithmic_copy",
-                     **registry.parse_params(PROBLEM_PARAMS)).generate_data(str(data_dir))
+    problems.build("algorithmic_copy", PROBLEM_PARAMS).generate_data(str(data_dir))
     out_dir = tmp_path / "out"
     command = [sys.executable, "-m", "t2t_lite.bin.table3", "--problem=algorithmic_copy",
                *[f"--problem_param={p}" for p in PROBLEM_PARAMS], f"--data_dir={data_dir}",

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from t2t_lite import hparams, registry
+from t2t_lite import hparams, problems
 from t2t_lite.errors import UserError
 from t2t_lite.table3 import mapping, row_runner, selection
 from t2t_lite.table3.machine import machine
@@ -41,7 +41,7 @@ USER_ENV = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
     folder = tmp_path_factory.mktemp("table3_data") / "data"
-    registry.problem(PROBLEM, **registry.parse_params(PROBLEM_PARAMS)).generate_data(str(folder))
+    problems.build(PROBLEM, PROBLEM_PARAMS).generate_data(str(folder))
     return folder
 
 
