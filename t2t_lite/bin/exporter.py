@@ -13,6 +13,7 @@ for `ctranslate2.Translator(C)`; see docs/ctranslate2.md.
 from absl import flags
 
 from t2t_lite import cli
+from t2t_lite.export import exporters
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Trained model_dir (run.json, configs.json, checkpoints).")
@@ -23,7 +24,7 @@ flags.DEFINE_integer("beam_size", None, "Beam size fixed in the export (default:
 flags.DEFINE_float("alpha", None, "Default length penalty alpha (default: model_dir's).")
 flags.DEFINE_integer("extra_length", None,
                      "Default max output length = input length + this (default: model_dir's).")
-flags.DEFINE_enum("format", "savedmodel", ["savedmodel", "ctranslate2"],
+flags.DEFINE_enum("format", exporters.names()[0], exporters.names(),
                   "savedmodel: a versioned text-in/text-out SavedModel under --export_dir; "
                   "ctranslate2: a CTranslate2 model folder at --export_dir.")
 flags.DEFINE_enum("quantization", None,
@@ -50,22 +51,11 @@ def main(argv):
 
     # TensorFlow's INFO lines about renamed function inputs and temporary paths are noise here.
     logging.set_verbosity(logging.WARNING)
-    if FLAGS.format == "ctranslate2":
-        from t2t_lite.export import ctranslate2_export
-
-        print(ctranslate2_export.export(FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path,
-                                        beam_size=FLAGS.beam_size, alpha=FLAGS.alpha,
-                                        extra_length=FLAGS.extra_length,
-                                        quantization=FLAGS.quantization))
-        return
-
-    from t2t_lite.export import exporter
-
-    version_dir = exporter.export(FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path,
-                                  beam_size=FLAGS.beam_size, alpha=FLAGS.alpha,
-                                  extra_length=FLAGS.extra_length,
-                                  precision=FLAGS.decode_precision)
-    print(version_dir)
+    options = ({"quantization": FLAGS.quantization} if FLAGS.format == "ctranslate2" else
+               {"precision": FLAGS.decode_precision})
+    print(exporters.make_exporter(FLAGS.format, **options).export(
+        FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path, beam_size=FLAGS.beam_size,
+        alpha=FLAGS.alpha, extra_length=FLAGS.extra_length))
 
 
 def run():

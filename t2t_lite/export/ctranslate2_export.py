@@ -41,11 +41,9 @@ import tempfile
 
 import numpy as np
 
-from t2t_lite.data.tokenizers import RESERVED_TOKENS, vocabulary_tokens
-from t2t_lite.decoding.translate import clamp_to_limit
+from t2t_lite.data.tokenizers import RESERVED_TOKENS
 from t2t_lite.errors import UserError
 from t2t_lite.inference.ctranslate2_engine import METADATA_FILE, import_ctranslate2
-from t2t_lite.model_dir import check
 
 PAD_TOKEN, EOS_TOKEN, UNK_TOKEN = RESERVED_TOKENS
 
@@ -223,32 +221,11 @@ def convert(model, tokens, output_dir, vocab_path=None, quantization=None, metad
 def export_temporary(model_dir, checkpoint_path=None):
     """Converts a model_dir's checkpoint into a temporary folder; returns (the model folder, the
     TemporaryDirectory that removes it when dropped or at exit)."""
+    from t2t_lite.export import exporters
+
     import_ctranslate2()  # before the conversion imports it
     folder = tempfile.TemporaryDirectory(prefix="t2t_lite_ct2_")
     output = os.path.join(folder.name, "model")
-    export(model_dir, output, checkpoint_path=checkpoint_path)
+    exporters.make_exporter("ctranslate2").export(model_dir, output,
+                                                  checkpoint_path=checkpoint_path)
     return output, folder
-
-
-def export(model_dir, output_dir, checkpoint_path=None, beam_size=None, alpha=None,
-           extra_length=None, quantization=None):
-    """Converts a model_dir's checkpoint (default: averaged, else latest) into output_dir."""
-    import_ctranslate2("--format=ctranslate2")  # a clear error before the (slow) model load
-    from t2t_lite.model_dir import files, loaded
-
-    check_convertible(files.load_configs(model_dir)[0])
-    run = loaded.load(model_dir, checkpoint_path)
-    model, decode_config = run.model, run.decode_config
-    vocab_path = files.vocab_path(model_dir, run.info)
-    metadata = run.metadata()
-    metadata.update(
-        beam_size=decode_config.beam_size if beam_size is None else int(beam_size),
-        alpha=decode_config.alpha if alpha is None else float(alpha),
-        extra_length=decode_config.extra_length if extra_length is None else int(extra_length),
-        max_length=int(model.config.max_length),
-        max_source_tokens=int(model.config.max_length) - 1)
-    metadata["extra_length"] = clamp_to_limit(metadata["extra_length"], metadata["max_length"])
-    # The flags' values too: a folder never carries settings its reader would refuse.
-    check.check_settings(dict(metadata, vocab_size=int(model.vocab_size)), "the export settings")
-    return convert(model, vocabulary_tokens(vocab_path), output_dir, vocab_path=vocab_path,
-                   quantization=quantization, metadata=metadata)

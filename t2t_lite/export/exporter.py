@@ -12,7 +12,6 @@ import tempfile
 import tensorflow as tf
 
 from t2t_lite.errors import UserError
-from t2t_lite.inference import translator
 from t2t_lite.inference.saved_model import METADATA_FILE, versions
 
 
@@ -43,14 +42,3 @@ def save(module, export_dir):
                     raise
     finally:
         shutil.rmtree(tmp_dir, ignore_errors=True)
-
-
-def export(model_dir, export_dir, checkpoint_path=None, beam_size=None, alpha=None,
-           extra_length=None, precision="float32"):
-    """Exports a model_dir's checkpoint (default: averaged, else latest); returns the version dir.
-
-    precision: the exported beam search's, "float32" (default) or the opt-in "bfloat16"."""
-    module = translator.from_model_dir(model_dir, checkpoint_path, beam_size=beam_size,
-                                       alpha=alpha, extra_length=extra_length,
-                                       precision=precision)
-    return save(module, export_dir)

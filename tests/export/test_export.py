@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.errors import UserError
-from t2t_lite.export import exporter
+from t2t_lite.export import exporter, exporters
 from t2t_lite.inference import saved_model
 from t2t_lite.inference import batch_decode
 from t2t_lite.model_dir import loaded
@@ -230,7 +230,8 @@ def test_bfloat16_export_equals_its_checkpoint_module(model_dir, tmp_path):
     # the checkpoint's bfloat16 module does; scoring stays float32.
     from t2t_lite.inference import translator
 
-    version_dir = exporter.export(model_dir, str(tmp_path / "bf16"), precision="bfloat16")
+    version_dir = exporters.make_exporter("savedmodel", precision="bfloat16").export(
+        model_dir, str(tmp_path / "bf16"))
     loaded_module = tf.saved_model.load(version_dir)
     assert json.loads(loaded_module.describe().numpy())["decode_precision"] == "bfloat16"
     module = translator.from_model_dir(model_dir, precision="bfloat16")
@@ -243,3 +244,13 @@ def test_bfloat16_export_equals_its_checkpoint_module(model_dir, tmp_path):
     float32_scores = float32_module.score(texts, texts)
     np.testing.assert_allclose(module.score(texts, texts)["log_prob"].numpy(),
                                float32_scores["log_prob"].numpy(), atol=1e-5)
+
+
+def test_every_format_is_one_registered_exporter():
+    from t2t_lite.export import exporters
+
+    assert exporters.names() == ["savedmodel", "ctranslate2"]
+    assert isinstance(exporters.make_exporter("ctranslate2", quantization="int8"),
+                      exporters.Exporter)
+    with pytest.raises(UserError, match="unknown export format 'onnx'"):
+        exporters.make_exporter("onnx")

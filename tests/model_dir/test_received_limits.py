@@ -291,9 +291,10 @@ def test_an_unedited_export_loads_and_describes_its_vocabulary(export_version_di
 @pytest.fixture(scope="module")
 def ct2_folder(model_dir, tmp_path_factory):
     pytest.importorskip("ctranslate2")
-    from t2t_lite.export import ctranslate2_export
+    from t2t_lite.export import exporters
 
-    return ctranslate2_export.export(model_dir, str(tmp_path_factory.mktemp("ct2") / "model"))
+    return exporters.make_exporter("ctranslate2").export(
+        model_dir, str(tmp_path_factory.mktemp("ct2") / "model"))
 
 
 @pytest.mark.parametrize("values, message", EXPORT_EDITS)

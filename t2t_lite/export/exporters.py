@@ -1,0 +1,103 @@
+"""One interface for every export format: an Exporter writes a model_dir's checkpoint for another
+runtime, registered under the name `t2t-lite-exporter --format` takes.
+
+    exporter = make_exporter("ctranslate2", quantization="int8")
+    exporter.export(model_dir, export_dir)    # the folder written
+
+Options of one format (the SavedModel's beam search precision, CTranslate2's quantization) are
+given to its constructor; the settings every format fixes (checkpoint, beam size, alpha, extra
+length; each defaults to the model_dir's) to export(). Heavy imports wait until export() runs, so
+listing the formats (--help) loads no TensorFlow.
+"""
+from t2t_lite.errors import UserError
+
+_EXPORTERS = {}
+
+
+def register_exporter(name):
+    """Class decorator: registers an Exporter under `name`."""
+    def register(cls):
+        _EXPORTERS[name] = cls
+        return cls
+    return register
+
+
+def names():
+    """The registered formats, in registration order (the default first)."""
+    return list(_EXPORTERS)
+
+
+def make_exporter(name, **options):
+    """The Exporter registered as `name`, built with its format's options."""
+    if name not in _EXPORTERS:
+        raise UserError(f"unknown export format {name!r}; known: {', '.join(_EXPORTERS)}")
+    return _EXPORTERS[name](**options)
+
+
+class Exporter:
+    """Writes a model_dir's checkpoint in one format."""
+
+    def export(self, model_dir, export_dir, checkpoint_path=None, beam_size=None, alpha=None,
+               extra_length=None):
+        """Exports the checkpoint (default: the averaged one if newest, else the latest) under
+        export_dir; beam_size, alpha, extra_length default to the model_dir's DecodeConfig.
+        Returns the path written."""
+        raise NotImplementedError
+
+
+@register_exporter("savedmodel")
+class SavedModelExporter(Exporter):
+    """A versioned text-in/text-out SavedModel E/<n>/ (export/exporter.py), for TF Serving.
+
+    precision: the exported beam search's, "float32" (default) or the opt-in "bfloat16"."""
+
+    def __init__(self, precision="float32"):
+        self.precision = precision
+
+    def export(self, model_dir, export_dir, checkpoint_path=None, beam_size=None, alpha=None,
+               extra_length=None):
+        from t2t_lite.export import exporter
+        from t2t_lite.inference import translator
+
+        module = translator.from_model_dir(model_dir, checkpoint_path, beam_size=beam_size,
+                                           alpha=alpha, extra_length=extra_length,
+                                           precision=self.precision)
+        return exporter.save(module, export_dir)
+
+
+@register_exporter("ctranslate2")
+class CTranslate2Exporter(Exporter):
+    """A CTranslate2 model folder (export/ctranslate2_export.py), new or empty.
+
+    quantization: the weights' type in CTranslate2 (default float32, as trained)."""
+
+    def __init__(self, quantization=None):
+        self.quantization = quantization
+
+    def export(self, model_dir, export_dir, checkpoint_path=None, beam_size=None, alpha=None,
+               extra_length=None):
+        from t2t_lite.data.tokenizers import vocabulary_tokens
+        from t2t_lite.decoding.translate import clamp_to_limit
+        from t2t_lite.export import ctranslate2_export
+        from t2t_lite.inference.ctranslate2_engine import import_ctranslate2
+        from t2t_lite.model_dir import check, files, loaded
+
+        import_ctranslate2("--format=ctranslate2")  # a clear error before the (slow) model load
+        ctranslate2_export.check_convertible(files.load_configs(model_dir)[0])
+        run = loaded.load(model_dir, checkpoint_path)
+        model, decode_config = run.model, run.decode_config
+        vocab_path = files.vocab_path(model_dir, run.info)
+        metadata = run.metadata()
+        metadata.update(
+            beam_size=decode_config.beam_size if beam_size is None else int(beam_size),
+            alpha=decode_config.alpha if alpha is None else float(alpha),
+            extra_length=decode_config.extra_length if extra_length is None else int(extra_length),
+            max_length=int(model.config.max_length),
+            max_source_tokens=int(model.config.max_length) - 1)
+        metadata["extra_length"] = clamp_to_limit(metadata["extra_length"], metadata["max_length"])
+        # The flags' values too: a folder never carries settings its reader would refuse.
+        check.check_settings(dict(metadata, vocab_size=int(model.vocab_size)),
+                             "the export settings")
+        return ctranslate2_export.convert(model, vocabulary_tokens(vocab_path), export_dir,
+                                          vocab_path=vocab_path, quantization=self.quantization,
+                                          metadata=metadata)
