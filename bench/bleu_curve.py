@@ -44,7 +44,7 @@ def main():
 
     from t2t_lite.inference.translator import from_model_dir
     from t2t_lite.metrics.bleu import corpus_scores
-    from t2t_lite.model_dir.checkpoints import checkpoint_paths
+    from t2t_lite.model_dir.checkpoint_reader import checkpoint_paths
 
     tsv = [os.path.join(args.data_dir, n) for n in os.listdir(args.data_dir)
            if n.endswith(f"-{args.split}.tsv")][0]

@@ -20,8 +20,14 @@ import math
 import numbers
 import os
 
+import tensorflow as tf
+from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+from t2t_lite import models
+from t2t_lite.config import ModelConfig
 from t2t_lite.decoding.translate import MAX_EXTRA_LENGTH
 from t2t_lite.errors import UserError
+from t2t_lite.model_dir import checkpoint_reader
 
 # Far beyond any model this package trains; past them a configs.json is broken, not ambitious.
 BOUNDS = {
@@ -87,8 +93,6 @@ def machine_memory():
 def model_elements(model_config, vocab_size):
     """Numbers the model holds once built: its weights and its constants (a sinusoid table of
     max_length × d_model)."""
-    from t2t_lite import models
-
     return models.layout_of(model_config, vocab_size).element_count()
 
 
@@ -123,8 +127,6 @@ def check_beam_steps(beam_size, max_length, where):
 
 def expected_shapes(model_config, vocab_size):
     """{checkpoint variable name under model/: shape} of the model `model_config` builds."""
-    from t2t_lite import models
-
     return models.layout_of(model_config, vocab_size).shapes()
 
 
@@ -134,12 +136,7 @@ def checkpoint_shapes(checkpoint_path):
     Read from the checkpoint's index and its object graph, never its weights. A training
     checkpoint stores a weight once, under the first path its object graph reaches it by (often
     the optimizer's), so names are found by walking the graph from the `model` node."""
-    import tensorflow as tf
-    from tensorflow.core.protobuf import trackable_object_graph_pb2
-
-    from t2t_lite.model_dir import checkpoints
-
-    missing = checkpoints.missing_files(checkpoint_path)
+    missing = checkpoint_reader.missing_files(checkpoint_path)
     if missing:
         raise UserError(f"checkpoint {checkpoint_path} is incomplete: {missing[0]} is missing")
     try:
@@ -148,7 +145,7 @@ def checkpoint_shapes(checkpoint_path):
         graph = trackable_object_graph_pb2.TrackableObjectGraph()
         graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
     except (tf.errors.OpError, IndexError, ValueError) as error:
-        damaged = checkpoints.damaged_file(checkpoint_path) or checkpoint_path + ".index"
+        damaged = checkpoint_reader.damaged_file(checkpoint_path) or checkpoint_path + ".index"
         raise UserError(f"cannot read checkpoint {checkpoint_path}: {damaged} is damaged or "
                         f"truncated ({' '.join(str(error).split())[:200]})") from None
     found = {}
@@ -200,8 +197,6 @@ def check_shapes(expected, stored, where, checkpoint_path):
 def check_settings(settings, where):
     """UserError unless an export's settings (describe()'s JSON, t2t_lite.json) are within the
     bounds a model_dir's are: beam, lengths, alpha, vocabulary size, and the model they name."""
-    from t2t_lite.config import ModelConfig
-
     if not isinstance(settings, dict):
         raise UserError(f"{where} holds no t2t_lite settings (a JSON object)")
     why = "; the export is damaged or was edited"

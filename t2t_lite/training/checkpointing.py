@@ -6,7 +6,7 @@ from t2t_lite.training.hooks import Hook
 
 
 class Checkpoints(Hook):
-    """Saves through a CheckpointKeeper (model_dir/checkpoints.py).
+    """Saves through a CheckpointKeeper (model_dir/checkpoint_saver.py).
 
     Args:
       keeper: the CheckpointKeeper, which knows the set's timer and step count.

@@ -22,7 +22,8 @@ from t2t_lite import hparams, models, registry
 from t2t_lite.errors import UserError
 from t2t_lite.model_dir import dev_history
 from t2t_lite.model_dir import files as model_dir_files
-from t2t_lite.model_dir.checkpoints import CheckpointKeeper, checkpoint_paths
+from t2t_lite.model_dir.checkpoint_reader import checkpoint_paths
+from t2t_lite.model_dir.checkpoint_saver import CheckpointKeeper
 from t2t_lite.models import params
 from t2t_lite.training import preemption
 from t2t_lite.training import precision as precision_lib

@@ -22,7 +22,7 @@ import tensorflow as tf
 from t2t_lite.config import ModelConfig
 from t2t_lite.errors import UserError
 from t2t_lite.inference import saved_model
-from t2t_lite.model_dir import check, checkpoints, files
+from t2t_lite.model_dir import check, checkpoint_reader, files
 
 # The ModelConfig fields a child may set apart from its parent: they change how the weights go on
 # being trained, not the function they compute. Dropout rates act in training only (fine-tuning
@@ -65,7 +65,7 @@ class WarmStart:
     def restore(self, model):
         """Restores the parent's model weights into `model`, nothing else (UserError naming a
         missing or damaged file)."""
-        checkpoints.restore(tf.train.Checkpoint(model=model), self.checkpoint, partial=True)
+        checkpoint_reader.restore(tf.train.Checkpoint(model=model), self.checkpoint, partial=True)
 
 
 def parent_checkpoint(spec):
@@ -82,9 +82,9 @@ def parent_checkpoint(spec):
         if (not os.path.isfile(os.path.join(folder, files.RUN_INFO))
                 and os.path.isfile(os.path.join(above, files.RUN_INFO))):
             folder = above  # PARENT/averaged/ckpt-N (or PARENT/best/...)
-        return checkpoints.resolve_checkpoint(folder, spec), folder
+        return checkpoint_reader.resolve_checkpoint(folder, spec), folder
     if os.path.isdir(spec):
-        return checkpoints.resolve_checkpoint(spec), spec
+        return checkpoint_reader.resolve_checkpoint(spec), spec
     raise UserError(f"--warm_start_from={spec} is neither a model_dir nor a checkpoint (no "
                     f"{spec}.index)")
 
@@ -160,7 +160,7 @@ def prepare(spec, model_dir, model_config, vocab_size, problem, data_dir, where,
     describes (`where` names the child's configuration in that message), then one whose other
     model settings differ from `model_config`'s, except those named in `accept`."""
     check_accept(accept)
-    if os.path.isdir(model_dir) and checkpoints.checkpoint_paths(model_dir):
+    if os.path.isdir(model_dir) and checkpoint_reader.checkpoint_paths(model_dir):
         print(f"{model_dir} already has checkpoints: resuming from its latest; "
               f"--warm_start_from={spec} is ignored", flush=True)
         return None

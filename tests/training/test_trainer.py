@@ -22,7 +22,7 @@ from t2t_lite import registry
 from t2t_lite.data import datagen
 from t2t_lite.decoding.translate import translate
 from t2t_lite.errors import UserError
-from t2t_lite.model_dir import checkpoints, files as model_dir_lib, loaded
+from t2t_lite.model_dir import averaging, checkpoint_reader, files as model_dir_lib, loaded
 from t2t_lite.training import preemption
 from t2t_lite.training.trainer import TrainOptions, batch_plan, train
 
@@ -135,8 +135,8 @@ def test_kill_9_then_rerun_resumes(data_dir, tmp_path):
     assert f"stopped at step {killed_step + 20}" in out.stdout
     # Every listed checkpoint loads, the new one included. A kill inside TensorFlow's
     # save-then-delete can leave the list naming an old checkpoint whose files are gone:
-    # checkpoint_paths skips it (tests/model_dir/test_checkpoints.py).
-    paths = checkpoints.checkpoint_paths(str(model_dir))
+    # checkpoint_paths skips it (tests/model_dir/test_checkpoint_saver.py).
+    paths = checkpoint_reader.checkpoint_paths(str(model_dir))
     assert paths[-1].endswith(f"ckpt-{killed_step + 20}")
     for path in paths:
         loaded.load(str(model_dir), checkpoint_path=path)
@@ -206,7 +206,7 @@ def test_averaging_identical_checkpoints_gives_the_same_weights(data_dir, tmp_pa
                                          max_to_keep=5)
     for number in (4, 5):  # two more copies of the same weights
         manager.save(checkpoint_number=number)
-    out, averaged = checkpoints.average_checkpoints(model_dir, 3)
+    out, averaged = averaging.average_checkpoints(model_dir, 3)
     assert len(averaged) == 3
     run = loaded.load(model_dir)
     reloaded, used = run.model, run.checkpoint
@@ -227,7 +227,7 @@ def test_averaging_refuses_mismatched_shapes(data_dir, tmp_path):
     tf.train.CheckpointManager(tf.train.Checkpoint(model=wider), model_dir,
                                max_to_keep=5).save(checkpoint_number=9)
     with pytest.raises(UserError, match="cannot average"):
-        checkpoints.average_checkpoints(model_dir, 2)
+        averaging.average_checkpoints(model_dir, 2)
 
 
 @pytest.mark.parametrize("precision", ["mixed_bfloat16", "mixed_float16"])

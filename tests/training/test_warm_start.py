@@ -14,7 +14,7 @@ import pytest
 from t2t_lite import hparams, models, registry
 from t2t_lite.data import datagen
 from t2t_lite.errors import UserError
-from t2t_lite.model_dir import check, checkpoints, loaded
+from t2t_lite.model_dir import averaging, check, loaded
 from t2t_lite.models.transformer import Transformer
 from t2t_lite.training import trainer
 from t2t_lite.training.hooks import Hook
@@ -161,7 +161,7 @@ def test_a_parent_with_another_vocabulary_is_refused(parent, tmp_path):
 
 def test_the_parent_dir_of_a_named_checkpoint(parent, tmp_path):
     parent = str(shutil.copytree(parent, tmp_path / "parent"))
-    checkpoints.average_checkpoints(parent, 2)
+    averaging.average_checkpoints(parent, 2)
     averaged = os.path.join(parent, "averaged", "ckpt-3")
     assert parent_checkpoint(averaged) == (averaged, parent)
     assert parent_checkpoint(parent) == (averaged, parent)  # the averaged one is the newest

@@ -12,7 +12,8 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.errors import UserError
-from t2t_lite.model_dir import checkpoints
+from t2t_lite.model_dir.checkpoint_reader import checkpoint_paths
+from t2t_lite.model_dir.checkpoint_saver import CheckpointKeeper
 
 
 def _saved(directory, numbers, keep=5):
@@ -35,8 +36,7 @@ def _delete_files(path, index=True, data=True):
 
 def _keeper(directory):
     value = tf.Variable(-1.0)
-    return checkpoints.CheckpointKeeper(tf.train.Checkpoint(value=value), str(directory),
-                                        keep=5), value
+    return CheckpointKeeper(tf.train.Checkpoint(value=value), str(directory), keep=5), value
 
 
 @pytest.mark.parametrize("data_left", [False, True])  # a kill between deleting .index and data
@@ -46,7 +46,7 @@ def test_resume_skips_listed_checkpoints_whose_files_are_gone(tmp_path, data_lef
     keeper, value = _keeper(tmp_path)
     assert keeper.restore_latest() == paths[2]
     assert float(value.numpy()) == 30.0
-    assert checkpoints.checkpoint_paths(str(tmp_path)) == paths[1:]
+    assert checkpoint_paths(str(tmp_path)) == paths[1:]
 
 
 @pytest.mark.parametrize("data_left", [False, True])
@@ -60,7 +60,7 @@ def test_resume_refuses_a_newest_checkpoint_whose_files_are_gone(tmp_path, data_
                                         f"{paths[2]}.index is missing"):
         keeper.restore_latest()
     assert float(value.numpy()) == -1.0 and sorted(os.listdir(tmp_path)) == left
-    assert checkpoints.checkpoint_paths(str(tmp_path)) == paths  # loading it names the file
+    assert checkpoint_paths(str(tmp_path)) == paths  # loading it names the file
 
 
 def test_resume_refuses_a_damaged_newest_checkpoint_instead_of_falling_back(tmp_path):

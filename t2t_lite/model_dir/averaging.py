@@ -1,0 +1,75 @@
+"""Averaging a model_dir's checkpoints: choosing which, and writing their mean as a checkpoint.
+
+The paper averages the last 5 (base) or 20 (big) checkpoints; window "dev" lets the run's dev
+history (dev_history.py) move the window back to the best evaluation.
+"""
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from t2t_lite import models
+from t2t_lite.config import AVERAGE_WINDOWS
+from t2t_lite.errors import UserError
+from t2t_lite.model_dir import check, dev_history, files
+from t2t_lite.model_dir.checkpoint_reader import checkpoint_paths, restore, step_number
+
+
+def checkpoints_to_average(model_dir, num_last, window="last"):
+    """The checkpoints `average_checkpoints` should average, and why.
+
+    window "last": the last `num_last` (the paper's recipe). "dev": the same while the run still
+    improved into them; when the run's dev history (dev_history.py) has its best evaluation
+    before them, the evaluated checkpoints at the best instead (dev_history.choose_window).
+    """
+    if num_last < 1:
+        raise UserError(f"--num_last must be >= 1, got {num_last}")
+    if window not in AVERAGE_WINDOWS:
+        raise UserError(f"--window must be one of {', '.join(AVERAGE_WINDOWS)}, got "
+                        f"{window!r}")
+    paths = checkpoint_paths(model_dir)
+    if not paths:
+        raise UserError(f"no checkpoints in {model_dir}")
+    if window == "last":
+        chosen = paths[-num_last:]
+        return chosen, f"the last {len(chosen)}"
+    numbered = [(step_number(path), path) for path in paths]
+    chosen, reason = dev_history.choose_window(numbered, dev_history.read(model_dir), num_last)
+    return [path for _, path in chosen], reason
+
+
+def average_checkpoints(model_dir, num_last, output_dir=None, paths=None):
+    """Averages the model weights of the last `num_last` checkpoints (paper: 5 base, 20 big), or
+    of `paths` (checkpoints_to_average's choice).
+
+    Writes a checkpoint with the same structure (`model/...`) to output_dir (default
+    model_dir/averaged), numbered like the newest checkpoint of model_dir, so that the decoder and
+    exporter prefer it. Older listed checkpoints whose files are gone are skipped (with a
+    warning); a newest one with files missing is a UserError. Fewer than `num_last` are averaged
+    if fewer exist. Returns (written path, averaged paths).
+    """
+    chosen = paths or checkpoints_to_average(model_dir, num_last)[0]
+    newest = checkpoint_paths(model_dir)[-1]
+
+    model_config = files.load_configs(model_dir)[0]
+    vocab_size = files.read_run_info(model_dir)["vocab_size"]
+    for path in chosen:
+        try:
+            check.check_model_dir(model_config, vocab_size, path, files.configs_where(model_dir))
+        except UserError as error:
+            raise UserError(f"cannot average: {error}") from None
+    model = models.build(model_config, vocab_size)
+    checkpoint = tf.train.Checkpoint(model=model)
+    sums = None
+    for path in chosen:
+        try:
+            restore(checkpoint, path, partial=True)
+        except UserError as error:
+            raise UserError(f"cannot average: {error}") from None
+        values = [np.asarray(w, dtype=np.float64) for w in model.weights]
+        sums = values if sums is None else [a + b for a, b in zip(sums, values)]
+    for weight, total in zip(model.weights, sums):
+        weight.assign(tf.cast(total / len(chosen), weight.dtype))
+    output_dir = output_dir or os.path.join(model_dir, "averaged")
+    manager = tf.train.CheckpointManager(checkpoint, output_dir, max_to_keep=1)
+    return manager.save(checkpoint_number=max(step_number(newest), 0)), chosen

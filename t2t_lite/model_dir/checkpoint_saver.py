@@ -1,0 +1,51 @@
+"""The trainer's checkpoint saver: on a timer and/or a step count, keeping the newest N.
+
+Checkpoints hold `model` and `optimizer`. How a save or a clean-up survives a kill, and how the
+newest listed checkpoint is restored, is checkpoint_reader's module doc.
+"""
+import os
+import time
+
+import tensorflow as tf
+
+from t2t_lite.errors import UserError
+from t2t_lite.model_dir.checkpoint_reader import listed_paths, restore
+
+
+class CheckpointKeeper:
+    """Saves every `minutes` and/or every `steps`, keeping the newest `keep`."""
+
+    def __init__(self, checkpoint, directory, keep, minutes=0.0, steps=0):
+        self.manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep)
+        self.minutes, self.steps = minutes, steps
+        self._last_time = time.monotonic()
+        self._last_step = None
+
+    def restore_latest(self):
+        """Restores the newest listed checkpoint; returns its path (None when nothing is listed).
+        A damaged or missing newest checkpoint is a UserError, not a fallback: the user decides
+        whether to lose it."""
+        listed = listed_paths(self.manager.directory)
+        if not listed:
+            return None
+        path = listed[-1]
+        try:
+            restore(self.manager.checkpoint, path)
+        except UserError as error:
+            state = os.path.join(self.manager.directory, "checkpoint")
+            raise UserError(f"cannot resume: {error}. Put the file back; or, to resume from an "
+                            f"older checkpoint, delete {os.path.basename(path)}'s lines from "
+                            f"{state} and name that one in its model_checkpoint_path") from None
+        return path
+
+    def due(self, step):
+        if self.steps and step % self.steps == 0:
+            return True
+        return bool(self.minutes) and time.monotonic() - self._last_time >= self.minutes * 60
+
+    def save(self, step):
+        if step == self._last_step:
+            return self.manager.latest_checkpoint
+        path = self.manager.save(checkpoint_number=step)
+        self._last_time, self._last_step = time.monotonic(), step
+        return path
