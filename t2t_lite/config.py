@@ -62,7 +62,7 @@ class ModelConfig:
         return self.d_v or self.key_dim
 
 
-# How the averager picks checkpoints (model_dir/checkpoints.checkpoints_to_average).
+# How the averager picks checkpoints (model_dir/averaging.checkpoints_to_average).
 AVERAGE_WINDOWS = ("last", "dev")
 
 

@@ -96,7 +96,7 @@ def run_demo(run_dir, problem="translate_ende_gettext", hparams_set="small_cpu",
     run.tool("avg_checkpoints", f"--model_dir={model_dir}",
              *([f"--num_last={average_last}"] if average_last else []))
     from t2t_lite.inference import saved_model
-    from t2t_lite.model_dir.checkpoints import resolve_checkpoint
+    from t2t_lite.model_dir.checkpoint_reader import resolve_checkpoint
 
     checkpoint = resolve_checkpoint(model_dir)  # the average just written
 

@@ -26,7 +26,7 @@ flags.DEFINE_string("output_dir", None, "Where to write the average (default: M/
 
 def main(argv):
     from t2t_lite.model_dir import files
-    from t2t_lite.model_dir.checkpoints import average_checkpoints, checkpoints_to_average
+    from t2t_lite.model_dir.averaging import average_checkpoints, checkpoints_to_average
 
     train_config = files.load_configs(FLAGS.model_dir)[1]
     num_last = train_config.average_last if FLAGS.num_last is None else FLAGS.num_last

@@ -72,9 +72,9 @@ def model_identity(model_dir=None, checkpoint_path=None, export_dir=None, engine
     which holds its metadata; a CTranslate2 folder's t2t_lite.json and config.json), so an
     edited decode setting is caught too."""
     if model_dir:
-        from t2t_lite.model_dir import checkpoints, files
+        from t2t_lite.model_dir import checkpoint_reader, files
 
-        path = checkpoints.resolve_checkpoint(model_dir, checkpoint_path) + ".index"
+        path = checkpoint_reader.resolve_checkpoint(model_dir, checkpoint_path) + ".index"
         settings = [os.path.join(model_dir, files.CONFIGS)]
     elif engine == "ctranslate2":
         from t2t_lite.inference import ctranslate2_engine

@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from t2t_lite.config import DecodeConfig, ModelConfig, TrainConfig
 from t2t_lite.errors import UserError
-from t2t_lite.model_dir import check, checkpoints, files
+from t2t_lite.model_dir import check, checkpoint_reader, files
 
 
 @dataclasses.dataclass
@@ -39,13 +39,13 @@ class LoadedRun:
 def load(model_dir, checkpoint_path=None):
     """Loads a model_dir: run.json read once, configs from configs.json (data, never gin), the
     vocabulary copy, and the checkpoint (an explicit path, else the averaged one if newest, else
-    the latest; see checkpoints.resolve_checkpoint)."""
+    the latest; see checkpoint_reader.resolve_checkpoint)."""
     from t2t_lite import models
     from t2t_lite.data import tokenizers
 
     info = files.read_run_info(model_dir)
     configs = files.load_configs(model_dir)
-    path = checkpoints.resolve_checkpoint(model_dir, checkpoint_path)
+    path = checkpoint_reader.resolve_checkpoint(model_dir, checkpoint_path)
     # Before anything is allocated: the configs must describe the checkpoint's own weights.
     check.check_model_dir(configs[0], info["vocab_size"], path, files.configs_where(model_dir),
                           decode_config=configs[2])
@@ -55,6 +55,6 @@ def load(model_dir, checkpoint_path=None):
                         f"tokens but {model_dir}'s run.json says vocab_size "
                         f"{info['vocab_size']}")
     model = models.build(configs[0], info["vocab_size"])
-    checkpoints.restore(tf.train.Checkpoint(model=model), path, partial=True)
+    checkpoint_reader.restore(tf.train.Checkpoint(model=model), path, partial=True)
     return LoadedRun(model_dir=model_dir, info=info, configs=configs, tokenizer=tokenizer,
                      model=model, checkpoint=path)

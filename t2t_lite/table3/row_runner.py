@@ -92,10 +92,10 @@ class RowRunner:
         """The last checkpoint's dev perplexity (in process) and dev BLEU (t2t-lite-decoder,
         beam 4, alpha 0.6, no averaging)."""
         from t2t_lite.metrics.report import score_files
-        from t2t_lite.model_dir import checkpoints
+        from t2t_lite.model_dir import checkpoint_reader
 
         model_dir = self.table.row_path(row, "model")
-        listed = checkpoints.checkpoint_paths(model_dir) if os.path.isdir(model_dir) else []
+        listed = checkpoint_reader.checkpoint_paths(model_dir) if os.path.isdir(model_dir) else []
         if not listed:
             raise RowFailed(f"no checkpoint in {model_dir} after training")
         checkpoint = listed[-1]

@@ -78,7 +78,7 @@ def test_edited_model_dirs_are_refused_before_building(model_dir, tmp_path, sect
 
 
 def test_a_legal_but_different_shape_names_the_variable_and_both_shapes(model_dir, tmp_path):
-    from t2t_lite.model_dir import checkpoints, loaded
+    from t2t_lite.model_dir import averaging, loaded
 
     d_ff = json.loads(open(os.path.join(model_dir, "configs.json")).read())["model"]["d_ff"]
     edited = _edited(model_dir, tmp_path, "model", "d_ff", 2 * d_ff)
@@ -87,7 +87,7 @@ def test_a_legal_but_different_shape_names_the_variable_and_both_shapes(model_di
     assert str(error.value).startswith("model/decoder_layer_0/feed_forward/inner/_kernel: ")
     assert f", {2 * d_ff}]" in str(error.value) and f", {d_ff}]" in str(error.value)
     with pytest.raises(UserError) as error:  # the averager checks too
-        checkpoints.average_checkpoints(edited, 1)
+        averaging.average_checkpoints(edited, 1)
     assert "feed_forward/inner/_kernel" in str(error.value)
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite.model_dir import checkpoints, dev_history
+from t2t_lite.model_dir import checkpoint_reader, dev_history
 
 
 def _paths(steps):
@@ -114,4 +114,4 @@ def test_the_averager_follows_the_dev_history(model_dir, tmp_path, cli):
     out = cli("avg_checkpoints", f"--model_dir={copy}", "--num_last=2",
               "--window=last")
     assert "(ckpt-1003, ckpt-1004; the last 2)" in out.stdout.decode()
-    assert checkpoints.resolve_checkpoint(copy).endswith("averaged/ckpt-1004")
+    assert checkpoint_reader.resolve_checkpoint(copy).endswith("averaged/ckpt-1004")

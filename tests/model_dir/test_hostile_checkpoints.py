@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from t2t_lite.errors import UserError
 from t2t_lite.inference import batch_decode, translator
-from t2t_lite.model_dir import checkpoints, loaded
+from t2t_lite.model_dir import averaging, checkpoint_reader, loaded
 
 INPUTS = ["the house is small .", "a cat sat on the mat", "we read books every day ?"]
 
@@ -67,7 +67,7 @@ def test_damaged_checkpoint_is_a_user_error_naming_the_file(model_dir, tmp_path,
     # The newest checkpoint is never skipped, not even without its index (only older entries
     # are, next test): an average of the others would pass for the last N.
     with pytest.raises(UserError, match="cannot average: .*" + expected):
-        checkpoints.average_checkpoints(copy, 2)
+        averaging.average_checkpoints(copy, 2)
     assert not os.path.exists(os.path.join(copy, "averaged"))
 
 
@@ -76,8 +76,8 @@ def test_averaging_skips_listed_checkpoints_whose_files_are_gone(model_dir, tmp_
     copy, paths = _copy(model_dir, tmp_path, numbers=(10, 20, 30))
     for name in tf.io.gfile.glob(paths[0] + ".*"):
         os.remove(name)
-    assert checkpoints.checkpoint_paths(copy) == paths[1:]
-    out, averaged = checkpoints.average_checkpoints(copy, 5)
+    assert checkpoint_reader.checkpoint_paths(copy) == paths[1:]
+    out, averaged = averaging.average_checkpoints(copy, 5)
     assert averaged == paths[1:]
     assert out.endswith("averaged/ckpt-30")
 
