@@ -39,6 +39,7 @@ import tensorflow as tf
 
 from t2t_lite import registry
 from t2t_lite.data import sentences
+from t2t_lite.data.lines import without_line_end
 from t2t_lite.decoding.translate import clamp_to_limit
 from t2t_lite.errors import UserError
 from t2t_lite.ids import PAD_ID
@@ -75,20 +76,10 @@ class DecodeStats:
                                      if self.bom_stripped else ""))
 
 
-def split_lines(data):
-    """bytes -> list of byte lines; splits on \\n only, so a stray \\r never makes a line."""
-    if not data:
-        return []
-    lines = data.split(b"\n")
-    if data.endswith(b"\n"):
-        lines.pop()
-    return lines
-
-
 def clean_line(raw):
-    """bytes -> (text, had_invalid_utf8). A CRLF line ending is dropped, other \\r become spaces."""
-    if raw.endswith(b"\r"):
-        raw = raw[:-1]
+    """bytes -> (text, had_invalid_utf8). The line's end is dropped (data/lines.py: the "\\r" of
+    a "\\r\\n" too), other \\r become spaces."""
+    raw = without_line_end(raw)
     try:
         text, invalid = raw.decode("utf-8"), False
     except UnicodeDecodeError:

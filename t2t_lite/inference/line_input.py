@@ -1,17 +1,20 @@
 """The decoder's input: byte lines from a file or a pipe, read a chunk at a time.
 
-A line ends at "\\n" only (a stray "\\r" never makes a line), and a last line without "\\n" is
-a line too. A UTF-8 byte-order mark at the start of the input is dropped (and counted); a line
-longer than MAX_LINE_BYTES ends the run with an error naming it rather than being read into
-memory whole. A file can be split into `num_shards` contiguous parts of nearly equal line counts:
-shard I holds lines [I * L // N, (I + 1) * L // N), so the shards' outputs put back together in
-shard order (`cat out.0 out.1 ...`) are the whole file's output in input order.
+Lines end where t2t_lite.data.lines says: at "\\n" only (a stray "\\r" never makes a line), and
+a last line without "\\n" is a line too; the "\\r" of a "\\r\\n" is left to the line's reader
+(batch_decode.clean_line). A UTF-8 byte-order mark at the start of the input is dropped (and
+counted); a line longer than MAX_LINE_BYTES ends the run with an error naming it rather than
+being read into memory whole. A file can be split into `num_shards` contiguous parts of nearly
+equal line counts: shard I holds lines [I * L // N, (I + 1) * L // N), so the shards' outputs
+put back together in shard order (`cat out.0 out.1 ...`) are the whole file's output in input
+order.
 """
 import hashlib
 import os
 import stat
 import sys
 
+from t2t_lite.data.lines import NEWLINE
 from t2t_lite.errors import UserError
 
 READ_BLOCK = 1 << 20
@@ -22,12 +25,12 @@ BOM = b"\xef\xbb\xbf"
 
 def count_lines(path):
     """Lines in a file as the decoder reads them: its "\\n" count, plus a last unterminated one."""
-    lines, last = 0, b"\n"
+    lines, last = 0, NEWLINE
     with open(path, "rb") as f:
         while block := f.read(READ_BLOCK):
-            lines += block.count(b"\n")
+            lines += block.count(NEWLINE)
             last = block[-1:]
-    return lines + (last != b"\n")
+    return lines + (last != NEWLINE)
 
 
 def shard_range(total_lines, num_shards, shard_index):
@@ -147,7 +150,7 @@ class LineInput:
             raw = f.readline(MAX_LINE_BYTES + 1)
             if not raw:
                 break
-            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(NEWLINE):
                 name = "stdin" if self.path is None else f"{self.flag} {self.path}"
                 raise UserError(f"{name}: line {line_index + 1:,} is longer than "
                                 f"{MAX_LINE_BYTES:,} bytes; split or remove it")
@@ -158,7 +161,7 @@ class LineInput:
                 if raw.startswith(BOM):
                     raw = raw[len(BOM):]
                     self.bom_stripped += 1
-            chunk.append(raw[:-1] if raw.endswith(b"\n") else raw)
+            chunk.append(raw[:-1] if raw.endswith(NEWLINE) else raw)
             if remaining is not None:
                 remaining -= 1
             if len(chunk) >= chunk_lines:
@@ -171,7 +174,7 @@ class LineInput:
 def _skip_line(f):
     """Reads past one line without holding it whole; False at the end of the input."""
     part = f.readline(READ_BLOCK)
-    while part and not part.endswith(b"\n"):
+    while part and not part.endswith(NEWLINE):
         part = f.readline(READ_BLOCK)
         if not part:
             return True

@@ -1,12 +1,14 @@
 """Scores a translation file against a reference file, as t2t-lite-bleu prints them."""
 import os
 
+from t2t_lite.data.lines import split_lines
 from t2t_lite.errors import UserError
 from t2t_lite.metrics import bleu, tokenized_bleu
 
 
 def read_lines(path, what):
-    """The file's lines without line ends; only "\\n" ends a line (as the decoder writes them)."""
+    """The file's lines without their ends (data/lines.py: only "\\n" ends a line, as the decoder
+    writes them)."""
     if not os.path.isfile(path):
         raise UserError(f"{what} file not found: {path}")
     try:
@@ -14,10 +16,7 @@ def read_lines(path, what):
             text = f.read()
     except UnicodeDecodeError as e:
         raise UserError(f"{what} file is not UTF-8 text: {path} ({e.reason} at byte {e.start})")
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()  # the final newline ends the last line; it does not start a new one
-    return [line.rstrip("\r") for line in lines]
+    return split_lines(text)
 
 
 def score_files(translation_path, reference_path, tokenize=bleu.DEFAULT_TOKENIZER, lang="de"):

@@ -13,10 +13,7 @@ from t2t_lite.model_dir import files as model_dir_lib
 EMPTY = {1, 2}
 
 
-def test_split_and_clean_lines():
-    assert batch_decode.split_lines(b"") == []
-    assert batch_decode.split_lines(b"\n") == [b""]
-    assert batch_decode.split_lines(b"a\r\nb\rc\n\nd") == [b"a\r", b"b\rc", b"", b"d"]
+def test_clean_lines():
     assert batch_decode.clean_line(b"a\r") == ("a", False)
     assert batch_decode.clean_line(b"b\rc") == ("b c", False)
     assert batch_decode.clean_line(b"x\xffy") == ("x\ufffdy", True)
