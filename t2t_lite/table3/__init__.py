@@ -1,9 +1,9 @@
 """Table 3 of "Attention Is All You Need" (model variations) as one resumable command.
 
 Every row of the table is an hparams set, `table3/<row>` (t2t_lite/hparams_sets/table3/). For
-each selected row, `run_table` trains the row in its own model_dir with the real
-`t2t-lite-trainer` (a subprocess: TensorFlow state never leaks from one row into the next, and a
-row that crashes does not take the table with it), then evaluates it as the paper's Table 3 does
+each selected row, `run_table` trains the row in its own model_dir with the trainer's library
+call in a child process (t2t_lite.isolated: TensorFlow state never leaks from one row into the
+next, and a row that crashes does not take the table with it), then evaluates it as the paper's Table 3 does
 (section 6.2): the last checkpoint, no checkpoint averaging; dev perplexity per subword token and
 dev BLEU of a beam-4, alpha-0.6 decode (`t2t-lite-decoder`). Every row gets the same data,
 vocabulary, seed, precision and step budget. Everything goes under one folder:

@@ -1,96 +1,71 @@
-"""One row: t2t-lite-trainer, then its last checkpoint's dev perplexity (a worker subprocess) and
-dev BLEU (t2t-lite-decoder, beam 4, alpha 0.6), as the row's result; a failure's reason."""
-import json
+"""One row: its training (the trainer in a child process, isolated.call), then its last
+checkpoint's dev perplexity (a child process too) and dev BLEU (t2t-lite-decoder, beam 4, alpha
+0.6), as the row's result; a failure's reason."""
+import dataclasses
 import math
 import os
 import shlex
-import subprocess
 import sys
 import time
+from typing import Sequence
 
-from t2t_lite import atomic, problems, registry, stderr_filter
+from t2t_lite import atomic, isolated, problems, registry
 from t2t_lite.errors import UserError
 from t2t_lite.table3.machine import machine
 from t2t_lite.table3.paper import ALPHA, BEAM_SIZE, row_columns, set_name
-from t2t_lite.table3.table import DEV_REFERENCE, DEV_SOURCE, DEV_TRANSLATION, read_json
+from t2t_lite.table3.table import DEV_REFERENCE, DEV_SOURCE, DEV_TRANSLATION
+
 
 class RowFailed(Exception):
     """A row that could not be trained or evaluated; its message is the table's reason."""
 
 
 def run_tool(name, args, prefix, echo):
-    """Runs `python -m t2t_lite.bin.<name> args`, its stdout and stderr streamed with `prefix`
-    (TensorFlow's start-up noise dropped); returns (exit status, its last lines)."""
+    """Runs `python -m t2t_lite.bin.<name> args`, its output streamed with `prefix`; returns
+    (exit status, its last lines)."""
     echo(f"{prefix} $ t2t-lite-{name.replace('_', '-')} {shlex.join(args)}", flush=True)
-    return run_streamed([sys.executable, "-m", f"t2t_lite.bin.{name}", *args], prefix, echo)
-
-
-def run_streamed(command, prefix, echo):
-    """Runs `command`, streaming its merged output with `prefix`; (exit status, last lines)."""
-    tail = []
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, bufsize=1, errors="replace")
-    try:
-        for line in process.stdout:
-            if stderr_filter.is_noise(line.encode("utf-8")):
-                continue
-            tail = (tail + [line.rstrip("\n")])[-40:]
-            echo(f"{prefix} {line.rstrip()}", flush=True)
-        process.wait()
-    finally:
-        if process.poll() is None:  # interrupted: the child must not outlive the table
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        process.stdout.close()
-    return process.returncode, tail
+    return isolated.stream([sys.executable, "-m", f"t2t_lite.bin.{name}", *args], prefix, echo)
 
 
 def failure_reason(what, returncode, tail):
     """"<what>: <why>", why being the tool's last `error: ...` line (a divergence, a bad
     setting), else its exit status and last line."""
-    for line in reversed(tail):
-        if line.startswith("error: "):
-            return f"{what}: {line[len('error: '):]}"
-    if returncode < 0:
-        how = f"killed by signal {-returncode}" + (" (out of memory?)" if returncode == -9
-                                                    else "")
-    else:
-        how = f"exit {returncode}"
-    last = next((line for line in reversed(tail) if line.strip()), "")
-    return f"{what}: {how}" + (f": {last.strip()[:300]}" if last else "")
+    error = next((line[len("error: "):] for line in reversed(tail)
+                  if line.startswith("error: ")), None)
+    return isolated.Failed(returncode, error, tail).reason(what)
 
 
 class RowRunner:
-    """Trains one row with t2t-lite-trainer and evaluates its last checkpoint."""
+    """Trains one row (the trainer's library call in a child process) and evaluates its last
+    checkpoint."""
 
     def __init__(self, table, problem, options, echo):
         self.table, self.problem, self.options, self.echo = table, problem, options, echo
 
     def train(self, row, plan, steps, minutes):
+        from t2t_lite.training.trainer import TrainOptions, train
+
+        budget = ({"train_minutes": minutes} if minutes else
+                  {"train_steps": steps, "train_minutes": 0.0})
+        options = TrainOptions(
+            problem=self.options.problem, problem_params=list(self.options.problem_params),
+            problem_modules=list(self.options.problem_modules),
+            data_dir=os.path.abspath(self.options.data_dir),
+            model_dir=self.table.row_path(row, "model"), hparams_set=set_name(row),
+            gin_params=list(plan.bindings),
+            bleu_sentences=0,  # the table decodes dev itself, with beam 4
+            **budget)
         prefix = f"[{row}]"
-        args = [f"--problem={self.options.problem}",
-                *[f"--problem_param={p}" for p in self.options.problem_params],
-                *[f"--problem_module={m}" for m in self.options.problem_modules],
-                f"--data_dir={os.path.abspath(self.options.data_dir)}",
-                f"--model_dir={self.table.row_path(row, 'model')}",
-                f"--hparams_set={set_name(row)}",
-                *[f"--gin_param={g}" for g in plan.bindings],
-                "--bleu_sentences=0"]  # the table decodes dev itself, with beam 4
-        if minutes:
-            args.append(f"--train_minutes={minutes:g}")
-        else:
-            args += [f"--train_steps={steps}", "--train_minutes=0"]
-        returncode, tail = run_tool("trainer", args, prefix, self.echo)
-        if returncode:
-            raise RowFailed(failure_reason("t2t-lite-trainer", returncode, tail))
+        self.echo(f"{prefix} $ t2t-lite-trainer {shlex.join(trainer_flags(options))}",
+                  flush=True)
+        try:
+            isolated.call(train, options, prefix, self.echo)
+        except isolated.Failed as failure:
+            raise RowFailed(failure.reason("t2t-lite-trainer")) from None
 
     def evaluate(self, row, plan):
-        """The last checkpoint's dev perplexity (in process) and dev BLEU (t2t-lite-decoder,
-        beam 4, alpha 0.6, no averaging)."""
+        """The last checkpoint's dev perplexity (a child process) and dev BLEU
+        (t2t-lite-decoder, beam 4, alpha 0.6, no averaging)."""
         from t2t_lite.metrics.report import score_files
         from t2t_lite.model_dir import checkpoint_reader
 
@@ -124,23 +99,18 @@ class RowRunner:
         return checkpoint, dev, scores, report, perplexity_seconds, decode_seconds
 
     def perplexity(self, row, model_dir, checkpoint):
-        """dev_loss_metrics in a subprocess of its own, so that the model (and on a GPU, its
+        """dev_perplexity in a child process of its own, so that the model (and on a GPU, its
         memory) is gone before the next row trains."""
-        path = self.table.row_path(row, "dev_perplexity.json")
-        if os.path.isfile(path):
-            os.remove(path)
-        request = {"problem": self.options.problem,
-                   "problem_params": list(self.options.problem_params),
-                   "problem_modules": list(self.options.problem_modules),
-                   "data_dir": os.path.abspath(self.options.data_dir), "model_dir": model_dir,
-                   "checkpoint": checkpoint, "output": path}
         self.echo(f"[{row}] dev perplexity of {checkpoint} over the whole dev split", flush=True)
-        returncode, tail = run_streamed([sys.executable, "-c", PERPLEXITY_WORKER,
-                                         json.dumps(request)], f"[{row}]", self.echo)
-        metrics = read_json(path)
-        if returncode or not isinstance(metrics, dict) or "loss" not in metrics:
-            raise RowFailed(failure_reason("dev perplexity", returncode or 1, tail))
-        return metrics
+        request = DevPerplexity(
+            problem=self.options.problem, problem_params=list(self.options.problem_params),
+            problem_modules=list(self.options.problem_modules),
+            data_dir=os.path.abspath(self.options.data_dir), model_dir=model_dir,
+            checkpoint=checkpoint)
+        try:
+            return isolated.call(dev_perplexity, request, f"[{row}]", self.echo)
+        except isolated.Failed as failure:
+            raise RowFailed(failure.reason("dev perplexity")) from None
 
     def run(self, row, plan, steps, minutes):
         self.train(row, plan, steps, minutes)
@@ -184,26 +154,40 @@ def trained_seconds(checkpoint):
         return float("nan")
 
 
-PERPLEXITY_WORKER = ("import sys; from t2t_lite.table3 import row_runner; "
-                     "row_runner.perplexity_worker(sys.argv[1])")
+def trainer_flags(options):
+    """The t2t-lite-trainer flags that train as `options` say (the command a user can repeat)."""
+    flags = [f"--problem={options.problem}",
+             *[f"--problem_param={p}" for p in options.problem_params],
+             *[f"--problem_module={m}" for m in options.problem_modules],
+             f"--data_dir={options.data_dir}", f"--model_dir={options.model_dir}",
+             f"--hparams_set={options.hparams_set}",
+             *[f"--gin_param={g}" for g in options.gin_params],
+             f"--bleu_sentences={options.bleu_sentences}"]
+    if options.train_steps is not None:
+        flags.append(f"--train_steps={options.train_steps}")
+    return flags + [f"--train_minutes={options.train_minutes:g}"]
 
 
-def perplexity_worker(request):
-    """The dev-perplexity subprocess: a JSON request in, dev_loss_metrics written to its
-    "output" file; a UserError becomes one `error:` line and exit status 1."""
-    try:
-        request = json.loads(request)
-        for module in request["problem_modules"]:
-            registry.import_problem_module(module)
-        problem = problems.build(request["problem"], request["problem_params"])
-        metrics = dev_loss_metrics(problem, request["data_dir"], request["model_dir"],
-                                   request["checkpoint"])
-    except UserError as error:
-        print(f"error: {error}", file=sys.stderr, flush=True)
-        sys.exit(1)
-    atomic.write_json(request["output"], {k: float(v) for k, v in metrics.items()}, indent=1)
+@dataclasses.dataclass
+class DevPerplexity:
+    """What dev_perplexity measures: a checkpoint of a model_dir on its problem's dev split."""
+    problem: str
+    problem_params: Sequence[str]
+    problem_modules: Sequence[str]
+    data_dir: str
+    model_dir: str
+    checkpoint: str
+
+
+def dev_perplexity(request):
+    """dev_loss_metrics of `request` (a DevPerplexity) as floats, the line a user reads printed."""
+    for module in request.problem_modules:
+        registry.import_problem_module(module)
+    problem = problems.build(request.problem, request.problem_params)
+    metrics = dev_loss_metrics(problem, request.data_dir, request.model_dir, request.checkpoint)
     print(f"dev perplexity {metrics['perplexity']:.4f} (loss {metrics['loss']:.4f}, token "
           f"accuracy {metrics['token_accuracy']:.4f})", flush=True)
+    return {k: float(v) for k, v in metrics.items()}
 
 
 def dev_loss_metrics(problem, data_dir, model_dir, checkpoint):
