@@ -41,11 +41,10 @@ import tempfile
 
 import numpy as np
 
-from t2t_lite.data.tokenizers import RESERVED_TOKENS
 from t2t_lite.errors import UserError
-from t2t_lite.inference.ctranslate2_engine import METADATA_FILE, import_ctranslate2
-
-PAD_TOKEN, EOS_TOKEN, UNK_TOKEN = RESERVED_TOKENS
+from t2t_lite.ids import EOS_TOKEN, PAD_TOKEN, UNK_TOKEN
+from t2t_lite.inference.ctranslate2_engine import import_ctranslate2
+from t2t_lite.inference.saved_model import METADATA_NAME
 
 
 def _specs():
@@ -207,7 +206,7 @@ def convert(model, tokens, output_dir, vocab_path=None, quantization=None, metad
     tmp_dir = tempfile.mkdtemp(prefix=".incomplete-", dir=parent)
     try:
         spec.save(tmp_dir)
-        with open(os.path.join(tmp_dir, METADATA_FILE), "w", encoding="utf-8") as f:
+        with open(os.path.join(tmp_dir, METADATA_NAME), "w", encoding="utf-8") as f:
             json.dump(metadata, f, indent=2, sort_keys=True)
             f.write("\n")
         if os.path.isdir(output_dir):

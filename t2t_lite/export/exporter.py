@@ -28,8 +28,9 @@ def save(module, export_dir):
     tmp_dir = tempfile.mkdtemp(prefix=".incomplete-", dir=export_dir)
     try:
         tf.saved_model.save(module, tmp_dir, signatures=module.signatures())
-        os.makedirs(os.path.join(tmp_dir, "assets.extra"), exist_ok=True)
-        with open(os.path.join(tmp_dir, METADATA_FILE), "w", encoding="utf-8") as f:
+        metadata_path = os.path.join(tmp_dir, METADATA_FILE)
+        os.makedirs(os.path.dirname(metadata_path), exist_ok=True)
+        with open(metadata_path, "w", encoding="utf-8") as f:
             f.write(module.metadata_json + "\n")
         # Another exporter may have taken the number meanwhile: take the next free one.
         while True:

@@ -19,23 +19,21 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite import cpu
-from t2t_lite.data.tokenizers import RESERVED_TOKENS, load_tokenizer, vocabulary_tokens
+from t2t_lite.data.tokenizers import load_tokenizer, vocabulary_tokens
 from t2t_lite.decoding.beam_search import length_penalty
 from t2t_lite.decoding.translate import clamp_to_limit
 from t2t_lite.errors import UserError
-from t2t_lite.ids import EOS_ID, PAD_ID, UNK_ID
+from t2t_lite.ids import EOS_ID, EOS_TOKEN, PAD_ID, UNK_ID
+from t2t_lite.inference.saved_model import METADATA_NAME
 from t2t_lite.inference.translator import ids_with_eos
 from t2t_lite.model_dir import check
 
-# Beside model.bin: the settings and provenance t2t_lite adds (CTranslate2 ignores the file).
-METADATA_FILE = "t2t_lite.json"
-
 
 def read_settings(folder):
-    path = os.path.join(folder, METADATA_FILE)
+    path = os.path.join(folder, METADATA_NAME)  # beside model.bin; CTranslate2 ignores it
     if not (os.path.isfile(path) and os.path.isfile(os.path.join(folder, "model.bin"))):
         raise UserError(f"{folder} is not a CTranslate2 folder written by t2t-lite-exporter "
-                        "--format=ctranslate2 (model.bin and t2t_lite.json missing)")
+                        f"--format=ctranslate2 (model.bin and {METADATA_NAME} missing)")
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
@@ -72,13 +70,13 @@ class CTranslate2Translator:
             self.settings["beam_size"] = int(beam_size)  # a search setting in CTranslate2
         # The folder is data someone may have sent: its settings are held to a model_dir's
         # bounds before CTranslate2 loads it.
-        check.check_settings(self.settings, os.path.join(folder, METADATA_FILE))
+        check.check_settings(self.settings, os.path.join(folder, METADATA_NAME))
         self.settings["engine"] = f"ctranslate2 ({compute_type})"
         vocab_file = self.settings.get("vocab_file")
         # A file name, never a path: a folder someone sends must not read files outside it.
         if (not isinstance(vocab_file, str) or os.path.basename(vocab_file) != vocab_file
                 or not os.path.isfile(os.path.join(folder, vocab_file))):
-            raise UserError(f"{folder} holds no vocabulary file named by t2t_lite.json's "
+            raise UserError(f"{folder} holds no vocabulary file named by {METADATA_NAME}'s "
                             f"vocab_file ({vocab_file!r}, a file name in the folder)")
         self.tokenizer = load_tokenizer(os.path.join(folder, vocab_file))
         self.tokens = vocabulary_tokens(os.path.join(folder, vocab_file))
@@ -177,7 +175,6 @@ def translate_tokens(translator, sources, beam_size=4, alpha=0.6, extra_length=5
             source = list(source)[:max_length - 1]
             by_length.setdefault(len(source), []).append((index, source))
     ct2_alpha = float(alpha) if beam_size > 1 else 0.0
-    eos_token = RESERVED_TOKENS[EOS_ID]
     for length, items in sorted(by_length.items()):
         outputs = translator.translate_batch(
             [source for _, source in items], beam_size=int(beam_size),
@@ -191,7 +188,7 @@ def translate_tokens(translator, sources, beam_size=4, alpha=0.6, extra_length=5
             hypotheses = []
             for tokens, score in zip(output.hypotheses, output.scores):
                 log_prob = score * len(tokens) ** ct2_alpha
-                if tokens and tokens[-1] == eos_token:
+                if tokens and tokens[-1] == EOS_TOKEN:
                     tokens = tokens[:-1]
                 hypotheses.append((tokens, log_prob / next(penalties)))
             hypotheses.sort(key=lambda h: -h[1])

@@ -77,12 +77,12 @@ def model_identity(model_dir=None, checkpoint_path=None, export_dir=None, engine
         path = checkpoint_reader.resolve_checkpoint(model_dir, checkpoint_path) + ".index"
         settings = [os.path.join(model_dir, files.CONFIGS)]
     elif engine == "ctranslate2":
-        from t2t_lite.inference import ctranslate2_engine
+        from t2t_lite.inference import ctranslate2_engine, saved_model
 
         ctranslate2_engine.read_settings(export_dir)  # not a CTranslate2 folder: said as such
         path = os.path.join(export_dir, "model.bin")
         settings = [os.path.join(export_dir, name)
-                    for name in (ctranslate2_engine.METADATA_FILE, "config.json")]
+                    for name in (saved_model.METADATA_NAME, "config.json")]
     else:
         from t2t_lite.inference import saved_model
 

@@ -27,8 +27,10 @@ def latest_version_dir(export_dir):
     return os.path.join(export_dir, str(existing[-1]))
 
 
-# Beside the SavedModel, written by the exporter (TF Serving ignores assets.extra).
-METADATA_FILE = os.path.join("assets.extra", "t2t_lite.json")
+# The settings file the exporter writes beside every export, whatever its format: a CTranslate2
+# folder holds it at its top, a SavedModel under assets.extra (TF Serving ignores that folder).
+METADATA_NAME = "t2t_lite.json"
+METADATA_FILE = os.path.join("assets.extra", METADATA_NAME)
 
 
 def _read_metadata(version_dir):

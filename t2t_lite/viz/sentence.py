@@ -10,9 +10,9 @@ import tensorflow as tf
 from t2t_lite.decoding.translate import translate
 from t2t_lite.errors import UserError
 from t2t_lite.inference import translator
-from t2t_lite.ids import EOS_ID, PAD_ID
+from t2t_lite.ids import EOS_ID, EOS_TOKEN, PAD_ID, PAD_TOKEN
 
-SPECIAL_TOKENS = {PAD_ID: "<pad>", EOS_ID: "<EOS>"}
+SPECIAL_TOKENS = {PAD_ID: PAD_TOKEN, EOS_ID: EOS_TOKEN}
 
 
 def token_strings(tokenizer, ids):

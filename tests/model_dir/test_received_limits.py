@@ -303,7 +303,7 @@ def test_ctranslate2_settings_are_checked_before_it_loads(ct2_folder, tmp_path, 
 
     copy = tmp_path / "ct2"
     shutil.copytree(ct2_folder, copy)
-    path = copy / ctranslate2_engine.METADATA_FILE
+    path = copy / saved_model.METADATA_NAME
     data = json.loads(path.read_text())
     data.update(values)
     path.write_text(json.dumps(data))

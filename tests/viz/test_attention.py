@@ -8,8 +8,8 @@ from matplotlib import image as mpimg
 from t2t_lite.errors import UserError
 from t2t_lite.viz import attention
 
-SOURCE = ["▁The", "▁cat", "▁$5", "<EOS>"]
-TARGET = ["▁Die", "▁Katze", "<EOS>"]
+SOURCE = ["▁The", "▁cat", "▁$5", "</s>"]
+TARGET = ["▁Die", "▁Katze", "</s>"]
 
 
 def softmax_weights(shape, seed=0, causal=False):
@@ -44,7 +44,7 @@ def test_figure_has_token_labels_titles_and_colour_bar():
     heatmaps = [ax for ax in figure.axes if ax.images]
     assert len(heatmaps) == 3
     first = heatmaps[0]
-    assert [t.get_text() for t in first.get_xticklabels()] == ["▁The", "▁cat", r"▁\$5", "<EOS>"]
+    assert [t.get_text() for t in first.get_xticklabels()] == ["▁The", "▁cat", r"▁\$5", "</s>"]
     assert [t.get_text() for t in first.get_yticklabels()] == TARGET
     assert first.get_title() == "head 1"
     assert first.get_ylabel() == "query (target)"

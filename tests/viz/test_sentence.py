@@ -25,8 +25,8 @@ def model_and_tokenizer(tmp_path_factory):
 def test_forced_target_gives_weights_shaped_like_the_tokens(model_and_tokenizer):
     model, tokenizer = model_and_tokenizer
     result = sentence.sentence_attention(model, tokenizer, "the cat sat", target="die Katze")
-    assert result["source_tokens"] == ["the", "cat", "sat", "<EOS>"]
-    assert result["target_tokens"] == ["die", "Katze", "<EOS>"]
+    assert result["source_tokens"] == ["the", "cat", "sat", "</s>"]
+    assert result["target_tokens"] == ["die", "Katze", "</s>"]
     assert result["translation"] == "die Katze"
     weights = result["weights"]
     layers, heads = model.config.num_layers, model.config.num_heads
@@ -45,7 +45,7 @@ def test_without_target_the_model_translates_and_ends_with_eos(model_and_tokeniz
     model, tokenizer = model_and_tokenizer
     result = sentence.sentence_attention(model, tokenizer, "the cat", beam_size=2, extra_length=3)
     targets = result["target_tokens"]
-    assert targets[-1] == "<EOS>" and "<EOS>" not in targets[:-1]
+    assert targets[-1] == "</s>" and "</s>" not in targets[:-1]
     assert 1 <= len(targets) <= 2 + 1 + 3  # source (with EOS) + extra_length
     assert result["weights"]["encoder_decoder"][0].shape[1:] == (len(targets), 3)
 
