@@ -1,7 +1,8 @@
 """The main job end to end: datagen -> train -> average -> export -> decode test -> BLEU.
 
-Each stage runs the real command-line tool (printed before it runs, so every step can be
-repeated by hand) and leaves its output under one run folder:
+Each stage prints the command-line tool that does the same (so every step can be repeated by
+hand); datagen and training are library calls in this process, the later stages run their
+tools. Everything goes under one run folder:
 
     RUN/data/            vocabulary, TFRecord shards, dev/test text
     RUN/model/           checkpoints, config, vocabulary (t2t-lite-trainer)
@@ -16,11 +17,10 @@ the checkpoint they came from changed.
 """
 import json
 import os
-import subprocess
 import sys
 import time
 
-from t2t_lite import atomic, stderr_filter
+from t2t_lite import atomic, isolated
 from t2t_lite.errors import UserError
 
 STATE = "state.json"
@@ -45,52 +45,60 @@ class Run:
 
     def tool(self, name, *args, merge_stderr=False):
         """Runs `python -m t2t_lite.bin.<name> args`; a failure ends the demo with its message.
+        Returns the seconds it took.
 
-        merge_stderr: the tool's stderr joins the streamed and returned output (for tools that
-        report on stderr), instead of going straight to the demo's stderr."""
-        command = [sys.executable, "-m", f"t2t_lite.bin.{name}", *args]
-        self.echo("$ t2t-lite-" + name.replace("_", "-") + " " + " ".join(args), flush=True)
+        merge_stderr: the tool's stderr joins the streamed output (for tools that report on
+        stderr), instead of going straight to the demo's stderr."""
+        self.echo(command_line(name, args), flush=True)
         start = time.monotonic()
-        lines = []
-        # Stream the tool's output as it comes (training takes minutes) and keep it for parsing.
-        stderr = subprocess.STDOUT if merge_stderr else None
-        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True,
-                              bufsize=1) as process:
-            for line in process.stdout:
-                # The tool's own stderr filter is off (the demo set TF_CPP_MIN_LOG_LEVEL for it
-                # and filters its own stderr instead), so merged lines are filtered here.
-                if merge_stderr and stderr_filter.is_noise(line.encode("utf-8")):
-                    continue
-                lines.append(line)
-                self.echo(line.rstrip("\n"), flush=True)
-        if process.returncode:
-            raise UserError(f"t2t-lite-{name.replace('_', '-')} failed (exit {process.returncode});"
+        returncode, _ = isolated.stream([sys.executable, "-m", f"t2t_lite.bin.{name}", *args],
+                                        "", self.echo, merge_stderr=merge_stderr)
+        if returncode:
+            raise UserError(f"t2t-lite-{name.replace('_', '-')} failed (exit {returncode});"
                             " see its messages above. Re-running resumes from here.")
-        return "".join(lines), time.monotonic() - start
+        return time.monotonic() - start
+
+
+def command_line(name, args):
+    """The tool's command a user can repeat, as the demo prints it before the stage."""
+    return "$ t2t-lite-" + name.replace("_", "-") + " " + " ".join(args)
 
 
 def run_demo(run_dir, problem="translate_ende_gettext", hparams_set="small_cpu",
              train_minutes=20.0, train_steps=None, average_last=None, test_sentences=0,
              gin_params=(), problem_params=(), samples=5, echo=print):
     """Runs every stage; returns the results dict also written to RUN/results.json."""
+    from t2t_lite import problems
+    from t2t_lite.data import datagen
+    from t2t_lite.training.trainer import TrainOptions, train
+
     run = Run(run_dir, echo)
     data_dir, model_dir, export_dir = run.path("data"), run.path("model"), run.path("export")
     common = [f"--problem={problem}", *[f"--problem_param={p}" for p in problem_params]]
     echo(f"run folder: {run.dir}", flush=True)
     timings = run.state.setdefault("seconds", {})
 
-    _, timings["datagen"] = run.tool("datagen", *common, f"--data_dir={data_dir}")
+    echo(command_line("datagen", [*common, f"--data_dir={data_dir}"]), flush=True)
+    start = time.monotonic()
+    echo(datagen.run(problems.build(problem, problem_params), data_dir), flush=True)
+    timings["datagen"] = time.monotonic() - start
 
     train_args = [*common, f"--data_dir={data_dir}", f"--model_dir={model_dir}",
                   f"--hparams_set={hparams_set}", *[f"--gin_param={g}" for g in gin_params],
                   "--bleu_sentences=0", "--print_params"]
-    if train_minutes:
-        train_args.append(f"--train_minutes={train_minutes}")
-    if train_steps:
-        train_args.append(f"--train_steps={train_steps}")
-    out, seconds = run.tool("trainer", *train_args)
-    timings["train"] = timings.get("train", 0.0) + seconds
-    run.state["train_summary"] = [l for l in out.splitlines() if l.startswith("stopped at")][-1:]
+    # Unset budgets are the set's, as when the flags are left out.
+    train_args += ([f"--train_minutes={train_minutes}"] if train_minutes else []) + (
+        [f"--train_steps={train_steps}"] if train_steps else [])
+    echo(command_line("trainer", train_args), flush=True)
+    start = time.monotonic()
+    trained = train(TrainOptions(
+        problem=problem, problem_params=list(problem_params), data_dir=data_dir,
+        model_dir=model_dir, hparams_set=hparams_set, gin_params=list(gin_params),
+        bleu_sentences=0, print_params=True, train_minutes=train_minutes or None,
+        train_steps=train_steps or None))
+    timings["train"] = timings.get("train", 0.0) + time.monotonic() - start
+    run.state["train_summary"] = {"step": trained.step, "stopped_because": trained.stopped_because,
+                                  "last_checkpoint": trained.last_checkpoint}
 
     # Without --average_last, the tool averages the set's own TrainConfig.average_last.
     run.tool("avg_checkpoints", f"--model_dir={model_dir}",
@@ -101,9 +109,9 @@ def run_demo(run_dir, problem="translate_ende_gettext", hparams_set="small_cpu",
     checkpoint = resolve_checkpoint(model_dir)  # the average just written
 
     if run.state.get("exported_from") != checkpoint or not _export_exists(run.state, export_dir):
-        out, timings["export"] = run.tool("exporter", f"--model_dir={model_dir}",
-                                          f"--export_dir={export_dir}",
-                                          f"--checkpoint_path={checkpoint}")
+        timings["export"] = run.tool("exporter", f"--model_dir={model_dir}",
+                                     f"--export_dir={export_dir}",
+                                     f"--checkpoint_path={checkpoint}")
         run.state["export_path"] = saved_model.latest_version_dir(export_dir)
         run.state["exported_from"] = checkpoint
         run.state.pop("translated_with", None)
@@ -114,10 +122,10 @@ def run_demo(run_dir, problem="translate_ende_gettext", hparams_set="small_cpu",
     if run.state.get("translated_with") != run.state["export_path"] or not os.path.isfile(
             translation):
         summary = run.path(DECODE_SUMMARY)
-        _, seconds = run.tool("decoder", f"--export_dir={run.state['export_path']}",
-                              f"--decode_from_file={source}", f"--decode_to_file={translation}",
-                              f"--summary_file={summary}", "--start_over", merge_stderr=True)
-        timings["decode"] = seconds
+        timings["decode"] = run.tool(
+            "decoder", f"--export_dir={run.state['export_path']}", f"--decode_from_file={source}",
+            f"--decode_to_file={translation}", f"--summary_file={summary}", "--start_over",
+            merge_stderr=True)
         with open(summary, encoding="utf-8") as f:
             run.state["decoder_rate"] = json.load(f)["lines_per_second"]
         run.state["translated_with"] = run.state["export_path"]

@@ -14,8 +14,10 @@ Registering your own problem, with no change to t2t_lite:
     t2t-lite-datagen --problem_module=mypkg.myproblems --problem=translate_my_pairs --data_dir=D
     # or --problem_module=/path/to/myproblems.py
 
-The built-in problems register themselves when `t2t_lite.problems` is imported; `problem()` and
-`list_problems()` import it on first use, so callers never depend on import order.
+The lookups below see the problems registered so far: the built-ins register when
+`t2t_lite.problems` is imported, so a caller that looks problems up by name imports that package
+(its `build` makes a problem from --problem and --problem_param), and a user's module registers
+its own through `import_problem_module`.
 """
 import importlib
 import inspect
@@ -27,7 +29,6 @@ import sys
 from t2t_lite.errors import UserError
 
 _PROBLEMS = {}
-_BUILTINS_LOADED = False
 
 
 def default_name(cls):
@@ -57,22 +58,13 @@ def _qualname(obj):
     return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
 
 
-def _load_builtins():
-    global _BUILTINS_LOADED
-    if not _BUILTINS_LOADED:
-        _BUILTINS_LOADED = True
-        importlib.import_module("t2t_lite.problems")
-
-
 def list_problems():
     """Sorted names of all registered problems (built-in and user-imported)."""
-    _load_builtins()
     return sorted(_PROBLEMS)
 
 
 def problem_class(name):
     """The Problem class registered under `name` (UserError naming the known ones if none)."""
-    _load_builtins()
     cls = _PROBLEMS.get(name)
     if cls is None:
         known = ", ".join(sorted(_PROBLEMS)) or "(none)"

@@ -1,10 +1,11 @@
 """Registry: built-ins, lookup errors, user problem modules by dotted name and by file path."""
+import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from t2t_lite import registry
+from t2t_lite import problems, registry  # noqa: F401  (problems: the built-ins registered)
 from t2t_lite.errors import UserError
 
 USER_MODULE = textwrap.dedent('''
@@ -26,6 +27,15 @@ def test_builtins_registered():
     for name in ("algorithmic_copy", "algorithmic_reverse"):
         assert name in names
     assert names == sorted(names)
+
+
+def test_the_registry_alone_imports_no_problem():
+    """Registration is the problems package's import, never a hidden one of the registry's."""
+    code = ("import sys; from t2t_lite import registry; "
+            "print(registry.list_problems(), 't2t_lite.problems' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.split() == ["[]", "False"]
 
 
 def test_unknown_problem_lists_known_names():

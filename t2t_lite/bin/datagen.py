@@ -12,7 +12,6 @@ A re-run skips finished splits and shards, so an interrupted run resumes.
 from absl import flags
 
 from t2t_lite import cli
-from t2t_lite.data import datagen
 
 FLAGS = flags.FLAGS
 cli.define_problem_flags("Where the vocabulary and TFRecord shards go.")
@@ -23,9 +22,14 @@ flags.DEFINE_multi_string("gin_param", [], "Gin bindings, e.g. "
 
 
 def main(argv):
-    print(datagen.run(FLAGS.problem, FLAGS.data_dir, FLAGS.tmp_dir,
-                      problem_modules=FLAGS.problem_module, problem_params=FLAGS.problem_param,
-                      gin_files=FLAGS.gin_file, gin_params=FLAGS.gin_param))
+    from t2t_lite import hparams, problems, registry
+    from t2t_lite.data import datagen
+
+    for module in FLAGS.problem_module:
+        registry.import_problem_module(module)
+    hparams.bind(FLAGS.gin_file, FLAGS.gin_param)  # after every problem's configurables exist
+    problem = problems.build(FLAGS.problem, FLAGS.problem_param)
+    print(datagen.run(problem, FLAGS.data_dir, FLAGS.tmp_dir))
 
 
 def run():

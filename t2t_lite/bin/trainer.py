@@ -53,6 +53,7 @@ flags.DEFINE_list("warm_start_accept", [], "Model settings this run may set apar
 
 
 def main(argv):
+    from t2t_lite import problems  # noqa: F401  (the built-ins registered before gin is read)
     from t2t_lite.training.trainer import TrainOptions, train
 
     train(TrainOptions(

@@ -1,16 +1,7 @@
-"""Datagen as one library call: resolve the problem (built-in, user module, params, gin), build
-its vocabulary and shards, and return a human-readable report."""
-from t2t_lite import hparams, registry
+"""Datagen as one library call: a problem's vocabulary and shards, and a human-readable report.
+(Making the problem from flags is above this layer: problems.build.)"""
 
 REPORT_KEYS = ("written", "read")
-
-
-def build_problem(name, problem_modules=(), problem_params=(), gin_files=(), gin_params=()):
-    for module in problem_modules or ():
-        registry.import_problem_module(module)
-    registry.list_problems()  # built-ins first, so gin knows their configurables
-    hparams.bind(gin_files, gin_params)
-    return registry.problem(name, **registry.parse_params(problem_params))
 
 
 def format_report(problem, data_dir, manifests):
@@ -31,7 +22,6 @@ def format_report(problem, data_dir, manifests):
     return "\n".join(lines)
 
 
-def run(problem_name, data_dir, tmp_dir=None, **problem_options):
-    """Generates all data for one problem; returns the report text."""
-    problem = build_problem(problem_name, **problem_options)
+def run(problem, data_dir, tmp_dir=None):
+    """Generates all data for `problem` (a Problem); returns the report text."""
     return format_report(problem, data_dir, problem.generate_data(data_dir, tmp_dir))
