@@ -188,6 +188,100 @@ def _write_position(sequences, tokens, position):
     return tf.where(is_position[None, None, :], tokens[:, :, None], sequences)
 
 
+def _no_hypotheses(batch_size, beam_size, seq_width):
+    return _NBest(tf.zeros([batch_size, beam_size, seq_width], tf.int32),
+                  tf.fill([batch_size, beam_size], NEG_INF),
+                  tf.zeros([batch_size, beam_size], tf.bool))
+
+
+def _initial_state(cache, static, batch_size, beam_size, seq_width, decode_lengths, max_penalty,
+                   tile_static):
+    """The search before its first step: beam 0 of each example alive at the start token."""
+    cache = tile_beams(cache, beam_size)
+    if tile_static:
+        static = tile_beams(static, beam_size)
+    # Only beam 0 starts alive; the others are dead copies until the first expansion fills them.
+    initial_log_probs = tf.concat([[0.0], tf.fill([beam_size - 1], NEG_INF)], axis=0)
+    beams = _Beams(alive_seqs=tf.zeros([batch_size, beam_size, seq_width], tf.int32),
+                   alive_log_probs=tf.tile(initial_log_probs[None, :], [batch_size, 1]),
+                   finished=_no_hypotheses(batch_size, beam_size, seq_width),
+                   decode_lengths=decode_lengths, max_penalty=max_penalty,
+                   rows=tf.range(batch_size))
+    return _SearchState(index=tf.constant(0), beams=beams, cache=cache, static=static,
+                        results=_no_hypotheses(batch_size, beam_size, seq_width))
+
+
+def _next_alive(top_seqs, top_log_probs, top_beams, top_is_eos, beam_size):
+    """The best K candidates that do not end in EOS (there are always at least K): their
+    sequences, log probs, and the beams they extend (for the cache's gather)."""
+    alive_candidates = tf.where(top_is_eos, NEG_INF, top_log_probs)
+    alive_log_probs, alive_picks = tf.math.top_k(alive_candidates, k=beam_size)
+    return (_gather_beams(top_seqs, alive_picks), alive_log_probs,
+            _gather_beams(top_beams, alive_picks))
+
+
+def _merge_finished(finished, top_seqs, top_log_probs, top_is_eos, new_length, alpha,
+                    beam_size):
+    """The n-best with the EOS candidates that a width-K beam would have chosen merged in."""
+    is_real = top_log_probs > _DEAD
+    within_beam = tf.range(2 * beam_size)[None, :] < beam_size
+    newly_finished = top_is_eos & is_real & within_beam
+    new_scores = top_log_probs / length_penalty(new_length, alpha)
+    new_scores = tf.where(newly_finished, new_scores, NEG_INF)
+    # Old entries come first, so on ties (e.g. two NEG_INF) the older hypothesis is kept.
+    merged = tf.nest.map_structure(lambda old, new: tf.concat([old, new], axis=1),
+                                   finished, _NBest(top_seqs, new_scores, newly_finished))
+    finished_scores, finished_picks = tf.math.top_k(merged.scores, k=beam_size)
+    return _NBest(_gather_beams(merged.seqs, finished_picks), finished_scores,
+                  _gather_beams(merged.flags, finished_picks))
+
+
+def _leave(beams, static, results, done, keep, beam_size, tile_static):
+    """Writes the n-best of the `done` examples out and keeps only the others' rows (`keep`) of
+    the per-example state; gathered only at the steps where an example leaves."""
+
+    def leave():
+        leaving = tf.cast(tf.where(done)[:, 0], tf.int32)
+        static_rows = keep if not tile_static else tf.reshape(
+            keep[:, None] * beam_size + tf.range(beam_size)[None, :], [-1])
+        return (tf.nest.map_structure(lambda t: tf.gather(t, keep), beams),
+                tf.nest.map_structure(lambda t: tf.gather(t, static_rows), static),
+                _write_results(results, beams, leaving))
+
+    return tf.cond(tf.reduce_any(done), leave, lambda: (beams, static, results))
+
+
+def _shape_invariants(state):
+    """The loop's shapes: the examples axis may shrink, the cache's time axis may grow."""
+
+    def batch_may_shrink(tensor):
+        dims = tensor.shape.as_list()
+        return tf.TensorShape([None] + dims[1:] if dims else dims)
+
+    def time_may_grow(tensor):
+        # The time axis is the one that starts empty.
+        return tf.TensorShape([None if size == 0 else size
+                               for size in batch_may_shrink(tensor).as_list()])
+
+    return _SearchState(
+        index=tf.TensorShape([]),
+        beams=tf.nest.map_structure(batch_may_shrink, state.beams),
+        cache=tf.nest.map_structure(time_may_grow, state.cache),
+        static=tf.nest.map_structure(batch_may_shrink, state.static),
+        results=tf.nest.map_structure(lambda t: t.shape, state.results))
+
+
+def _outputs(final):
+    """(sequences [B, K, L], scores [B, K]) from the loop's last state."""
+    # Examples still searching at the last position leave now.
+    results = _write_results(final.results, final.beams, tf.range(tf.shape(final.beams.rows)[0]))
+    # Every real hypothesis ends with EOS, so the finished set always holds at least one; the
+    # remaining slots (only possible when a limit allows fewer than K sequences) are marked -inf.
+    sequences = tf.where(results.flags[:, :, None], results.seqs[:, :, 1:], 0)
+    scores = tf.where(results.flags, results.scores, float("-inf"))
+    return sequences, scores
+
+
 def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_size=4, alpha=0.6,
                 max_decode_length=256, decode_lengths=None, eos_id=1, early_stopping=True,
                 tile_static=True):
@@ -226,25 +320,9 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_si
     # Best possible penalty for any future finished hypothesis: the penalty is monotonic in length,
     # so it is largest at the longest allowed length (alpha >= 0) or at the shortest (alpha < 0).
     max_penalty = tf.maximum(length_penalty(decode_lengths, alpha), length_penalty(1, alpha))
-
     seq_width = max_decode_length + 1  # column 0 holds the start token
-    cache = tile_beams(cache, beam_size)
-    if tile_static:
-        static = tile_beams(static, beam_size)
-
-    def no_hypotheses():
-        return _NBest(tf.zeros([batch_size, beam_size, seq_width], tf.int32),
-                      tf.fill([batch_size, beam_size], NEG_INF),
-                      tf.zeros([batch_size, beam_size], tf.bool))
-
-    # Only beam 0 starts alive; the others are dead copies until the first expansion fills them.
-    initial_log_probs = tf.concat([[0.0], tf.fill([beam_size - 1], NEG_INF)], axis=0)
-    beams = _Beams(alive_seqs=tf.zeros([batch_size, beam_size, seq_width], tf.int32),
-                   alive_log_probs=tf.tile(initial_log_probs[None, :], [batch_size, 1]),
-                   finished=no_hypotheses(), decode_lengths=decode_lengths,
-                   max_penalty=max_penalty, rows=tf.range(batch_size))
-    state = _SearchState(index=tf.constant(0), beams=beams, cache=cache, static=static,
-                         results=no_hypotheses())
+    state = _initial_state(cache, static, batch_size, beam_size, seq_width, decode_lengths,
+                           max_penalty, tile_static)
 
     def not_done(state):
         # Done examples have already left: go on while any is left.
@@ -261,70 +339,21 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_si
         top_seqs = _write_position(_gather_beams(beams.alive_seqs, top_beams), top_tokens,
                                    new_length)
         top_is_eos = tf.equal(top_tokens, eos_id)
-        is_real = top_log_probs > _DEAD
-
-        # Alive: the best K candidates that do not end in EOS (there are always at least K).
-        alive_candidates = tf.where(top_is_eos, NEG_INF, top_log_probs)
-        alive_log_probs, alive_picks = tf.math.top_k(alive_candidates, k=beam_size)
-        alive_seqs = _gather_beams(top_seqs, alive_picks)
-        cache_beams = _gather_beams(top_beams, alive_picks)
-
-        # Finished: merge EOS candidates that a width-K beam would have chosen into the n-best.
-        within_beam = tf.range(2 * beam_size)[None, :] < beam_size
-        newly_finished = top_is_eos & is_real & within_beam
-        new_scores = top_log_probs / length_penalty(new_length, alpha)
-        new_scores = tf.where(newly_finished, new_scores, NEG_INF)
-        # Old entries come first, so on ties (e.g. two NEG_INF) the older hypothesis is kept.
-        merged = tf.nest.map_structure(lambda old, new: tf.concat([old, new], axis=1),
-                                       beams.finished, _NBest(top_seqs, new_scores,
-                                                              newly_finished))
-        finished_scores, finished_picks = tf.math.top_k(merged.scores, k=beam_size)
-        finished = _NBest(_gather_beams(merged.seqs, finished_picks), finished_scores,
-                          _gather_beams(merged.flags, finished_picks))
+        alive_seqs, alive_log_probs, cache_beams = _next_alive(
+            top_seqs, top_log_probs, top_beams, top_is_eos, beam_size)
+        finished = _merge_finished(beams.finished, top_seqs, top_log_probs, top_is_eos,
+                                   new_length, alpha, beam_size)
         beams = beams._replace(alive_seqs=alive_seqs, alive_log_probs=alive_log_probs,
                                finished=finished)
-
-        # A done example leaves: its n-best are final and written out, and the beam reorder's
-        # one gather of the cache keeps only the examples still searching. The rest of the
-        # per-example state is gathered only at the steps where one leaves.
+        # A done example leaves: the beam reorder's one gather of the cache keeps only the
+        # examples still searching.
         done = _examples_done(beams, early_stopping)
         keep = tf.cast(tf.where(tf.logical_not(done))[:, 0], tf.int32)
         cache = _gather_flat_beams(cache, cache_beams, beam_size, keep)
-
-        def leave():
-            leaving = tf.cast(tf.where(done)[:, 0], tf.int32)
-            static_rows = keep if not tile_static else tf.reshape(
-                keep[:, None] * beam_size + tf.range(beam_size)[None, :], [-1])
-            return (tf.nest.map_structure(lambda t: tf.gather(t, keep), beams),
-                    tf.nest.map_structure(lambda t: tf.gather(t, static_rows), state.static),
-                    _write_results(state.results, beams, leaving))
-
-        beams, static, results = tf.cond(tf.reduce_any(done), leave,
-                                         lambda: (beams, state.static, state.results))
+        beams, static, results = _leave(beams, state.static, state.results, done, keep,
+                                        beam_size, tile_static)
         return (_SearchState(new_length, beams, cache, static, results),)
 
-    def batch_may_shrink(tensor):
-        dims = tensor.shape.as_list()
-        return tf.TensorShape([None] + dims[1:] if dims else dims)
-
-    def time_may_grow(tensor):
-        # The time axis is the one that starts empty.
-        return tf.TensorShape([None if size == 0 else size
-                               for size in batch_may_shrink(tensor).as_list()])
-
-    shape_invariants = _SearchState(
-        index=tf.TensorShape([]),
-        beams=tf.nest.map_structure(batch_may_shrink, beams),
-        cache=tf.nest.map_structure(time_may_grow, cache),
-        static=tf.nest.map_structure(batch_may_shrink, static),
-        results=tf.nest.map_structure(lambda t: t.shape, state.results))
     final, = tf.while_loop(not_done, step, (state,), maximum_iterations=max_decode_length,
-                           shape_invariants=(shape_invariants,))
-    # Examples still searching at the last position leave now.
-    results = _write_results(final.results, final.beams, tf.range(tf.shape(final.beams.rows)[0]))
-
-    # Every real hypothesis ends with EOS, so the finished set always holds at least one; the
-    # remaining slots (only possible when a limit allows fewer than K sequences) are marked -inf.
-    sequences = tf.where(results.flags[:, :, None], results.seqs[:, :, 1:], 0)
-    scores = tf.where(results.flags, results.scores, float("-inf"))
-    return sequences, scores
+                           shape_invariants=(_shape_invariants(state),))
+    return _outputs(final)
