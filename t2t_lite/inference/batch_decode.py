@@ -1,7 +1,8 @@
 """File-level batch decoding: lines in, exactly one output line per input line, in input order.
 
-Works with anything that has the TranslationModule interface (`tokenize`, `translate_ids`,
-`describe`): a module built from a checkpoint or a loaded SavedModel. Every line is tokenized once
+Works with anything that has the TranslationModule interface (`tokenize`, `translate_ids`, and
+its `settings`, or a loaded SavedModel's `describe`): a module built from a checkpoint or a
+loaded SavedModel. Every line is tokenized once
 (`tokenize`); the ids are sorted by length (longest first, so memory trouble shows up at once),
 grouped into batches of about `batch_tokens` source tokens, translated (`translate_ids`), and
 written back in input order. A batch is also held to what its search really holds (see
@@ -146,7 +147,10 @@ def format_hypotheses(hypotheses, print_scores=False):
 
 
 def settings(translator):
-    """The export's fixed settings (beam_size, alpha, extra_length, max_length, ...)."""
+    """The translator's fixed settings (beam_size, alpha, extra_length, max_length, ...): its
+    `settings` dict when it was built in this process, a loaded SavedModel's describe() JSON."""
+    if hasattr(translator, "settings"):
+        return translator.settings
     return json.loads(translator.describe().numpy().decode("utf-8"))
 
 

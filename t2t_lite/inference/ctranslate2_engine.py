@@ -1,6 +1,6 @@
 """CTranslate2 as the file decoder's search engine (`t2t-lite-decoder --engine=ctranslate2`).
 
-`CTranslate2Translator` offers the interface batch_decode.py drives (`describe`, `tokenize`,
+`CTranslate2Translator` offers the interface batch_decode.py drives (`settings`, `tokenize`,
 `translate_ids`), so the decoder's guarantees hold unchanged: every line tokenized once, one line
 out per line in, input order, counts of empty / truncated / invalid lines, problem postprocessing.
 Text becomes ids and back with the model's own in-graph tokenizer (the vocabulary file the folder
@@ -95,10 +95,6 @@ class CTranslate2Translator:
     def compute_type(self):
         """The compute type CTranslate2 runs, `auto` / `default` resolved for this machine."""
         return self.translator.compute_type
-
-    def describe(self):
-        """The settings as batch_decode.settings() reads them (a JSON string tensor)."""
-        return tf.constant(json.dumps(self.settings, sort_keys=True))
 
     def tokenize(self, inputs):
         """strings [B] -> ids [B, W] (at most max_length - 1 tokens, EOS, 0-padded) and the token

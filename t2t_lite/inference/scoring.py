@@ -1,10 +1,11 @@
 """Scoring given translations: log P(target | source) and the beam search's normalised score.
 
-Works with anything that has the TranslationModule's `tokenize`, `score` and `describe` (a module
-built from a checkpoint, or a loaded SavedModel, whose `score` signature this calls), so the
-numbers are the export's own. Pairs are read a chunk at a time, tokenized once to learn their
-lengths, sorted and batched by length within the chunk (each batch's logits held to their share
-of batch_tokens, see batch_decode.logits_budget), scored, and written back in input order:
+Works with anything that has the TranslationModule's `tokenize`, `score` and `settings` (a
+module built from a checkpoint), or a loaded SavedModel (whose `describe` gives the settings and
+whose `score` signature this calls), so the numbers are the export's own. Pairs are read a
+chunk at a time, tokenized once to learn their lengths, sorted and batched by length within the
+chunk (each batch's logits held to their share of batch_tokens, see batch_decode.logits_budget),
+scored, and written back in input order:
 one output line per pair, "log_prob<TAB>score", where score = log_prob / ((5 + length) / 6)^alpha
 with the length counting EOS, as the beam search ranks hypotheses.
 

@@ -109,9 +109,14 @@ class TranslationModule(tf.Module):
                         vocab_size=int(model.vocab_size),
                         extra_length=self.default_extra_length, max_length=self.max_length,
                         max_source_tokens=self.max_length - 1)
-        # A JSON string, not a dict: tf.Module would wrap a dict for tracking. Python attributes
-        # are lost in a SavedModel; the constant returned by describe() survives it.
+        self._settings = _Untracked(metadata)  # untracked: tf.Module would wrap a dict
+        # Python attributes are lost in a SavedModel; the constant describe() returns survives.
         self.metadata_json = json.dumps(metadata, sort_keys=True, indent=2)
+
+    @property
+    def settings(self):
+        """The fixed settings and provenance describe() returns, as a dict (this process's)."""
+        return self._settings.value
 
     @property
     def model(self):
