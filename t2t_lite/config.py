@@ -174,3 +174,9 @@ class DecodeConfig:
     def __post_init__(self):
         if self.beam_size < 1:
             raise ValueError(f"beam_size must be >= 1, got {self.beam_size}")
+
+    def settings(self, beam_size=None, alpha=None, extra_length=None):
+        """{beam_size, alpha, extra_length}: each value given (a flag's), else this config's."""
+        return {"beam_size": int(self.beam_size if beam_size is None else beam_size),
+                "alpha": float(self.alpha if alpha is None else alpha),
+                "extra_length": int(self.extra_length if extra_length is None else extra_length)}

@@ -85,15 +85,12 @@ class CTranslate2Exporter(Exporter):
         import_ctranslate2("--format=ctranslate2")  # a clear error before the (slow) model load
         ctranslate2_export.check_convertible(files.load_configs(model_dir)[0])
         run = loaded.load(model_dir, checkpoint_path)
-        model, decode_config = run.model, run.decode_config
+        model = run.model
         vocab_path = files.vocab_path(model_dir, run.info)
         metadata = run.metadata()
-        metadata.update(
-            beam_size=decode_config.beam_size if beam_size is None else int(beam_size),
-            alpha=decode_config.alpha if alpha is None else float(alpha),
-            extra_length=decode_config.extra_length if extra_length is None else int(extra_length),
-            max_length=int(model.config.max_length),
-            max_source_tokens=int(model.config.max_length) - 1)
+        metadata.update(run.decode_config.settings(beam_size, alpha, extra_length),
+                        max_length=int(model.config.max_length),
+                        max_source_tokens=int(model.config.max_length) - 1)
         metadata["extra_length"] = clamp_to_limit(metadata["extra_length"], metadata["max_length"])
         # The flags' values too: a folder never carries settings its reader would refuse.
         check.check_settings(dict(metadata, vocab_size=int(model.vocab_size)),

@@ -224,10 +224,6 @@ def from_model_dir(model_dir, checkpoint_path=None, beam_size=None, alpha=None,
     from t2t_lite.model_dir import loaded
 
     run = loaded.load(model_dir, checkpoint_path)
-    decode_config = run.decode_config
-    return TranslationModule(
-        run.model, run.tokenizer,
-        beam_size=decode_config.beam_size if beam_size is None else beam_size,
-        alpha=decode_config.alpha if alpha is None else alpha,
-        extra_length=decode_config.extra_length if extra_length is None else extra_length,
-        metadata=run.metadata(), precision=precision)
+    return TranslationModule(run.model, run.tokenizer,
+                             **run.decode_config.settings(beam_size, alpha, extra_length),
+                             metadata=run.metadata(), precision=precision)
