@@ -25,6 +25,9 @@ How each part of t2t_lite maps onto CTranslate2's TransformerSpec:
 | ids 0 = pad (the decoder start symbol), 1 = EOS, 2 = unk; EOS appended to every source | `decoder_start_token="<pad>"`, `eos_token="</s>"`, `unk_token="<unk>"`, `add_source_eos=True` |
 | GNMT length penalty ((5 + len) / 6)^alpha, len counting EOS | no equivalent: CTranslate2 4.x divides by len^alpha; `inference/ctranslate2_engine.translate_tokens` re-ranks its n-best with GNMT's penalty |
 
+Each weight is read from the model under the checkpoint name its layout lists (models/layout.py,
+`layout_weights`), so the conversion takes the very variables the model_dir's checks count.
+
 Refused with a UserError (CTranslate2 has one head size for queries, keys and values): d_k != d_v.
 A checkpoint the model_dir cannot load, and an existing non-empty output folder, are UserErrors too.
 
@@ -34,6 +37,7 @@ length limit keeps no EOS in CTranslate2 (t2t_lite forces EOS there and counts i
 Best translations agree whenever the best hypothesis ends with its own EOS, as for a trained model.
 """
 import dataclasses
+import functools
 import json
 import os
 import shutil
@@ -45,6 +49,7 @@ from t2t_lite.errors import UserError
 from t2t_lite.ids import EOS_TOKEN, PAD_TOKEN, UNK_TOKEN
 from t2t_lite.inference.ctranslate2_engine import import_ctranslate2
 from t2t_lite.inference.saved_model import METADATA_NAME
+from t2t_lite.models import layout_of
 
 
 def _specs():
@@ -78,18 +83,29 @@ def _check_tokens(tokens, vocab_size):
 
 
 # ---- weights ----------------------------------------------------------------------------------
+def layout_weights(model):
+    """{checkpoint name: float32 array} of every weight the model's layout lists (models/layout.py),
+    read from the built model along that name (`encoder_layer_0/self_attention/query_kernel`)."""
+    weights = {}
+    for weight in layout_of(model.config, model.vocab_size).weights:
+        value = _array(functools.reduce(getattr, weight.name.split("/"), model))
+        assert value.shape == tuple(weight.shape), (weight.name, value.shape, weight.shape)
+        weights[weight.name] = value
+    return weights
+
+
 def _array(variable):
     return np.asarray(variable, dtype=np.float32)
 
 
-def _qkv(attention):
+def _qkv(weights, prefix):
     """[(kernel [d, H*k], bias [H*k] or None)] for query, key and value of one attention layer."""
     result = []
     for name in ("query", "key", "value"):
-        kernel = _array(getattr(attention, f"{name}_kernel"))
-        bias = getattr(attention, f"{name}_bias", None)
+        kernel = weights[f"{prefix}/{name}_kernel"]
+        bias = weights.get(f"{prefix}/{name}_bias")  # absent without attention_bias
         result.append((kernel.reshape(kernel.shape[0], -1),
-                       None if bias is None else _array(bias).reshape(-1)))
+                       None if bias is None else bias.reshape(-1)))
     return result
 
 
@@ -105,29 +121,30 @@ def _set_fused(spec, parts):
                 None if parts[0][1] is None else np.concatenate([b for _, b in parts]))
 
 
-def _set_layer_norm(spec, norm):
-    spec.gamma = _array(norm.gamma)
-    spec.beta = _array(norm.beta)
+def _set_layer_norm(spec, weights, prefix):
+    spec.gamma = weights[f"{prefix}/gamma"]
+    spec.beta = weights[f"{prefix}/beta"]
 
 
-def _set_attention(spec, attention, residual, self_attention):
-    query, key, value = _qkv(attention)
+def _set_attention(spec, weights, prefix, self_attention):
+    """One attention sub-layer `prefix` (e.g. decoder_layer_0/cross_attention) and its residual's
+    layer norm."""
+    query, key, value = _qkv(weights, prefix)
     if self_attention:
         _set_fused(spec.linear[0], [query, key, value])
     else:
         _set_linear(spec.linear[0], *query)
         _set_fused(spec.linear[1], [key, value])
-    output = _array(attention.output_kernel)
-    output_bias = getattr(attention, "output_bias", None)
+    output = weights[f"{prefix}/output_kernel"]
     _set_linear(spec.linear[-1], output.reshape(-1, output.shape[-1]),
-                None if output_bias is None else _array(output_bias))
-    _set_layer_norm(spec.layer_norm, residual.norm)
+                weights.get(f"{prefix}/output_bias"))
+    _set_layer_norm(spec.layer_norm, weights, f"{prefix}_residual/norm")
 
 
-def _set_feed_forward(spec, feed_forward, residual):
-    _set_linear(spec.linear_0, _array(feed_forward.inner.kernel), _array(feed_forward.inner.bias))
-    _set_linear(spec.linear_1, _array(feed_forward.outer.kernel), _array(feed_forward.outer.bias))
-    _set_layer_norm(spec.layer_norm, residual.norm)
+def _set_feed_forward(spec, weights, prefix):
+    _set_linear(spec.linear_0, weights[f"{prefix}/inner/_kernel"], weights[f"{prefix}/inner/bias"])
+    _set_linear(spec.linear_1, weights[f"{prefix}/outer/_kernel"], weights[f"{prefix}/outer/bias"])
+    _set_layer_norm(spec.layer_norm, weights, f"{prefix}_residual/norm")
 
 
 def model_spec(model, tokens):
@@ -144,7 +161,9 @@ def model_spec(model, tokens):
     decoder = specs.TransformerDecoderSpec(config.num_layers, config.num_heads, pre_norm=pre_norm,
                                            head_dim=head_dim)
 
-    embeddings = _array(model.embedding.embeddings)
+    weights = layout_weights(model)
+    embeddings = weights["embedding/embeddings"]
+    # Learned positions are a weight, sinusoids a constant of the layout: the table either way.
     positions = np.asarray(model.positions.table, np.float32)
     for stack in (encoder, decoder):
         stack.scale_embeddings = True
@@ -153,19 +172,21 @@ def model_spec(model, tokens):
     decoder.embeddings.weight = embeddings
     decoder.projection.weight = embeddings  # the pre-softmax matrix, no bias
 
-    for spec, layer in zip(encoder.layer, model.encoder_layers):
-        _set_attention(spec.self_attention, layer.self_attention, layer.self_attention_residual,
+    for index, spec in enumerate(encoder.layer):
+        prefix = f"encoder_layer_{index}"
+        _set_attention(spec.self_attention, weights, f"{prefix}/self_attention",
                        self_attention=True)
-        _set_feed_forward(spec.ffn, layer.feed_forward, layer.feed_forward_residual)
-    for spec, layer in zip(decoder.layer, model.decoder_layers):
-        _set_attention(spec.self_attention, layer.self_attention, layer.self_attention_residual,
+        _set_feed_forward(spec.ffn, weights, f"{prefix}/feed_forward")
+    for index, spec in enumerate(decoder.layer):
+        prefix = f"decoder_layer_{index}"
+        _set_attention(spec.self_attention, weights, f"{prefix}/self_attention",
                        self_attention=True)
-        _set_attention(spec.attention, layer.cross_attention,
-                       layer.cross_attention_residual, self_attention=False)
-        _set_feed_forward(spec.ffn, layer.feed_forward, layer.feed_forward_residual)
+        _set_attention(spec.attention, weights, f"{prefix}/cross_attention",
+                       self_attention=False)
+        _set_feed_forward(spec.ffn, weights, f"{prefix}/feed_forward")
     if pre_norm:
-        _set_layer_norm(encoder.layer_norm, model.encoder_final_norm)
-        _set_layer_norm(decoder.layer_norm, model.decoder_final_norm)
+        _set_layer_norm(encoder.layer_norm, weights, "encoder_final_norm")
+        _set_layer_norm(decoder.layer_norm, weights, "decoder_final_norm")
 
     spec = specs.TransformerSpec(encoder, decoder)
     spec.config.unk_token = UNK_TOKEN
