@@ -94,40 +94,6 @@ def operative_config_text() -> str:
     return gin.operative_config_str()
 
 
-def load_bindings_file(path: str) -> Tuple[ModelConfig, TrainConfig, DecodeConfig]:
-    """The configs a file of plain bindings gives (a model_dir from before configs.json).
-
-    Statements that would run or pull in code (`import`, `from`, `include`) are refused: a
-    model_dir someone sends you must stay data. gin's own parser finds them, so no spacing
-    (`import<TAB>module`) slips past, and the text checked is the text bound.
-    """
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    _refuse_code_statements(path, text)
-    gin.clear_config()
-    try:
-        gin.parse_config(text, skip_unknown=True)
-    except (ValueError, KeyError, SyntaxError, IOError) as error:
-        raise UserError(f"bad gin configuration in {path}: {_one_line(error)}") from None
-    return configs()
-
-
-def _refuse_code_statements(path: str, text: str) -> None:
-    """UserError unless every statement of gin `text` is a binding (parsing runs nothing)."""
-    delegate = gin.config.ParserDelegate(skip_unknown=True)
-    try:
-        statements = list(gin.config_parser.ConfigParser(text, delegate))
-    except (ValueError, SyntaxError) as error:
-        raise UserError(f"bad gin configuration in {path}: {_one_line(error)}") from None
-    data_only = (gin.config_parser.BindingStatement, gin.config_parser.BlockDeclaration)
-    for statement in statements:
-        if not isinstance(statement, data_only):
-            where = statement.location
-            raise UserError(f"refusing to read {path}: line {where.line_num} "
-                            f"({where.line_content.strip()[:60]!r}) would run or load code; "
-                            "a model_dir must be data")
-
-
 def _one_line(error: BaseException) -> str:
     text = " ".join(str(error).split())
     return text[:500]

@@ -11,8 +11,7 @@ Layout:
     M/.lock             held by the running trainer (fcntl), so a second trainer refuses
 
 A model_dir is data: someone may send you one. Tools build the configs from configs.json's values;
-they never bind config.gin, whose `import` lines would run code on the reader's machine (a
-model_dir from before configs.json is read only when gin's parser finds bindings alone in it).
+they never bind config.gin, whose `import` lines would run code on the reader's machine.
 run.json names the vocabulary by file name, never a path out of the model_dir.
 """
 import dataclasses
@@ -153,8 +152,7 @@ def write_operative_config(model_dir):
 
 def configs_where(model_dir):
     """How messages name the file a model_dir's configs come from."""
-    path = os.path.join(model_dir, CONFIGS)
-    return path if os.path.isfile(path) else os.path.join(model_dir, CONFIG)
+    return os.path.join(model_dir, CONFIGS)
 
 
 def load_configs(model_dir):
@@ -163,7 +161,7 @@ def load_configs(model_dir):
     Built from configs.json's values, never by executing the model_dir's gin.
     """
     if not os.path.isfile(os.path.join(model_dir, CONFIGS)):
-        return _load_legacy_configs(model_dir)
+        raise UserError(f"{model_dir} has no {CONFIGS}; train into it with t2t-lite-trainer first")
     data = _read_configs_json(model_dir)
     try:
         return tuple(cls(**_typed_values(key, cls, data[key]))
@@ -204,14 +202,6 @@ def _typed_values(key, cls, values):
             except ValueError as error:
                 raise ValueError(f"{key}.{name} {error}") from None
     return typed
-
-
-def _load_legacy_configs(model_dir):
-    """A model_dir from before configs.json: its config.gin, if it is bindings alone."""
-    path = os.path.join(model_dir, CONFIG)
-    if not os.path.isfile(path):
-        raise UserError(f"{model_dir} has no {CONFIGS}; train into it with t2t-lite-trainer first")
-    return hparams.load_bindings_file(path)
 
 
 def vocab_path(model_dir, info=None):

@@ -39,12 +39,13 @@ def test_averager_reads_configs_json_and_never_the_gin(model_dir, tmp_path):
     assert not marker.exists()
 
 
-def test_legacy_model_dir_with_code_in_its_gin_is_refused_in_one_line(model_dir, tmp_path):
+def test_model_dir_without_configs_json_is_refused_in_one_line_its_gin_unread(model_dir,
+                                                                               tmp_path):
     copy, marker = _poisoned_copy(model_dir, tmp_path, keep_configs_json=False)
     out = _run("t2t_lite.bin.avg_checkpoints", f"--model_dir={copy}", pythonpath=tmp_path)
     assert out.returncode == 1 and not marker.exists()
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and "would run or load code" in lines[0], out.stderr
+    assert len(lines) == 1 and "has no configs.json" in lines[0], out.stderr
 
 
 def test_configs_round_trip_as_values(model_dir):
@@ -68,31 +69,3 @@ def test_own_gin_file_comes_in_through_gin_file(tmp_path):
     mine = tmp_path / "mine.gin"
     mine.write_text("ModelConfig.num_layers = 3\n")
     assert hparams.load("tiny", gin_files=[str(mine)])[0].num_layers == 3
-
-
-@pytest.mark.parametrize("statement", ["import\t{module}", "import  {module} as alias",
-                                       "from\t{module} import x", "include\t'{gin}'"])
-def test_legacy_gin_code_is_found_however_it_is_spaced(model_dir, tmp_path, monkeypatch,
-                                                       statement):
-    # gin's tokenizer reads `import<TAB>module` as an import: a prefix check on the line missed it.
-    module = f"evil_{abs(hash(statement))}"  # a fresh name: an imported module is not re-run
-    marker = tmp_path / "code_ran"
-    (tmp_path / f"{module}.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\nx = 1\n")
-    (tmp_path / "included.gin").write_text(f"import {module}\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    copy = tmp_path / "model"
-    shutil.copytree(model_dir, copy)
-    (copy / model_dir_lib.CONFIGS).unlink()
-    config = copy / model_dir_lib.CONFIG
-    line = statement.format(module=module, gin=tmp_path / "included.gin")
-    config.write_text(config.read_text() + line + "\n")
-    with pytest.raises(UserError, match="would run or load code"):
-        model_dir_lib.load_configs(str(copy))
-    assert not marker.exists()
-
-
-def test_legacy_model_dir_of_plain_bindings_still_loads(model_dir, tmp_path):
-    copy = tmp_path / "model"
-    shutil.copytree(model_dir, copy)
-    (copy / model_dir_lib.CONFIGS).unlink()
-    assert model_dir_lib.load_configs(str(copy)) == model_dir_lib.load_configs(model_dir)
