@@ -2,7 +2,12 @@
 
     translator          TranslationModule: tokenizer + Transformer + beam search as tf.functions,
                         the one place where text becomes ids and back (also what a SavedModel holds)
-    batch_decode        files of lines -> translations, one output line per input line, in order
-    parallel_search     each batch split over the CPU cores, one search per core
+    saved_model         finding, checking and loading the SavedModels t2t-lite-exporter writes
     ctranslate2_engine  CTranslate2 as the search engine behind the same interface
+    batch_decode        files of lines -> translations, one output line per input line, in order
+    scoring             given translations -> log P(target | source) and the beam's score, per pair
+    parallel_search     each batch split over the CPU cores, one search per core
+    line_input          the decoder's and the scorer's input lines, from a file, a shard or a pipe
+    streaming           the chunk loop both run: read a chunk, process it, append its lines
+    resume              where finished chunks go: a resumable output file, or a stream
 """
