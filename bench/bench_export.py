@@ -23,7 +23,7 @@ harness.tensorflow_env()
 import tensorflow as tf  # noqa: E402
 
 from t2t_lite.export import exporter  # noqa: E402
-from t2t_lite.inference import batch_decode, translator  # noqa: E402
+from t2t_lite.inference import batch_decode, translation_module  # noqa: E402
 
 
 def random_sentences(count, vocab_size, max_words, seed=0):
@@ -63,7 +63,7 @@ def run(args, root):
             return outputs
         return translate
 
-    module = translator.from_model_dir(model_dir, beam_size=args.beam_size)
+    module = translation_module.from_model_dir(model_dir, beam_size=args.beam_size)
     sorted_batches(module)(texts[:8])  # trace once
     results = {"checkpoint": timed(sorted_batches(module), texts)}
 

@@ -42,7 +42,7 @@ def main():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from t2t_lite.inference.translator import from_model_dir
+    from t2t_lite.inference.translation_module import from_model_dir
     from t2t_lite.metrics.bleu import corpus_scores
     from t2t_lite.model_dir.checkpoint_reader import checkpoint_paths
 

@@ -133,7 +133,7 @@ def measure(args):
     from t2t_lite import cpu, hparams
     from t2t_lite.data import tokenizers
     from t2t_lite.export import exporter
-    from t2t_lite.inference import batch_decode, parallel_search, translator
+    from t2t_lite.inference import batch_decode, parallel_search, translation_module
 
     # t2t-lite-decoder's threads: set before TensorFlow's first op, or in a fresh process.
     searches = parallel_search.resolve(args.decode_parallel_searches)
@@ -179,8 +179,8 @@ def measure(args):
         return run
 
     runs, notes = {}, {}  # contender name -> run() -> tokens (beam steps)
-    module = translator.TranslationModule(model, tokenizer, beam_size=beam, alpha=alpha,
-                                          extra_length=extra)
+    module = translation_module.TranslationModule(model, tokenizer, beam_size=beam, alpha=alpha,
+                                                  extra_length=extra)
     if "checkpoint" in engines:
         runs["t2t_lite checkpoint"] = tf_engine(module)
     if "savedmodel" in engines:
@@ -188,7 +188,7 @@ def measure(args):
         runs["t2t_lite SavedModel"] = tf_engine(tf.saved_model.load(version_dir))
     if "checkpoint_bf16" in engines:
         if harness.bf16_units():
-            bf16_module = translator.TranslationModule(
+            bf16_module = translation_module.TranslationModule(
                 model, tokenizer, beam_size=beam, alpha=alpha, extra_length=extra,
                 precision="bfloat16")
             runs["t2t_lite checkpoint, bfloat16"] = tf_engine(bf16_module)

@@ -36,9 +36,9 @@ def load(model_dir=None, export_dir=None, checkpoint_path=None, engine="tensorfl
         return _ctranslate2(model_dir, export_dir, checkpoint_path, beam_size, compute_type,
                             searches)
     if model_dir:
-        from t2t_lite.inference import translator
+        from t2t_lite.inference import translation_module
 
-        return translator.from_model_dir(model_dir, checkpoint_path, beam_size=beam_size,
+        return translation_module.from_model_dir(model_dir, checkpoint_path, beam_size=beam_size,
                                          alpha=alpha, precision=precision)
     from t2t_lite.inference import batch_decode, saved_model
 

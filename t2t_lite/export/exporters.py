@@ -57,9 +57,9 @@ class SavedModelExporter(Exporter):
     def export(self, model_dir, export_dir, checkpoint_path=None, beam_size=None, alpha=None,
                extra_length=None):
         from t2t_lite.export import exporter
-        from t2t_lite.inference import translator
+        from t2t_lite.inference import translation_module
 
-        module = translator.from_model_dir(model_dir, checkpoint_path, beam_size=beam_size,
+        module = translation_module.from_model_dir(model_dir, checkpoint_path, beam_size=beam_size,
                                            alpha=alpha, extra_length=extra_length,
                                            precision=self.precision)
         return exporter.save(module, export_dir)

@@ -1,6 +1,6 @@
 """Translation at run time: text in, text out.
 
-    translator          TranslationModule: tokenizer + Transformer + beam search as tf.functions,
+    translation_module  TranslationModule: tokenizer + Transformer + beam search as tf.functions,
                         the one place where text becomes ids and back (also what a SavedModel holds)
     saved_model         finding, checking and loading the SavedModels t2t-lite-exporter writes
     ctranslate2_engine  CTranslate2 as the search engine behind the same interface

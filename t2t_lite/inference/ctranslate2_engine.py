@@ -25,7 +25,7 @@ from t2t_lite.decoding.translate import clamp_to_limit
 from t2t_lite.errors import UserError
 from t2t_lite.ids import EOS_ID, EOS_TOKEN, PAD_ID, UNK_ID
 from t2t_lite.inference.saved_model import METADATA_NAME
-from t2t_lite.inference.translator import ids_with_eos
+from t2t_lite.inference.translation_module import ids_with_eos
 from t2t_lite.model_dir import check
 
 

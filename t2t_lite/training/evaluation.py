@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from t2t_lite.data import sentences, trees
 from t2t_lite.errors import UserError
-from t2t_lite.inference import batch_decode, parallel_search, translator
+from t2t_lite.inference import batch_decode, parallel_search, translation_module
 from t2t_lite.metrics import parseval
 from t2t_lite.metrics.bleu import corpus_scores
 from t2t_lite.model_dir import dev_history
@@ -55,9 +55,9 @@ class Evaluator:
         self._statistics = tf.function(self._batch_statistics, reduce_retracing=True,
                                        autograph=False)
         # Dev translations go through the decoder's own text path (tokenize once, sort, batch).
-        self._module = translator.TranslationModule(model, tokenizer, beam_size=self.beam_size,
-                                                    alpha=decode_config.alpha,
-                                                    extra_length=decode_config.extra_length)
+        self._module = translation_module.TranslationModule(
+            model, tokenizer, beam_size=self.beam_size, alpha=decode_config.alpha,
+            extra_length=decode_config.extra_length)
         # The decoder's default: long lines in the problem's source language go by sentence.
         self._splitting = sentences.splitting_for(getattr(problem, "source_language", None))
         self._pairs = None

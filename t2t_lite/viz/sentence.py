@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from t2t_lite.decoding.translate import translate
 from t2t_lite.errors import UserError
-from t2t_lite.inference import translator
+from t2t_lite.inference import translation_module
 from t2t_lite.ids import EOS_ID, EOS_TOKEN, PAD_ID, PAD_TOKEN
 
 SPECIAL_TOKENS = {PAD_ID: PAD_TOKEN, EOS_ID: EOS_TOKEN}
@@ -18,7 +18,7 @@ SPECIAL_TOKENS = {PAD_ID: PAD_TOKEN, EOS_ID: EOS_TOKEN}
 def token_strings(tokenizer, ids):
     """One display string per id: each id decoded on its own, specials named."""
     ids = [int(i) for i in ids]
-    pieces = translator.token_strings(tokenizer, tf.constant([ids or [PAD_ID]], tf.int32))
+    pieces = translation_module.token_strings(tokenizer, tf.constant([ids or [PAD_ID]], tf.int32))
     pieces = pieces.numpy()[0]
     return [SPECIAL_TOKENS.get(i) or piece.decode("utf-8", errors="replace") or f"<{i}>"
             for i, piece in zip(ids, pieces)]
@@ -56,8 +56,8 @@ def sentence_attention(model, tokenizer, source, target=None, beam_size=4, alpha
       t2t_lite.viz.attention takes them), "source_tokens", "target_tokens" (display strings,
       EOS included) and "translation" (the target text).
     """
-    module = translator.TranslationModule(model, tokenizer, beam_size=beam_size, alpha=alpha,
-                                          extra_length=extra_length)
+    module = translation_module.TranslationModule(model, tokenizer, beam_size=beam_size,
+                                                  alpha=alpha, extra_length=extra_length)
     source_ids = _ids_with_eos(module, source, "source")
     if target is None:
         target_ids = translate_ids(model, source_ids, beam_size, alpha, extra_length)

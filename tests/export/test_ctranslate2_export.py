@@ -24,7 +24,7 @@ from t2t_lite.data import vocab  # noqa: E402
 from t2t_lite.decoding.translate import translate  # noqa: E402
 from t2t_lite.errors import UserError  # noqa: E402
 from t2t_lite.export import ctranslate2_export  # noqa: E402
-from t2t_lite.inference import ctranslate2_engine, translator  # noqa: E402
+from t2t_lite.inference import ctranslate2_engine, translation_module  # noqa: E402
 from t2t_lite.models.transformer import Transformer  # noqa: E402
 from t2t_lite.model_dir import files as model_dir_lib  # noqa: E402
 from t2t_lite.training.loss import token_statistics  # noqa: E402
@@ -124,7 +124,7 @@ def test_export_folder_holds_model_vocabulary_and_settings(ct2_dir):
 @pytest.mark.parametrize("beam_size", [1, 4])
 def test_translations_equal_t2t_lite_beam_search(trained_model_dir, ct2_dir, beam_size):
     """Best hypotheses: token ids equal to the decoder's (= SavedModel's) graph, scores close."""
-    module = translator.from_model_dir(trained_model_dir, beam_size=beam_size)
+    module = translation_module.from_model_dir(trained_model_dir, beam_size=beam_size)
     alpha = 0.6 if beam_size > 1 else 0.0
     sources = _sources(10)
     result = module.translate_with_settings(tf.constant([_text(s) for s in sources]),

@@ -228,19 +228,19 @@ def test_saved_model_cli_show(export_version_dir):
 def test_bfloat16_export_equals_its_checkpoint_module(model_dir, tmp_path):
     # The opt-in bfloat16 beam search: exported (with its own copy of the weights), it decodes as
     # the checkpoint's bfloat16 module does; scoring stays float32.
-    from t2t_lite.inference import translator
+    from t2t_lite.inference import translation_module
 
     version_dir = exporters.make_exporter("savedmodel", precision="bfloat16").export(
         model_dir, str(tmp_path / "bf16"))
     loaded_module = tf.saved_model.load(version_dir)
     assert json.loads(loaded_module.describe().numpy())["decode_precision"] == "bfloat16"
-    module = translator.from_model_dir(model_dir, precision="bfloat16")
+    module = translation_module.from_model_dir(model_dir, precision="bfloat16")
     texts = tf.constant(SOURCES[:3])
     expected = module.nbest(texts)
     result = loaded_module.nbest(texts)
     assert result["outputs"].numpy().tolist() == expected["outputs"].numpy().tolist()
     np.testing.assert_allclose(result["scores"].numpy(), expected["scores"].numpy(), atol=1e-4)
-    float32_module = translator.from_model_dir(model_dir)
+    float32_module = translation_module.from_model_dir(model_dir)
     float32_scores = float32_module.score(texts, texts)
     np.testing.assert_allclose(module.score(texts, texts)["log_prob"].numpy(),
                                float32_scores["log_prob"].numpy(), atol=1e-5)

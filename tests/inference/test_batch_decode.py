@@ -106,9 +106,9 @@ class _CountingTranslator:
 
 
 def test_the_decoder_tokenizes_each_line_once(model_dir, hostile_lines):
-    from t2t_lite.inference import translator
+    from t2t_lite.inference import translation_module
 
-    module = translator.from_model_dir(model_dir)
+    module = translation_module.from_model_dir(model_dir)
     translator = _CountingTranslator(module)
     outputs, stats = batch_decode.decode_lines(translator, hostile_lines, alpha=0.6,
                                                extra_length=6, nbest=2, batch_tokens=64)
@@ -123,13 +123,13 @@ def test_the_decoder_tokenizes_each_line_once(model_dir, hostile_lines):
 
 def test_bfloat16_decoding_is_wired_through_the_cli(cli, model_dir, hostile_lines, tmp_path):
     """--decode_precision=bfloat16 gives the bfloat16 module's lines, one per input line."""
-    from t2t_lite.inference import translator
+    from t2t_lite.inference import translation_module
 
     result = cli("decoder", f"--model_dir={model_dir}", "--decode_precision=bfloat16",
                  stdin=b"\n".join(hostile_lines))
     assert result.returncode == 0, result.stderr.decode()[-3000:]
     lines = result.stdout.decode("utf-8").split("\n")[:-1]
-    module = translator.from_model_dir(model_dir, precision="bfloat16")
+    module = translation_module.from_model_dir(model_dir, precision="bfloat16")
     defaults = batch_decode.settings(module)
     assert defaults["decode_precision"] == "bfloat16"
     expected, _ = batch_decode.decode_lines(module, hostile_lines, alpha=defaults["alpha"],
@@ -162,9 +162,9 @@ TWO_SENTENCES = ("The house is small and the dog ran away and we read books ever
 
 def test_a_long_line_is_translated_sentence_by_sentence(model_dir):
     from t2t_lite.data import sentences
-    from t2t_lite.inference import translator
+    from t2t_lite.inference import translation_module
 
-    module = translator.from_model_dir(model_dir)
+    module = translation_module.from_model_dir(model_dir)
     splitting = sentences.SentenceSplitting("en")
     pieces = splitting.split(TWO_SENTENCES)
     assert len(pieces) == 2

@@ -45,9 +45,9 @@ def test_auto_is_one_search_per_core_and_one_on_a_gpu():
 def test_split_batches_give_the_lines_of_one_search(model_dir, hostile_lines):
     """Several batches (small batch_tokens), each split in 3 parts searched at once: the same
     n-best lines and scores as one search per batch, for every hostile line."""
-    from t2t_lite.inference import translator
+    from t2t_lite.inference import translation_module
 
-    module = translator.from_model_dir(model_dir)
+    module = translation_module.from_model_dir(model_dir)
     lines = hostile_lines + MORE_LINES
     settings = dict(alpha=0.6, extra_length=6, nbest=2, print_scores=True, batch_tokens=40)
     one, _ = batch_decode.decode_lines(module, lines, parallel_searches=1, **settings)

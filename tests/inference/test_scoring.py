@@ -8,7 +8,7 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  the SavedModel's tokenizer ops
 
 from t2t_lite.ids import EOS_ID, PAD_ID
-from t2t_lite.inference import scoring, translator
+from t2t_lite.inference import scoring, translation_module
 from t2t_lite.model_dir import loaded
 
 PAIRS = [("the house is small .", "der Hund lief weg"), ("a cat sat on the mat", ""),
@@ -18,7 +18,7 @@ PAIRS = [("the house is small .", "der Hund lief weg"), ("a cat sat on the mat",
 
 def _ids(tokenizer, texts, max_length):
     pieces = tokenizer.encode(tf.constant(texts))
-    return translator.ids_with_eos(pieces, max_length).numpy()
+    return translation_module.ids_with_eos(pieces, max_length).numpy()
 
 
 def _teacher_forced(run, pairs, alpha):
@@ -39,7 +39,7 @@ def _teacher_forced(run, pairs, alpha):
 
 def test_scores_equal_a_teacher_forced_pass(model_dir):
     run = loaded.load(model_dir)
-    module = translator.TranslationModule(run.model, run.tokenizer, alpha=0.8)
+    module = translation_module.TranslationModule(run.model, run.tokenizer, alpha=0.8)
     got = scoring.score_pairs(module, PAIRS, batch_tokens=16)  # several batches
     np.testing.assert_allclose(got, _teacher_forced(run, PAIRS, 0.8), rtol=1e-5, atol=1e-4)
 

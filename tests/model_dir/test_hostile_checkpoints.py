@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.errors import UserError
-from t2t_lite.inference import batch_decode, translator
+from t2t_lite.inference import batch_decode, translation_module
 from t2t_lite.model_dir import averaging, checkpoint_reader, loaded
 
 INPUTS = ["the house is small .", "a cat sat on the mat", "we read books every day ?"]
@@ -108,7 +108,7 @@ def test_decoder_cli_refuses_a_directory_as_output_and_leaves_nothing(cli, model
 
 @pytest.fixture(scope="module")
 def module(model_dir):
-    return translator.from_model_dir(model_dir)
+    return translation_module.from_model_dir(model_dir)
 
 
 def test_huge_extra_length_is_clamped_to_max_length(module):

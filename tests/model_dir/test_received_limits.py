@@ -156,11 +156,11 @@ def test_beam_times_max_length_is_bounded(model_dir, tmp_path):
                                         r"steps per line is more than the sane 1,048,576"):
         loaded.load(edited)
     # The same through --beam_size over a model_dir whose own beam is small.
-    from t2t_lite.inference import translator
+    from t2t_lite.inference import translation_module
 
     edited = _edited(model_dir, tmp_path / "flag", {("configs.json", "model", "max_length"): 65536})
     with pytest.raises(UserError, match=r"^decoding: beam_size 1024 × max_length 65536"):
-        translator.from_model_dir(edited, beam_size=1024)
+        translation_module.from_model_dir(edited, beam_size=1024)
 
 
 # ---- alpha -------------------------------------------------------------------------------------
