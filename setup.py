@@ -61,9 +61,12 @@ setup(
         # ctranslate2: the exporter's --format=ctranslate2 (and its tests, hence in "test").
         # pytest-xdist: the quick tier runs on both cores (`-n 2`).
         # import-linter: the layering contract (.importlinter), run from the tests.
+        # tensorflow-serving-api: the gRPC client of docs/decoding.md (and its test).
         "test": ["pytest==9.2.0", "pytest-xdist==3.8.0", "matplotlib==3.11.2",
-                 "ctranslate2==4.8.5", "import-linter==2.17"],
+                 "ctranslate2==4.8.5", "import-linter==2.17", "tensorflow-serving-api==2.21.0"],
         "ctranslate2": ["ctranslate2==4.8.5"],
+        # The client's release is the tensorflow pin's: it requires tensorflow>=2.21.0,<3.
+        "serving": ["tensorflow-serving-api==2.21.0"],
         "viz": ["matplotlib==3.11.2"],
     },
     entry_points={"console_scripts": CONSOLE_SCRIPTS},

@@ -1,7 +1,7 @@
 """Writes TF Serving REST request/response examples for an export (serving/examples/*.json).
 
     python serving/make_examples.py --export_dir=E [--out_dir=serving/examples] \
-        --sentence="3 4 5 6" --sentence="9 8 7 1 2" --target="6 5 4 3" --target="2 1 7 8 9"
+        --sentence="Directory not found" --target="Ordner nicht gefunden" ...
 
 The responses are computed with tf.saved_model.load on this machine and written in the JSON
 layout TF Serving's REST API returns ("instances" in, "predictions" out; the columnar "inputs"
