@@ -180,11 +180,12 @@ def test_budgeted_trainer_plans_from_its_step_rate_and_replans_when_resumed(tmp_
     import subprocess
     import sys
 
+    from t2t_lite import problems
     from t2t_lite.data import datagen
 
     params = ["max_length=8", "train_samples=5000", "eval_samples=100"]
     data_dir, model_dir = tmp_path / "data", tmp_path / "model"
-    datagen.run("algorithmic_reverse", str(data_dir), problem_params=params)
+    datagen.run(problems.build("algorithmic_reverse", params), str(data_dir))
     command = [sys.executable, "-m", "t2t_lite.bin.trainer", "--problem=algorithmic_reverse",
                f"--data_dir={data_dir}", f"--model_dir={model_dir}", "--hparams_set=tiny",
                "--bleu_sentences=0", "--eval_batches=1", "--log_every=20", "--train_steps=100000",

@@ -3,6 +3,7 @@ written (not "the last good checkpoint (None) was kept"), and nothing is saved."
 import pytest
 import tensorflow as tf
 
+from t2t_lite import problems
 from t2t_lite.data import datagen
 from t2t_lite.errors import UserError
 from t2t_lite.model_dir import loaded
@@ -13,7 +14,7 @@ PARAMS = ["max_length=8", "train_samples=500", "eval_samples=50"]
 
 def test_nan_stop_on_a_fresh_run_says_no_checkpoint_was_written(tmp_path):
     data_dir, model_dir = str(tmp_path / "data"), str(tmp_path / "model")
-    datagen.run("algorithmic_reverse", data_dir, problem_params=PARAMS)
+    datagen.run(problems.build("algorithmic_reverse", PARAMS), data_dir)
     with pytest.raises(UserError) as stopped:
         train(TrainOptions(problem="algorithmic_reverse", problem_params=PARAMS,
                            data_dir=data_dir, model_dir=model_dir, hparams_set="tiny",

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite import registry
+from t2t_lite import problems, registry
 from t2t_lite.data import datagen
 from t2t_lite.decoding.translate import translate
 from t2t_lite.errors import UserError
@@ -48,7 +48,7 @@ def trainer_command(data_dir, model_dir, *extra):
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
     path = tmp_path_factory.mktemp("reverse_data")
-    datagen.run("algorithmic_reverse", str(path), problem_params=PARAMS)
+    datagen.run(problems.build("algorithmic_reverse", PARAMS), str(path))
     return str(path)
 
 

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from t2t_lite import hparams, models, registry
+from t2t_lite import hparams, models, problems, registry
 from t2t_lite.data import datagen
 from t2t_lite.errors import UserError
 from t2t_lite.model_dir import averaging, check, loaded
@@ -39,7 +39,7 @@ def options(data_dir, model_dir, **kwargs):
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
     path = tmp_path_factory.mktemp("copy_data")
-    datagen.run("algorithmic_copy", str(path), problem_params=PARAMS)
+    datagen.run(problems.build("algorithmic_copy", PARAMS), str(path))
     return str(path)
 
 
@@ -144,7 +144,7 @@ def test_a_parent_with_another_vocabulary_is_refused(parent, tmp_path):
     target.write_text("".join(f"satz nummer {i}\n" for i in range(300)), encoding="utf-8")
     params = [f"train={source},{target}", "vocab_size=40"]
     child_data = str(tmp_path / "child_data")
-    datagen.run("translate_text_files", child_data, problem_params=params)
+    datagen.run(problems.build("translate_text_files", params), child_data)
     vocab = registry.problem("translate_text_files",
                              **registry.parse_params(params)).vocab_path(child_data)
     with pytest.raises(UserError) as error:
