@@ -461,14 +461,14 @@ def train_steps(hparams_set, gin_params, precision, vocab_size, element_spec=Non
     import tensorflow as tf
 
     from t2t_lite import hparams
-    from t2t_lite.training.schedule import make_optimizer
+    from t2t_lite.training.schedule import make_schedule, optimizer_with
     from t2t_lite.training.steps import TrainSteps
 
     model_config, train_config, _ = hparams.load(
         hparams_set, [*gin_params, f"TrainConfig.mixed_precision = '{precision}'"])
     keras.mixed_precision.set_global_policy(precision)
     model = random_transformer(model_config, vocab_size)
-    optimizer = make_optimizer(model_config, train_config)
+    optimizer = optimizer_with(make_schedule(model_config, train_config), train_config)
     optimizer.build(model.trainable_variables)
     steps = TrainSteps(tf.distribute.get_strategy(), model, optimizer,
                        train_config.label_smoothing, 1, element_spec=element_spec,

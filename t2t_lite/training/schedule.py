@@ -2,6 +2,7 @@
 import keras
 from keras import ops
 
+from t2t_lite.training.budget import BudgetSchedule
 from t2t_lite.training.fused_adam import FusedAdam
 
 
@@ -52,20 +53,12 @@ def make_schedule(model_config, train_config, budget_variables=None):
                    train_config.learning_rate_scale)
     if budget_variables is None:
         return schedule
-    from t2t_lite.training.budget import BudgetSchedule
-
     return BudgetSchedule(peak_learning_rate(schedule, train_config), *budget_variables,
                           decay_fraction=train_config.budget_decay_fraction)
 
 
 def peak_learning_rate(schedule, train_config):
     return float(schedule(train_config.warmup_steps - 1))
-
-
-def make_optimizer(model_config, train_config, budget_variables=None):
-    """Adam with the set's schedule (make_schedule's arguments); see `optimizer_with`."""
-    return optimizer_with(make_schedule(model_config, train_config, budget_variables),
-                          train_config)
 
 
 def optimizer_with(schedule, train_config):

@@ -8,7 +8,7 @@ import tensorflow as tf
 from t2t_lite import hparams
 from t2t_lite.models.transformer import Transformer
 from t2t_lite.training.loss import batch_statistics, token_statistics
-from t2t_lite.training.schedule import make_optimizer
+from t2t_lite.training.schedule import make_schedule, optimizer_with
 from t2t_lite.training.steps import TrainSteps
 
 VOCAB = 40
@@ -85,7 +85,7 @@ def test_training_step_packed_equals_padded_step():
     results = []
     for packed in (True, False):
         model, model_config, train_config = _model("pre")
-        optimizer = make_optimizer(model_config, train_config)
+        optimizer = optimizer_with(make_schedule(model_config, train_config), train_config)
         steps = TrainSteps(tf.distribute.get_strategy(), model, optimizer, 0.1, 1)
         steps.jit_compile = not packed  # the padded path, without compiling
         stats = [steps.final_step(batch) for _ in range(2)]

@@ -6,7 +6,7 @@ import tensorflow as tf
 from t2t_lite import hparams
 from t2t_lite.models.transformer import Transformer
 from t2t_lite.training.loss import token_statistics
-from t2t_lite.training.schedule import make_optimizer
+from t2t_lite.training.schedule import make_schedule, optimizer_with
 from t2t_lite.training.steps import TrainSteps
 
 
@@ -27,8 +27,8 @@ def test_reported_grad_norm_is_the_global_norm_of_the_mean_token_gradient():
         [tf.convert_to_tensor(g) for g in tape.gradient(loss, model.trainable_variables)])
 
     model, model_config, train_config = _model()
-    steps = TrainSteps(tf.distribute.get_strategy(), model, make_optimizer(model_config,
-                                                                           train_config), 0.1, 1)
+    optimizer = optimizer_with(make_schedule(model_config, train_config), train_config)
+    steps = TrainSteps(tf.distribute.get_strategy(), model, optimizer, 0.1, 1)
     reported = steps.final_step(batch)["grad_norm"]
     np.testing.assert_allclose(float(reported), float(expected), rtol=1e-5)
     assert float(expected) > 0

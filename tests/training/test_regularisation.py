@@ -102,11 +102,12 @@ def test_a_model_built_without_dropout_cannot_get_it():
 
 def _budgeted_tiny_run(tmp_path, problem, params, gin_params):
     """30 steps of `tiny` under a budget plan on 512-token batches; returns the model_dir."""
+    from t2t_lite import problems
     from t2t_lite.data import datagen
     from t2t_lite.training.trainer import TrainOptions, train
 
     data_dir, model_dir = str(tmp_path / "data"), str(tmp_path / "model")
-    datagen.run(problem, data_dir, problem_params=params)
+    datagen.run(problems.build(problem, params), data_dir)
     train(TrainOptions(
         problem=problem, problem_params=params, data_dir=data_dir, model_dir=model_dir,
         hparams_set="tiny", train_steps=30, bleu_sentences=0, eval_batches=1, log_every=10,
@@ -178,13 +179,13 @@ def test_a_retraced_step_trains_with_the_new_label_smoothing():
     """What the plan's label smoothing switch does: the step traced again uses the new eps."""
     from t2t_lite import hparams
     from t2t_lite.training.loss import token_statistics
-    from t2t_lite.training.schedule import make_optimizer
+    from t2t_lite.training.schedule import make_schedule, optimizer_with
     from t2t_lite.training.steps import TrainSteps
 
     model_config, train_config, _ = hparams.load("tiny", ["ModelConfig.dropout = 0.0"])
     model = Transformer(model_config, 30)
-    steps = TrainSteps(tf.distribute.get_strategy(), model,
-                       make_optimizer(model_config, train_config), 0.0, 1)
+    optimizer = optimizer_with(make_schedule(model_config, train_config), train_config)
+    steps = TrainSteps(tf.distribute.get_strategy(), model, optimizer, 0.0, 1)
     batch = {"inputs": tf.constant([[5, 6, 7, 1]]), "targets": tf.constant([[9, 10, 1]])}
     plain = steps.final_step(batch)
     np.testing.assert_allclose(float(plain["loss"]), float(plain["nll"]), rtol=1e-6)

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from t2t_lite import hparams
 from t2t_lite.training.loss import token_statistics
-from t2t_lite.training.schedule import PaperSchedule, T2TSchedule, make_optimizer
+from t2t_lite.training.schedule import PaperSchedule, T2TSchedule, make_schedule, optimizer_with
 
 
 @pytest.mark.parametrize("step", [1, 2, 100, 3999, 4000, 4001, 10000, 100000])
@@ -34,7 +34,7 @@ def test_t2t_schedule_formula():
 
 def test_optimizer_is_the_papers_adam():
     model_config, train_config, _ = hparams.load("base")
-    optimizer = make_optimizer(model_config, train_config)
+    optimizer = optimizer_with(make_schedule(model_config, train_config), train_config)
     assert (optimizer.beta_1, optimizer.beta_2, optimizer.epsilon) == (0.9, 0.98, 1e-9)
 
 
