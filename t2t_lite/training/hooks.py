@@ -3,8 +3,14 @@
 Each job beside the optimizer step (the budget plan, the divergence guard, the progress line,
 checkpoints, dev evaluation, TensorBoard summaries) is one hook, so the loop stays short and each
 job can be read, tested and left out on its own. Hooks run in the order the trainer lists them,
-and one may leave a request or a result on the state for those after it: the plan asks for a
-checkpoint, the checkpointer says it saved one, the evaluation reads that.
+and one may leave a request or a result on the state for those after it; each such field of
+`TrainState` names its writer and its readers, which the trainer's order puts after the writer:
+
+    BudgetPlanner -> RegularisationPlan -> DivergenceGuard -> Progress -> Checkpoints
+        -> Evaluation -> Summaries
+
+(the plan asks for a checkpoint and an evaluation, the checkpointer says it saved one, the
+evaluation reads that, the summaries write what progress and evaluation measured).
 """
 import dataclasses
 import time
@@ -20,26 +26,28 @@ class TrainState:
     optimizer: Any
     schedule: Callable  # the optimizer's learning-rate schedule: iteration -> rate
     step: int  # optimizer steps applied so far, this run and the ones it resumes
-    total_steps: int  # the loop stops here; the budget plan moves it
+    total_steps: int  # the loop stops here; BudgetPlanner moves it, RegularisationPlan and
+    # Progress read it
     deadline: Optional[float] = None  # time.monotonic() when --train_minutes runs out
     start: float = dataclasses.field(default_factory=time.monotonic)  # when this run began
     trained_before: float = 0.0  # training seconds of the runs this one resumes
 
-    # This step's, cleared before each step (and before the hooks' `end`).
+    # This step's, cleared before each step (and before the hooks' `end`). Writer -> readers.
     stats: Optional[dict] = None  # summed token statistics: loss, nll, correct, tokens, ...
     step_seconds: float = 0.0
-    checkpoint_due: bool = False  # a hook needs this step's weights saved
-    evaluation_due: bool = False  # a hook asks for a dev evaluation at this step
-    saved: bool = False  # this step's checkpoint was written
-    train_metrics: Optional[dict] = None  # the progress line's values, when one was printed
-    dev_metrics: Optional[dict] = None  # a dev evaluation's metrics
+    checkpoint_due: bool = False  # BudgetPlanner -> Checkpoints: save this step's weights
+    evaluation_due: bool = False  # BudgetPlanner -> Checkpoints, Evaluation: evaluate this step
+    saved: bool = False  # Checkpoints -> Evaluation: this step's checkpoint was written
+    # Progress -> Summaries: the progress line's values, when one was printed.
+    train_metrics: Optional[dict] = None
+    dev_metrics: Optional[dict] = None  # Evaluation -> Summaries: a dev evaluation's metrics
 
     # The run's.
     evaluation_seconds: list = dataclasses.field(default_factory=list)  # each dev evaluation's
     last_checkpoint: Optional[str] = None
-    # The first step of the budget plan's averaging window, when a plan has one: from there on
-    # only the window's own checkpoints are written, so that no other save crowds it out of
-    # "the last N".
+    # BudgetPlanner -> Checkpoints: the first step of the plan's averaging window, when a plan
+    # has one: from there on only the window's own checkpoints are written, so that no other
+    # save crowds it out of "the last N".
     averaging_from: Optional[int] = None
     best_metrics: Optional[dict] = None  # the best dev evaluation, with its "step"
     last_train_metrics: Optional[dict] = None

@@ -123,10 +123,11 @@ def _set_precision(train_config):
 
 
 def train(options: TrainOptions) -> TrainResult:
-    """Trains as `options` say. SIGTERM or SIGINT during the steps saves a checkpoint at the
-    next step boundary and exits with status 143 / 130 (preemption.py). Under
-    MultiWorkerMirroredStrategy the process ends here, whatever ends the run (_leave_cluster);
-    a worker of the cluster going away ends it with one `error:` line naming it, status 1."""
+    """Trains as `options` say and returns how the run ended (TrainResult). SIGTERM or SIGINT
+    during the steps saves a checkpoint at the next step boundary and exits with status 143 /
+    130 (preemption.py). Under MultiWorkerMirroredStrategy the process ends here, whatever ends
+    the run (_leave_cluster); a worker of the cluster going away ends it with one `error:` line
+    naming it, status 1."""
     signals = preemption.Signals().install()
     try:
         return _train(options, signals)
@@ -135,6 +136,8 @@ def train(options: TrainOptions) -> TrainResult:
 
 
 def _train(options, signals):
+    """The run's configuration, problem, data and warm-start parent, checked, then run.json
+    written under the model_dir's lock; _build_and_train does the rest."""
     # First of all: MultiWorkerMirroredStrategy must configure collectives before any TF op runs.
     strategy = strategy_lib.make_strategy(options.num_gpus)
     signals.install()
@@ -185,8 +188,8 @@ def _train(options, signals):
                        "problem_params": list(options.problem_params),
                        "problem_modules": list(options.problem_modules),
                        "data_dir": os.path.abspath(options.data_dir), **extra})
-        return _train_loop(options, problem, tokenizer, strategy, chief, model_config,
-                           train_config, decode_config, warm_start, signals)
+        return _build_and_train(options, problem, tokenizer, strategy, chief, model_config,
+                                train_config, decode_config, warm_start, signals)
     finally:
         if lock:
             lock.release()
@@ -250,8 +253,10 @@ def loop(state, train_step, hooks):
     return state.stopped_because
 
 
-def _train_loop(options, problem, tokenizer, strategy, chief, model_config, train_config,
-                decode_config, warm_start=None, signals=None):
+def _build_and_train(options, problem, tokenizer, strategy, chief, model_config, train_config,
+                     decode_config, warm_start=None, signals=None):
+    """Builds the model, optimizer, checkpoint, data pipeline and hooks, restores the latest
+    checkpoint (else the warm start's weights), runs `loop` and prints how the run ended."""
     train_config = _set_precision(train_config)
     replicas = strategy.num_replicas_in_sync
     per_replica_tokens, accumulate = batch_plan(train_config, replicas, options.accumulate_steps)
@@ -317,6 +322,8 @@ def _train_loop(options, problem, tokenizer, strategy, chief, model_config, trai
                             loss_scaling=steps.loss_scaling)
     planner = _planner(options, model_config, train_config, parts,
                        plan[:2] if plan else parts.plan_variables)
+    # The order is the hooks' contract: each reads what the ones before it left on the state at
+    # this step (TrainState's fields name their writer and readers, hooks.py).
     hooks = [*planner, *_regularisation_plan(options, problem, model_config, train_config,
                                              parts.model, steps, sampling, planned=bool(planner)),
              guard, progress,
