@@ -20,7 +20,7 @@ harness.tensorflow_env()
 
 import tensorflow as tf  # noqa: E402
 
-from t2t_lite import registry  # noqa: E402
+from t2t_lite import problems  # noqa: E402
 
 
 def measure_pipeline(dataset, seconds):
@@ -71,7 +71,7 @@ def main():
     parser.add_argument("--train_steps", type=int, default=3)
     args = parser.parse_args()
 
-    problem = registry.problem(args.problem)
+    problem = problems.build(args.problem)
     with harness.scratch_dir("bench_pipeline_", args.data_dir) as data_dir:
         problem.generate_data(data_dir)
         dataset = problem.dataset("train", data_dir, batch_tokens=args.batch_tokens,

@@ -480,10 +480,9 @@ def real_batches(problem_name, data_dir, batch_tokens, max_length, count=12):
     """(vocab size, the first `count` length-bucketed int32 training batches of a data dir)."""
     import tensorflow as tf
 
-    from t2t_lite import registry
+    from t2t_lite import problems
 
-    registry.list_problems()
-    problem = registry.problem(problem_name)
+    problem = problems.build(problem_name)
     dataset = problem.dataset("train", data_dir, batch_tokens=batch_tokens,
                               max_length=max_length, seed=0)
     batches = [{key: tf.cast(batch[key], tf.int32) for key in ("inputs", "targets")}

@@ -108,7 +108,7 @@ def run_files(run_dir):
 
 def write_peer_data(problem_name, files, folder):
     """train.tsv (the problem's training pairs, as datagen read them) and test.tsv (RUN's)."""
-    from t2t_lite import registry
+    from t2t_lite import problems, registry  # noqa: F401  (problems registers the built-ins)
     from t2t_lite.data import text_io
     from t2t_lite.metrics.report import read_lines
 

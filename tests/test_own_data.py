@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from t2t_lite import registry
+from t2t_lite import problems, registry
 from t2t_lite.data import text_io
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -40,7 +40,7 @@ def _with_tiny_budget(command):
 
 def _write_corpus(folder):
     """my.en/my.de: 1,500 gettext pairs; domain.en/domain.de: 200 others."""
-    problem = registry.problem("translate_ende_gettext")
+    problem = problems.build("translate_ende_gettext")
     pairs = [s for s in problem.generate_samples("train", None)
              if not isinstance(s, text_io.Skipped)][:1700]
     if len(pairs) < 1700:

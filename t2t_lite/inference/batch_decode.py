@@ -38,6 +38,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from t2t_lite import problems  # noqa: F401  (registers the built-in problems a model names)
 from t2t_lite import registry
 from t2t_lite.data import sentences
 from t2t_lite.data.lines import without_line_end

@@ -18,7 +18,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite import hparams, models, registry
+from t2t_lite import hparams, models, problems, registry
 from t2t_lite.errors import UserError
 from t2t_lite.model_dir import dev_history
 from t2t_lite.model_dir import files as model_dir_files
@@ -143,7 +143,6 @@ def _train(options, signals):
     signals.install()
     for module in options.problem_modules:
         registry.import_problem_module(module)
-    registry.list_problems()  # registers problem configurables before gin parses bindings
     for path in options.gin_files:
         if not os.path.isfile(path):
             raise UserError(f"--gin_file {path} does not exist")
@@ -154,7 +153,7 @@ def _train(options, signals):
     # Seeding resets TF's kernel caches, which destroys resources such as the SentencePiece
     # op's model: it must come before any tokenizer is built.
     keras.utils.set_random_seed(train_config.seed)
-    problem = registry.problem(options.problem, **registry.parse_params(options.problem_params))
+    problem = problems.build(options.problem, options.problem_params)
     if options.generate_data:
         problem.generate_data(options.data_dir, options.tmp_dir)
     tokenizer = problem.tokenizer(options.data_dir)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite import registry
+from t2t_lite import problems, registry  # noqa: F401  (problems registers the built-ins)
 from t2t_lite.data import pipeline
 
 
@@ -34,7 +34,7 @@ def test_batch_sizes_are_budget_over_boundary():
 def copy_data(tmp_path_factory):
     data_dir = str(tmp_path_factory.mktemp("copy"))
     problem = registry.problem("algorithmic_reverse", min_length=1, max_length=60,
-                               train_samples=4000, eval_samples=300)
+                                 train_samples=4000, eval_samples=300)
     problem.generate_data(data_dir)
     return problem, data_dir
 
