@@ -93,8 +93,8 @@ def test_training_step_packed_equals_padded_step():
                         [v.numpy() for v in model.trainable_variables]))
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-5)
     # Adam's first steps move each weight by about the learning rate (2.7e-4 here) whatever its
-    # gradient's size; where a gradient is near 0, the round-off of another kernel order (oneDNN's
-    # AMX kernels) changes m / sqrt(v) and so that weight's step. Allow it in a few weights.
+    # gradient's size; where a gradient is near 0, the round-off of another kernel order (some of
+    # oneDNN's CPU kernels) changes m / sqrt(v) and so that weight's step. Allow it in a few weights.
     differences = np.concatenate([np.abs(ours - reference).ravel()
                                   for ours, reference in zip(results[0][1], results[1][1])])
     assert np.mean(differences > 1e-5) <= 1e-3, np.sort(differences)[-10:]

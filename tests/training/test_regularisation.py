@@ -134,7 +134,7 @@ def test_a_budgeted_run_switches_dropout_at_its_plan(tmp_path, capsys):
 
 
 def test_small_cpu_has_no_dropout_up_to_the_passes_measured():
-    """The AVX2 machine's 20 minutes plan ~400 steps, 4 passes of the gettext pairs; 1,600 steps
+    """A 20-minute CPU budget plans some 400 steps, 4 passes of the gettext pairs; 1,600 steps
     are 16: the measured rule gives neither dropout."""
     from t2t_lite import hparams
 
