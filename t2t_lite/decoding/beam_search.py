@@ -35,6 +35,8 @@ from typing import Any, NamedTuple
 
 import tensorflow as tf
 
+from t2t_lite.config import DecodeConfig, ModelConfig
+
 # Large but finite "minus infinity": sums of it stay finite and ordered, unlike -inf (which turns
 # into NaN in -inf - -inf and makes top_k ties arbitrary).
 NEG_INF = -1.0e9
@@ -282,9 +284,10 @@ def _outputs(final):
     return sequences, scores
 
 
-def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, beam_size=4, alpha=0.6,
-                max_decode_length=256, decode_lengths=None, eos_id=1, early_stopping=True,
-                tile_static=True):
+def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size,
+                beam_size=DecodeConfig.beam_size, alpha=DecodeConfig.alpha,
+                max_decode_length=ModelConfig.max_length, decode_lengths=None, eos_id=1,
+                early_stopping=True, tile_static=True):
     """Returns the n-best continuations for every example, best first.
 
     Args:

@@ -6,6 +6,7 @@ the decode cache grows and finished examples leave the batch, so shapes change e
 """
 import tensorflow as tf
 
+from t2t_lite.config import DecodeConfig
 from t2t_lite.decoding.beam_search import beam_search
 from t2t_lite.ids import EOS_ID, PAD_ID
 
@@ -55,7 +56,8 @@ def decode_width(model, inputs, extra_length):
     return tf.clip_by_value(width, 1, limit)
 
 
-def translate(model, inputs, beam_size=4, alpha=0.6, extra_length=50):
+def translate(model, inputs, beam_size=DecodeConfig.beam_size, alpha=DecodeConfig.alpha,
+              extra_length=DecodeConfig.extra_length):
     """n-best translations of inputs.
 
     Args:
