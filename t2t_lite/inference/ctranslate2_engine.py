@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite import cpu
+from t2t_lite.config import DecodeConfig, ModelConfig
 from t2t_lite.data.tokenizers import load_tokenizer, vocabulary_tokens
 from t2t_lite.decoding.beam_search import length_penalty
 from t2t_lite.decoding.translate import clamp_to_limit
@@ -136,8 +137,9 @@ def decode_limits(source_tokens, extra_length, max_length):
     return max(1, min(source_tokens + 1 + extra_length, max_length) - 1)
 
 
-def translate_tokens(translator, sources, beam_size=4, alpha=0.6, extra_length=50, max_length=256,
-                     nbest=1, max_batch_size=64):
+def translate_tokens(translator, sources, beam_size=DecodeConfig.beam_size,
+                     alpha=DecodeConfig.alpha, extra_length=DecodeConfig.extra_length,
+                     max_length=ModelConfig.max_length, nbest=1, max_batch_size=64):
     """t2t_lite's translations of token lists through a ctranslate2.Translator.
 
     Args:

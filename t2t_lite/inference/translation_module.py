@@ -33,6 +33,7 @@ import json
 
 import tensorflow as tf
 
+from t2t_lite.config import DecodeConfig
 from t2t_lite.decoding import precision as decode_precision
 from t2t_lite.decoding.beam_search import length_penalty
 from t2t_lite.decoding.translate import clamp_to_limit, translate
@@ -75,7 +76,8 @@ class TranslationModule(tf.Module):
     run the float32 model.
     """
 
-    def __init__(self, model, tokenizer, beam_size=4, alpha=0.6, extra_length=50, metadata=None,
+    def __init__(self, model, tokenizer, beam_size=DecodeConfig.beam_size, alpha=DecodeConfig.alpha,
+                 extra_length=DecodeConfig.extra_length, metadata=None,
                  name="t2t_lite_translation", precision="float32"):
         super().__init__(name=name)
         # Keras 3 variables wrap tf.Variables. Saving the Keras model itself records the wrappers,

@@ -7,6 +7,7 @@ show a model's attention on its own inputs).
 import numpy as np
 import tensorflow as tf
 
+from t2t_lite.config import DecodeConfig
 from t2t_lite.decoding.translate import translate
 from t2t_lite.errors import UserError
 from t2t_lite.inference import translation_module
@@ -33,7 +34,8 @@ def _ids_with_eos(module, text, what):
     return ids[:ids.index(EOS_ID) + 1]
 
 
-def translate_ids(model, source_ids, beam_size=4, alpha=0.6, extra_length=50):
+def translate_ids(model, source_ids, beam_size=DecodeConfig.beam_size, alpha=DecodeConfig.alpha,
+                  extra_length=DecodeConfig.extra_length):
     """The best beam-search hypothesis for one source (ids ending with EOS), EOS included."""
     sequences, _ = translate(model, tf.constant([source_ids], tf.int32), beam_size=beam_size,
                              alpha=alpha, extra_length=extra_length)
@@ -41,8 +43,8 @@ def translate_ids(model, source_ids, beam_size=4, alpha=0.6, extra_length=50):
     return best[:best.index(EOS_ID) + 1] if EOS_ID in best else best + [EOS_ID]
 
 
-def sentence_attention(model, tokenizer, source, target=None, beam_size=4, alpha=0.6,
-                       extra_length=50):
+def sentence_attention(model, tokenizer, source, target=None, beam_size=DecodeConfig.beam_size,
+                       alpha=DecodeConfig.alpha, extra_length=DecodeConfig.extra_length):
     """Attention weights of `model` on one sentence pair.
 
     Args:
