@@ -1,9 +1,10 @@
-"""The CPU at hand: its feature flags, its cores, and whether bfloat16 matmuls pay on it.
+"""The machine at hand: its CPU's feature flags, its cores, and whether bfloat16 matmuls pay on it.
 
 bfloat16 pays only where the CPU has bf16 units (AMX, AVX512_BF16); without them TensorFlow
-falls back to a slow path. So the decision asks the CPU flags first and then a short matmul
-probe. Training (TrainConfig.mixed_precision = "auto") and decoding (--decode_precision=auto)
-both decide here.
+falls back to a slow path. So the decision asks the CPU flags first (a GPU, where TensorFlow
+runs the model, instead) and then a short matmul probe. Training
+(TrainConfig.mixed_precision = "auto") and decoding (--decode_precision=auto) both choose here
+(choose_precision).
 """
 import os
 import time
@@ -56,9 +57,9 @@ def probe_speedup(size=1024, rounds=8):
     return best[tf.float32] / best[tf.bfloat16]
 
 
-def bfloat16_pays(flags=None, probe=probe_speedup, has_gpu=False):
-    """(True if bfloat16 should be used, why) for this machine."""
-    if has_gpu:
+def bfloat16_pays(flags=None, probe=probe_speedup, gpu=False):
+    """(True if bfloat16 should be used, why) for this machine (`gpu`: whether it has one)."""
+    if gpu:
         units = ["GPU"]
     else:
         flags = cpu_flags() if flags is None else flags
@@ -71,3 +72,22 @@ def bfloat16_pays(flags=None, probe=probe_speedup, has_gpu=False):
                       f"{speedup:.1f}x faster than float32")
     return False, (f"{'/'.join(units)} present but a bfloat16 matmul probe ran only "
                    f"{speedup:.1f}x float32's speed (needs {MIN_SPEEDUP}x)")
+
+
+def has_gpu():
+    """Whether TensorFlow sees a GPU (it then runs the model, and the probe, there)."""
+    import tensorflow as tf
+
+    return bool(tf.config.list_logical_devices("GPU"))
+
+
+def choose_precision(requested, bfloat16, flags=None, probe=probe_speedup, gpu=None):
+    """(precision, why) for a `requested` precision: "auto" becomes `bfloat16` (the caller's name
+    for it: the Keras policy "mixed_bfloat16" in training, "bfloat16" in decoding) where bfloat16
+    pays on this machine, else "float32". Any other request is the user's choice, kept with why
+    None (the caller knows who made it). `gpu`: whether there is a GPU, None to look."""
+    if requested != "auto":
+        return requested, None
+    use_bfloat16, why = bfloat16_pays(flags=flags, probe=probe,
+                                      gpu=has_gpu() if gpu is None else gpu)
+    return (bfloat16 if use_bfloat16 else "float32"), why

@@ -14,20 +14,19 @@ layer norms' scale and offset are rounded to bfloat16 too.
 """
 import keras
 
+from t2t_lite import cpu
+
 PRECISIONS = ("float32", "bfloat16", "auto")
 
 
 def choose(requested):
     """(precision, why) for a requested decode precision: "float32", "bfloat16", or "auto"
-    (bfloat16 only where the CPU has bfloat16 units and a matmul probe runs faster: cpu.py)."""
+    (bfloat16 only where the machine has bfloat16 units and a matmul probe runs faster:
+    cpu.choose_precision)."""
     if requested not in PRECISIONS:
         raise ValueError(f"decode precision must be one of {PRECISIONS}, got {requested!r}")
-    if requested != "auto":
-        return requested, "requested"
-    from t2t_lite import cpu
-
-    use_bfloat16, why = cpu.bfloat16_pays()
-    return ("bfloat16" if use_bfloat16 else "float32"), why
+    precision, why = cpu.choose_precision(requested, "bfloat16")
+    return precision, why or "requested"
 
 
 def twin(model, precision):

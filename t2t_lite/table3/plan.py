@@ -44,14 +44,3 @@ def plan_rows(plans, precision):
     return {row: dataclasses.replace(plan, varied=varied_fields(plan.configs, base))
             for row, plan in plans.items()}
 
-
-def choose_precision(train_config):
-    """(the Keras policy every row trains in, why): the set's, or "auto" decided once here."""
-    if train_config.mixed_precision != "auto":
-        return train_config.mixed_precision, "set by the hparams set / --gin_param"
-    import tensorflow as tf
-
-    from t2t_lite.training import precision as precision_lib
-
-    has_gpu = bool(tf.config.list_logical_devices("GPU"))
-    return precision_lib.choose("auto", has_gpu=has_gpu)

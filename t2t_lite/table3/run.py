@@ -13,11 +13,12 @@ from t2t_lite.table3.machine import describe_machine, machine
 from t2t_lite.table3.mapping import describe_change
 from t2t_lite.table3.outputs import write_outputs
 from t2t_lite.table3.paper import ALPHA, BEAM_SIZE, ROWS
-from t2t_lite.table3.plan import choose_precision, plan_row, plan_rows
+from t2t_lite.table3.plan import plan_row, plan_rows
 from t2t_lite.table3.row_runner import RowFailed, RowRunner
 from t2t_lite.table3.selection import select_rows
 from t2t_lite.table3.table import (DEV_REFERENCE, DEV_SOURCE, FAILURE, RESULT, Table,
                                    resolve_identity, table_identity)
+from t2t_lite.training import precision as training_precision
 
 # With neither --train_steps nor --train_minutes: the CPU scale trains base for this many minutes
 # and every other row for the steps base reached; the paper scale trains the sets' own steps.
@@ -104,7 +105,9 @@ def run_table(options: TableOptions, echo=print):
     precision = table.record.get("precision") if table.record else None
     precision_why = table.record.get("precision_why") if table.record else None
     if precision is None:
-        precision, precision_why = choose_precision(plans["base"].configs[1])
+        # One choice for every row: "auto" is decided here, once.
+        precision, precision_why = training_precision.choose(
+            plans["base"].configs[1].mixed_precision)
     plans = plan_rows(plans, precision)
 
     if table.record is None:

@@ -1,13 +1,11 @@
-"""The training compute precision for TrainConfig.mixed_precision ("auto" decided in cpu.py)."""
+"""The Keras policy a run trains in: TrainConfig.mixed_precision, "auto" decided for this machine
+(cpu.choose_precision). The trainer and a Table 3 run (one choice for every row) both ask here."""
 from t2t_lite import cpu
 
 
-def choose(requested, flags=None, probe=cpu.probe_speedup, has_gpu=False):
-    """(Keras policy name, why) for TrainConfig.mixed_precision `requested`.
-
-    Only "auto" is decided here; an explicit policy is the user's choice and kept.
-    """
-    if requested != "auto":
-        return requested, "set by the hparams set"
-    use_bfloat16, why = cpu.bfloat16_pays(flags=flags, probe=probe, has_gpu=has_gpu)
-    return ("mixed_bfloat16" if use_bfloat16 else "float32"), why
+def choose(mixed_precision, flags=None, probe=cpu.probe_speedup, gpu=None):
+    """(Keras policy name, why) for TrainConfig.mixed_precision; an explicit policy is kept.
+    `flags`, `probe` and `gpu` stand in for this machine's (cpu.choose_precision)."""
+    policy, why = cpu.choose_precision(mixed_precision, "mixed_bfloat16", flags=flags,
+                                       probe=probe, gpu=gpu)
+    return policy, why or "set by the hparams set / --gin_param"

@@ -114,8 +114,7 @@ def batch_plan(train_config, replicas, accumulate_steps=None):
 
 def _set_precision(train_config):
     """Sets Keras' global policy; "auto" is resolved for this machine and the choice printed."""
-    has_gpu = bool(tf.config.list_logical_devices("GPU"))
-    policy, why = precision_lib.choose(train_config.mixed_precision, has_gpu=has_gpu)
+    policy, why = precision_lib.choose(train_config.mixed_precision)
     keras.mixed_precision.set_global_policy(policy)
     if train_config.mixed_precision == "auto":
         print(f"precision: {policy} ({why})", flush=True)
@@ -127,11 +126,13 @@ def train(options: TrainOptions) -> TrainResult:
     during the steps saves a checkpoint at the next step boundary and exits with status 143 /
     130 (preemption.py). Under MultiWorkerMirroredStrategy the process ends here, whatever ends
     the run (_leave_cluster); a worker of the cluster going away ends it with one `error:` line
-    naming it, status 1."""
+    naming it, status 1. The caller's Keras dtype policy is back when it returns or raises."""
     signals = preemption.Signals().install()
+    policy = keras.config.dtype_policy()  # the run sets its own (_set_precision)
     try:
         return _train(options, signals)
     finally:
+        keras.config.set_dtype_policy(policy)
         signals.restore()
 
 

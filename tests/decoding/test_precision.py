@@ -5,7 +5,7 @@ import keras
 import numpy as np
 import pytest
 
-from t2t_lite import hparams
+from t2t_lite import cpu, hparams
 from t2t_lite.decoding import precision
 from t2t_lite.decoding.translate import translate
 from t2t_lite.models.transformer import Transformer
@@ -21,9 +21,16 @@ def model():
 
 def test_float32_is_the_model_itself(model):
     assert precision.twin(model, "float32") is model
-    assert precision.choose("float32")[0] == "float32"
+    assert precision.choose("float32") == ("float32", "requested")
     with pytest.raises(ValueError):
         precision.choose("float16")
+
+
+def test_auto_decodes_in_bfloat16_where_it_pays(monkeypatch):
+    monkeypatch.setattr(cpu, "bfloat16_pays", lambda **machine: (True, "a probe ran faster"))
+    assert precision.choose("auto") == ("bfloat16", "a probe ran faster")
+    monkeypatch.setattr(cpu, "bfloat16_pays", lambda **machine: (False, "no bfloat16 units"))
+    assert precision.choose("auto") == ("float32", "no bfloat16 units")
 
 
 def test_bfloat16_twin_holds_the_same_weights_and_computes_in_bfloat16(model):

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite.training import budget, precision
+from t2t_lite.training import budget
 
 
 def test_plan_fits_the_steps_the_measured_rate_allows():
@@ -149,25 +149,6 @@ def test_budget_schedule_holds_the_peak_until_the_decay_share():
     assert lr[239] == pytest.approx(3e-3 * (301 - 240) / 121)
     assert 0 < lr[299] < 3e-5
     assert budget.plan(0, None, 0.0, 300, 5, decay_fraction=0.4).decay_start == 180
-
-
-def test_auto_precision_follows_the_probe():
-    def never():
-        raise AssertionError("no probe without bf16 units")
-
-    assert precision.choose("auto", flags={"avx2", "fma"}, probe=never)[0] == "float32"
-    assert precision.choose("auto", flags={"avx512_bf16"}, probe=lambda: 0.4)[0] == "float32"
-    policy, why = precision.choose("auto", flags={"amx_bf16", "avx512_bf16"}, probe=lambda: 2.6)
-    assert policy == "mixed_bfloat16" and "2.6x" in why
-    assert precision.choose("float32", probe=never)[0] == "float32"
-    assert precision.choose("mixed_bfloat16", flags=set(), probe=never)[0] == "mixed_bfloat16"
-
-
-def test_the_matmul_probe_times_both_dtypes():
-    from t2t_lite import cpu
-
-    speedup = cpu.probe_speedup(size=64, rounds=2)
-    assert 0.0 < speedup < float("inf")
 
 
 @pytest.mark.slow

@@ -240,6 +240,7 @@ def test_mixed_precision_trains_and_restores_in_float32(data_dir, tmp_path, prec
             problem="algorithmic_reverse", problem_params=PARAMS, data_dir=data_dir,
             model_dir=model_dir, hparams_set="tiny", train_steps=30, bleu_sentences=0,
             eval_batches=1, gin_params=[f"TrainConfig.mixed_precision = '{precision}'"]))
+        assert keras.config.dtype_policy().name == "float32"  # the caller's, back
     finally:
         keras.mixed_precision.set_global_policy("float32")
     assert result.step == 30
