@@ -25,21 +25,9 @@ flags.DEFINE_string("output_dir", None, "Where to write the average (default: M/
 
 
 def main(argv):
-    from t2t_lite.model_dir import files
-    from t2t_lite.model_dir.averaging import average_checkpoints, checkpoints_to_average
+    from t2t_lite.model_dir.averaging import average
 
-    train_config = files.load_configs(FLAGS.model_dir)[1]
-    num_last = train_config.average_last if FLAGS.num_last is None else FLAGS.num_last
-    window = FLAGS.window or train_config.average_window
-    chosen, reason = checkpoints_to_average(FLAGS.model_dir, num_last, window)
-    path, averaged = average_checkpoints(FLAGS.model_dir, num_last, FLAGS.output_dir,
-                                         paths=chosen)
-    names = ", ".join(p.rsplit("/", 1)[-1] for p in averaged)
-    if window == "last" and len(averaged) < num_last:  # not silently: the paper's needs N
-        print(f"averaged {len(averaged)} of the {num_last} checkpoints asked for: only "
-              f"{len(averaged)} in {FLAGS.model_dir} ({names}) into {path}")
-    else:
-        print(f"averaged {len(averaged)} checkpoints ({names}; {reason}) into {path}")
+    print(average(FLAGS.model_dir, FLAGS.num_last, FLAGS.window, FLAGS.output_dir).message)
 
 
 def run():

@@ -2,8 +2,13 @@
 
 The paper averages the last 5 (base) or 20 (big) checkpoints; window "dev" lets the run's dev
 history (dev_history.py) move the window back to the best evaluation.
+
+    averaged = average(model_dir)      # the run's own TrainConfig.average_last and _window
+    print(averaged.message)            # the line t2t-lite-avg-checkpoints prints
 """
+import dataclasses
 import os
+from typing import List
 
 import numpy as np
 import tensorflow as tf
@@ -73,3 +78,30 @@ def average_checkpoints(model_dir, num_last, output_dir=None, paths=None):
     output_dir = output_dir or os.path.join(model_dir, "averaged")
     manager = tf.train.CheckpointManager(checkpoint, output_dir, max_to_keep=1)
     return manager.save(checkpoint_number=max(step_number(newest), 0)), chosen
+
+
+@dataclasses.dataclass
+class Averaged:
+    """What `average` wrote: the checkpoint, the checkpoints it is the mean of, and the line that
+    says so (t2t-lite-avg-checkpoints prints it)."""
+    path: str
+    checkpoints: List[str]
+    message: str
+
+
+def average(model_dir, num_last=None, window=None, output_dir=None):
+    """Averages a model_dir as t2t-lite-avg-checkpoints does: its last `num_last` checkpoints
+    chosen by `window` ("last" or "dev"; both default to the run's TrainConfig.average_last and
+    average_window), written to output_dir (default model_dir/averaged). Returns Averaged."""
+    train_config = files.load_configs(model_dir)[1]
+    num_last = train_config.average_last if num_last is None else num_last
+    window = window or train_config.average_window
+    chosen, reason = checkpoints_to_average(model_dir, num_last, window)
+    path, averaged = average_checkpoints(model_dir, num_last, output_dir, paths=chosen)
+    names = ", ".join(p.rsplit("/", 1)[-1] for p in averaged)
+    if window == "last" and len(averaged) < num_last:  # not silently: the paper's needs N
+        message = (f"averaged {len(averaged)} of the {num_last} checkpoints asked for: only "
+                   f"{len(averaged)} in {model_dir} ({names}) into {path}")
+    else:
+        message = f"averaged {len(averaged)} checkpoints ({names}; {reason}) into {path}"
+    return Averaged(path=path, checkpoints=list(averaged), message=message)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite.model_dir import checkpoint_reader, dev_history
+from t2t_lite.model_dir import averaging, checkpoint_reader, dev_history
 
 
 def _paths(steps):
@@ -105,7 +105,8 @@ def test_the_averager_follows_the_dev_history(model_dir, tmp_path, cli):
     out = cli("avg_checkpoints", f"--model_dir={copy}", "--num_last=2",
               "--window=dev")
     assert out.returncode == 0, out.stderr.decode()
-    assert "(ckpt-1001, ckpt-1002; dev stopped improving: best at step 1002" in out.stdout.decode()
+    first_line = out.stdout.decode().strip()
+    assert "(ckpt-1001, ckpt-1002; dev stopped improving: best at step 1002" in first_line
     averaged = loaded.load(copy)
     assert averaged.checkpoint.endswith("averaged/ckpt-1004")
     for got, a, b in zip(averaged.model.weights, weights[1001], weights[1002]):
@@ -115,3 +116,8 @@ def test_the_averager_follows_the_dev_history(model_dir, tmp_path, cli):
               "--window=last")
     assert "(ckpt-1003, ckpt-1004; the last 2)" in out.stdout.decode()
     assert checkpoint_reader.resolve_checkpoint(copy).endswith("averaged/ckpt-1004")
+    # The tool prints the library call's message; the call also says what it wrote and from what.
+    result = averaging.average(copy, num_last=2, window="dev")
+    assert result.message == first_line
+    assert [os.path.basename(p) for p in result.checkpoints] == ["ckpt-1001", "ckpt-1002"]
+    assert result.path == checkpoint_reader.resolve_checkpoint(copy)
