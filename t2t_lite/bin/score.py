@@ -9,12 +9,13 @@ chunk at a time and batched by length; a killed run with --output_file resumes l
 What had to be mended (missing sides, empty targets, invalid UTF-8, truncation) is counted in the
 summary on stderr.
 """
+import dataclasses
 import sys
 
 from absl import flags
 
-from t2t_lite import cli, model_source
-from t2t_lite.inference import resume
+from t2t_lite import cli
+from t2t_lite.file_scoring import ScoreOptions
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Trained model_dir (its averaged checkpoint if newest, "
@@ -29,64 +30,24 @@ flags.DEFINE_string("target_file", None, "Targets to score, one per line.")
 flags.DEFINE_string("output_file", None, "Where the scores go (default: stdout).")
 flags.DEFINE_float("alpha", None, "With --model_dir: the length penalty's alpha for the score "
                    "column (default: the model's; an export's is fixed).")
-flags.DEFINE_integer("batch_tokens", 4096, "Tokens (the longer side, with padding) per batch.")
-flags.DEFINE_integer("chunk_lines", 10000, "Pairs read, sorted by length and scored together.")
-flags.DEFINE_bool("pad_shorter", False, "With --source_file and --target_file of different line "
-                  "counts: score the shorter file's missing lines as empty (counted), instead "
-                  "of refusing the files as not parallel.")
-flags.DEFINE_bool("start_over", False, "With --output_file: score from the start even if a "
-                  "progress record of an interrupted run lies beside it.")
-
-
-def _input():
-    from t2t_lite.inference import line_input
-
-    if FLAGS.pairs_file and (FLAGS.source_file or FLAGS.target_file):
-        raise cli.UserError("give --pairs_file or --source_file with --target_file, not both")
-    if bool(FLAGS.source_file) != bool(FLAGS.target_file):
-        raise cli.UserError("--source_file and --target_file go together")
-    if FLAGS.source_file:
-        return line_input.ParallelInput(FLAGS.source_file, FLAGS.target_file,
-                                        pad_shorter=FLAGS.pad_shorter)
-    if FLAGS.pad_shorter:
-        raise cli.UserError("--pad_shorter needs --source_file and --target_file")
-    return line_input.open_input(FLAGS.pairs_file, flag="--pairs_file")
-
-
-def _check_flags():
-    model_source.check(FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path)
-    if FLAGS.export_dir and FLAGS.alpha is not None:
-        raise cli.UserError("--alpha needs --model_dir (an export's is fixed)")
-    if FLAGS.alpha is not None:
-        from t2t_lite.model_dir import check
-
-        check.check_bounds({"alpha": FLAGS.alpha}, "--alpha")
-    for name in ("batch_tokens", "chunk_lines"):
-        if FLAGS[name].value < 1:
-            raise cli.UserError(f"--{name} must be >= 1, got {FLAGS[name].value}")
-
-
-def _identity(source):
-    from t2t_lite.inference import line_input
-
-    model = resume.model_identity(FLAGS.model_dir, FLAGS.checkpoint_path, FLAGS.export_dir)
-    return {"input": source.identity(), "model": model, "alpha": FLAGS.alpha,
-            "batch_tokens": FLAGS.batch_tokens, "chunk_lines": FLAGS.chunk_lines,
-            "pairs": isinstance(source, line_input.LineInput), "pad_shorter": FLAGS.pad_shorter}
+flags.DEFINE_integer("batch_tokens", ScoreOptions.batch_tokens,
+                     "Tokens (the longer side, with padding) per batch.")
+flags.DEFINE_integer("chunk_lines", ScoreOptions.chunk_lines,
+                     "Pairs read, sorted by length and scored together.")
+flags.DEFINE_bool("pad_shorter", ScoreOptions.pad_shorter,
+                  "With --source_file and --target_file of different line counts: score the "
+                  "shorter file's missing lines as empty (counted), instead of refusing the "
+                  "files as not parallel.")
+flags.DEFINE_bool("start_over", ScoreOptions.start_over,
+                  "With --output_file: score from the start even if a progress record of an "
+                  "interrupted run lies beside it.")
 
 
 def main(argv):
-    _check_flags()
-    source = _input()
-    with resume.open_output(FLAGS.output_file, flag="--output_file",
-                            inputs=source.described_statuses()) as output:
-        output.begin(_identity(source), start_over=FLAGS.start_over)
-        scorer = model_source.load(FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path,
-                                   alpha=FLAGS.alpha)
-        from t2t_lite.inference import scoring
+    from t2t_lite.file_scoring import score_file
 
-        stats = scoring.score_stream(scorer, source, output, FLAGS.chunk_lines,
-                                     batch_tokens=FLAGS.batch_tokens)
+    stats = score_file(ScoreOptions(**{field.name: FLAGS[field.name].value
+                                       for field in dataclasses.fields(ScoreOptions)}))
     print(stats.summary(), file=sys.stderr)
 
 

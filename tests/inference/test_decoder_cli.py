@@ -1,5 +1,6 @@
 """t2t-lite-decoder: one output line per input line whatever it holds, input order kept, the same
 translations from the checkpoint (--model_dir) and from the SavedModel (--export_dir)."""
+import io
 import os
 import re
 
@@ -40,6 +41,27 @@ def test_counts_are_reported(checkpoint_decode, model_dir, hostile_lines):
     assert re.search(rf"2 empty, {truncated} truncated to {limit} tokens, 1 with invalid UTF-8",
                      summary[-1])
     assert "decoded 11/11 lines" in stderr  # progress
+
+
+def test_the_library_call_writes_the_tools_lines_and_returns_its_counts(
+        checkpoint_decode, model_dir, hostile_lines, tmp_path):
+    """file_decoding.decode_file, the decoder's one library call: the same output file, and the
+    summary's counts as data."""
+    from t2t_lite.file_decoding import DecodeOptions, decode_file
+
+    source, output = tmp_path / "hostile.txt", tmp_path / "out.txt"
+    source.write_bytes(b"\n".join(hostile_lines))
+    progress = io.StringIO()
+    stats = decode_file(DecodeOptions(model_dir=str(model_dir), decode_from_file=str(source),
+                                      decode_to_file=str(output), nbest=2, print_scores=True),
+                        progress=progress)
+    assert output.read_bytes() == checkpoint_decode[0]
+    untimed = re.compile(r" in \S+s \(\S+ lines/s\)")
+    summary = [line for line in checkpoint_decode[1].splitlines()
+               if line.startswith("decoded 11 lines")][-1]
+    assert untimed.sub("", stats.summary()) == untimed.sub("", summary)
+    assert (stats.lines, stats.empty, stats.invalid_utf8) == (11, 2, 1)
+    assert "decoded 11/11 lines" in progress.getvalue()
 
 
 def test_export_gives_the_checkpoints_translations(cli, checkpoint_decode, export_version_dir,

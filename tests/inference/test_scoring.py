@@ -48,6 +48,21 @@ def _read_scores(text):
     return [tuple(float(x) for x in line.split("\t")) for line in text.strip().split("\n")]
 
 
+def test_the_library_call_scores_parallel_files_with_the_model_dirs_alpha(model_dir, tmp_path):
+    """file_scoring.score_file, the scorer's one library call: a line per pair, the counts."""
+    from t2t_lite.file_scoring import ScoreOptions, score_file
+
+    source, target, out = tmp_path / "src", tmp_path / "tgt", tmp_path / "scores.txt"
+    source.write_text("".join(s + "\n" for s, _ in PAIRS), encoding="utf-8")
+    target.write_text("".join(t + "\n" for _, t in PAIRS), encoding="utf-8")
+    stats = score_file(ScoreOptions(model_dir=str(model_dir), source_file=str(source),
+                                    target_file=str(target), output_file=str(out), alpha=0.8))
+    run = loaded.load(model_dir)
+    np.testing.assert_allclose(_read_scores(out.read_text()), _teacher_forced(run, PAIRS, 0.8),
+                               rtol=1e-5, atol=1e-4)
+    assert (stats.pairs, stats.empty_target, stats.missing_side) == (5, 1, 0)
+
+
 @pytest.mark.slow
 def test_cli_scores_equal_the_saved_models_signature(cli, model_dir, export_version_dir,
                                                      tmp_path):

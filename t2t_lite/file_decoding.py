@@ -1,0 +1,156 @@
+"""A file (or stdin) translated as t2t-lite-decoder does it, as one library call.
+
+    stats = decode_file(DecodeOptions(export_dir=E, decode_from_file="in.en",
+                                      decode_to_file="out.de"))
+    print(stats.summary())
+
+DecodeOptions holds the decoder's settings under its flags' names, and its defaults are the
+flags'. `decode_file` refuses settings that do not fit together before anything is read, opens
+the input (line_input.py) and the output (resumable file or stream, resume.py), resolves what
+the machine-chosen settings (`auto` precision, `auto`/`default` compute type) become, or what
+the run being resumed chose, loads the model (model_source.py) and translates chunk by chunk
+(batch_decode.decode_stream). It returns the run's DecodeStats; progress goes to `progress`.
+
+TensorFlow's threads are set for the parallel searches only where TensorFlow has run no op yet
+in this process (parallel_search.configure_tensorflow); elsewhere they stay as they are.
+"""
+import dataclasses
+import sys
+from typing import Optional
+
+from t2t_lite import model_source
+from t2t_lite.errors import UserError
+from t2t_lite.inference import resume
+
+
+@dataclasses.dataclass
+class DecodeOptions:
+    """t2t-lite-decoder's settings; each field is the flag of the same name (see its --help)."""
+    model_dir: Optional[str] = None
+    export_dir: Optional[str] = None
+    checkpoint_path: Optional[str] = None
+    decode_from_file: Optional[str] = None  # None: stdin
+    decode_to_file: Optional[str] = None  # None: stdout
+    beam_size: Optional[int] = None  # None: the model's (an export's is fixed)
+    alpha: Optional[float] = None
+    extra_length: Optional[int] = None
+    nbest: int = 1
+    print_scores: bool = False
+    split_sentences: str = "auto"
+    batch_tokens: int = 4096
+    chunk_lines: int = 10000
+    start_over: bool = False
+    num_shards: int = 1
+    shard_index: int = 0
+    parallel_searches: int = 0  # 0: one per CPU core (at most 4), 1 on a GPU
+    decode_precision: str = "float32"
+    engine: str = "tensorflow"
+    compute_type: str = "default"
+
+
+# Settings that change what is written: a resumed run must use the same values. (The number of
+# parallel searches is not one: the outputs are the same, so a resume may use other cores.)
+OUTPUT_SETTINGS = ("engine", "compute_type", "decode_precision", "beam_size", "alpha",
+                   "extra_length", "nbest", "print_scores", "split_sentences", "batch_tokens",
+                   "chunk_lines", "num_shards", "shard_index")
+
+
+def decode_file(options, progress=sys.stderr):
+    """Translates options.decode_from_file into options.decode_to_file (see the module
+    docstring); a killed run called again with the same options continues after its last
+    finished chunk. Returns this run's batch_decode.DecodeStats."""
+    from t2t_lite.data import sentences
+    from t2t_lite.inference import batch_decode, line_input
+
+    check(options)
+    sentences.splitting_for(None, options.split_sentences)  # a bad language fails before any work
+    source = line_input.open_input(options.decode_from_file, num_shards=options.num_shards,
+                                   shard_index=options.shard_index)
+    with resume.open_output(options.decode_to_file, inputs=source.described_statuses()) as output:
+        searches = _parallel_searches(options, options.chunk_lines if source.total_lines is None
+                                      else min(options.chunk_lines, source.total_lines))
+        precision, compute_type = _precision(options, output), _compute_type(options, output)
+        # Before the model loads: a run that cannot resume says so at once.
+        output.begin({"input": source.identity(),
+                      "model": resume.model_identity(options.model_dir, options.checkpoint_path,
+                                                     options.export_dir, options.engine),
+                      "settings": _settings(options, precision, compute_type)},
+                     start_over=options.start_over)
+        translator = model_source.load(
+            options.model_dir, options.export_dir, options.checkpoint_path, options.engine,
+            beam_size=options.beam_size, precision=precision, compute_type=compute_type,
+            searches=searches)
+        if options.engine == "ctranslate2" and output.identity:
+            # What `auto` / `default` became on this machine is what a resume must reuse.
+            output.identity["settings"]["compute_type"] = translator.compute_type
+        defaults = batch_decode.settings(translator)
+        return batch_decode.decode_stream(
+            translator, source, output, options.chunk_lines,
+            alpha=defaults["alpha"] if options.alpha is None else options.alpha,
+            # translate_texts clamps it to the model's max_length (huge values stay in int32).
+            extra_length=defaults["extra_length"] if options.extra_length is None
+            else options.extra_length,
+            nbest=options.nbest, print_scores=options.print_scores,
+            batch_tokens=options.batch_tokens, parallel_searches=searches, stream=progress,
+            splitting=batch_decode.sentence_splitting(defaults.get("problem"),
+                                                      options.split_sentences))
+
+
+def check(options):
+    """UserError for settings that cannot work, named as the decoder's flags."""
+    model_source.check(options.model_dir, options.export_dir, options.checkpoint_path,
+                       options.engine, options.decode_precision, options.compute_type)
+    for name in ("beam_size", "chunk_lines", "num_shards", "batch_tokens"):
+        value = getattr(options, name)
+        if value is not None and value < 1:
+            raise UserError(f"--{name} must be >= 1, got {value}")
+    from t2t_lite.model_dir import check as model_dir_check
+
+    if options.beam_size is not None:
+        model_dir_check.check_bounds({"beam_size": options.beam_size}, "--beam_size")
+    if options.alpha is not None:
+        model_dir_check.check_bounds({"alpha": options.alpha}, "--alpha")
+
+
+def _parallel_searches(options, num_lines):
+    """The searches run at once, TensorFlow's threads set for them where it has not started.
+    Never more searches than lines: a single line keeps every core for its one search."""
+    from t2t_lite.inference import parallel_search
+
+    on_gpu = options.engine == "tensorflow" and parallel_search.tensorflow_on_gpu()
+    searches = min(parallel_search.resolve(options.parallel_searches, on_gpu), max(num_lines, 1))
+    parallel_search.configure_tensorflow(searches)
+    return searches
+
+
+def _recorded(output, name):
+    """A setting as the unfinished run beside the output resolved it, or None."""
+    return ((output.recorded_run or {}).get("settings") or {}).get(name)
+
+
+def _precision(options, output):
+    """decode_precision as it will run: `auto` becomes what the run being resumed chose, or what
+    the probe chooses now."""
+    if options.decode_precision not in resume.MACHINE_CHOICES \
+            or options.engine != "tensorflow" or not options.model_dir:
+        return options.decode_precision
+    recorded = None if options.start_over else _recorded(output, "decode_precision")
+    if recorded in ("float32", "bfloat16"):
+        return recorded
+    from t2t_lite.decoding import precision
+
+    return precision.choose(options.decode_precision)[0]
+
+
+def _compute_type(options, output):
+    """compute_type to load with: `auto` / `default` become what the run being resumed resolved
+    them to (CTranslate2 resolves them by the machine and the folder)."""
+    if options.compute_type not in resume.MACHINE_CHOICES or options.start_over:
+        return options.compute_type
+    return _recorded(output, "compute_type") or options.compute_type
+
+
+def _settings(options, precision, compute_type):
+    settings = {name: getattr(options, name) for name in OUTPUT_SETTINGS}
+    settings.update(decode_precision=precision, compute_type=compute_type)
+    return settings
