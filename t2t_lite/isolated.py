@@ -5,10 +5,11 @@ not the table; TensorFlow's state and the GPU's memory leave with the child).
     result = isolated.call(train, TrainOptions(...), prefix="[base]", echo=print)
 
 `function` is a module-level function of one dataclass argument; `options` is that dataclass.
-The child gets the options as JSON, runs `function(options)` and writes what it returns (a
-dataclass or JSON values) as JSON; `call` returns those values. The child's output is streamed
-line by line with `prefix`, TensorFlow's start-up noise dropped. A UserError in the child, or the
-child dying, raises Failed.
+The child gets the options as JSON (dataclasses.asdict: a field holding dataclasses arrives as
+their values, for the options' class to build back), runs `function(options)` and writes what it
+returns (a dataclass or JSON values) as JSON; `call` returns those values. The child's output is
+streamed line by line with `prefix`, TensorFlow's start-up noise dropped. A UserError in the
+child, or the child dying, raises Failed.
 
 `stream` runs any command the same way (the tools a caller runs as a user would).
 """

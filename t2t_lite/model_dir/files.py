@@ -4,8 +4,11 @@ Layout:
     M/run.json          problem name, hparams set, gin params, vocabulary file name and size
     M/configs.json      the resolved ModelConfig / TrainConfig / DecodeConfig, as plain values:
                         what every later tool reads
-    M/config.gin        every gin binding in force, for people to read (never executed again)
-    M/operative_config.gin  gin's operative config (the values the run actually used)
+    M/config.gin        every gin binding in force, for people to read (never executed again);
+                        for a run whose caller gave the configs (no gin bound them), every
+                        field's value as a gin binding
+    M/operative_config.gin  gin's operative config (the values the run actually used); the
+                        configs' values again for a run given its configs
     M/<vocabulary file> a copy of the problem's vocabulary
     M/ckpt-N.*          checkpoints (tf.train.CheckpointManager)
     M/.lock             held by the running trainer (fcntl), so a second trainer refuses
@@ -85,16 +88,17 @@ def read_run_info(model_dir):
 
 
 def write_run_info(model_dir, problem_name, hparams_set, gin_params, vocab_path, vocab_size,
-                   configs, extra=None):
+                   configs, extra=None, gin_bound=True):
     """Records what later tools need; refuses to mix two different runs in one model_dir.
 
-    `configs` is the run's (ModelConfig, TrainConfig, DecodeConfig).
+    `configs` is the run's (ModelConfig, TrainConfig, DecodeConfig); `gin_bound`: whether gin's
+    bindings gave them (config.gin then lists those bindings, else the configs' values).
     """
     os.makedirs(model_dir, exist_ok=True)
     info = {"problem": problem_name, "hparams_set": hparams_set, "gin_params": list(gin_params),
             "vocab_file": os.path.basename(vocab_path), "vocab_size": int(vocab_size)}
     info.update(extra or {})
-    config_text = hparams.config_text()
+    config_text = hparams.config_text() if gin_bound else configs_gin(configs)
     existing_path = os.path.join(model_dir, RUN_INFO)
     if os.path.isfile(existing_path):
         old = read_run_info(model_dir)
@@ -134,6 +138,17 @@ _CONFIG_KEYS = ("model", "train", "decode")
 _CONFIG_CLASSES = (ModelConfig, TrainConfig, DecodeConfig)
 
 
+def configs_gin(configs):
+    """The configs' values as gin bindings, every field, laid out as gin's own config text."""
+    sections = []
+    for config in sorted(configs, key=lambda config: type(config).__name__):
+        name = type(config).__name__
+        bindings = "".join(f"{name}.{field} = {value!r}\n"
+                           for field, value in sorted(dataclasses.asdict(config).items()))
+        sections.append(f"# Parameters for {name}:\n# {'=' * 78}\n{bindings}")
+    return "\n".join(sections)
+
+
 def _read_configs_json(model_dir):
     path = os.path.join(model_dir, CONFIGS)
     try:
@@ -146,8 +161,11 @@ def _read_configs_json(model_dir):
     return data
 
 
-def write_operative_config(model_dir):
-    atomic.write_text(os.path.join(model_dir, OPERATIVE_CONFIG), hparams.operative_config_text())
+def write_operative_config(model_dir, configs=None):
+    """gin's operative config; for a run given its `configs` (gin bound none), their values."""
+    atomic.write_text(os.path.join(model_dir, OPERATIVE_CONFIG),
+                      hparams.operative_config_text() if configs is None
+                      else configs_gin(configs))
 
 
 def configs_where(model_dir):
@@ -164,11 +182,18 @@ def load_configs(model_dir):
         raise UserError(f"{model_dir} has no {CONFIGS}; train into it with t2t-lite-trainer first")
     data = _read_configs_json(model_dir)
     try:
-        return tuple(cls(**_typed_values(key, cls, data[key]))
-                     for key, cls in zip(_CONFIG_KEYS, _CONFIG_CLASSES))
+        return configs_from_values([data[key] for key in _CONFIG_KEYS])
     except (ValueError, TypeError) as error:
         raise UserError(f"bad configuration in {os.path.join(model_dir, CONFIGS)}: "
                         f"{' '.join(str(error).split())[:300]}") from None
+
+
+def configs_from_values(values):
+    """(ModelConfig, TrainConfig, DecodeConfig) from their values, three dicts as configs.json
+    (or dataclasses.asdict through JSON) holds them; a value of the wrong type is a ValueError,
+    one out of range the config's own ValueError, an unknown field a TypeError."""
+    return tuple(cls(**_typed_values(key, cls, section))
+                 for key, cls, section in zip(_CONFIG_KEYS, _CONFIG_CLASSES, values))
 
 
 def _typed(field_type, value):

@@ -29,7 +29,8 @@ def plan_row(row, scale, gin_params, vocab_size):
 
 def plan_rows(plans, precision):
     """{row: plan} with every row in the table's `precision` ("auto" is decided once, for every
-    row: its binding goes last) and what it varies against base's plan."""
+    row: its binding goes last, so that the bindings shown give the configs trained) and what it
+    varies against base's plan."""
 
     def in_precision(plan):
         model, train, decode = plan.configs

@@ -51,8 +51,10 @@ class RowRunner:
             problem=self.options.problem, problem_params=list(self.options.problem_params),
             problem_modules=list(self.options.problem_modules),
             data_dir=os.path.abspath(self.options.data_dir),
-            model_dir=self.table.row_path(row, "model"), hparams_set=set_name(row),
-            gin_params=list(plan.bindings),
+            model_dir=self.table.row_path(row, "model"),
+            # The configs the table resolved, as they are; the set and bindings that give them
+            # are what run.json and the command below show.
+            configs=plan.configs, hparams_set=set_name(row), gin_params=list(plan.bindings),
             bleu_sentences=0,  # the table decodes dev itself, with beam 4
             **budget)
         prefix = f"[{row}]"

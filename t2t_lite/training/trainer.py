@@ -1,11 +1,12 @@
 """The training loop behind t2t-lite-trainer.
 
-One call, `train(options)`: load the hparams set, prepare the problem's data and the model_dir,
-pick a distribution strategy, build the model and the paper's optimizer, restore the latest
-checkpoint if any (else, with --warm_start_from, the parent's model weights: warm_start.py), then
-step until --train_steps or --train_minutes. Everything beside the step is a hook (hooks.py): the
-budget plan, the divergence guard, the progress line, checkpoints on the set's timer, dev
-evaluation with the best checkpoint and early stopping, summaries.
+One call, `train(options)`: load the hparams set (or take the configs the caller resolved),
+prepare the problem's data and the model_dir, pick a distribution strategy, build the model and
+the paper's optimizer, restore the latest checkpoint if any (else, with --warm_start_from, the
+parent's model weights: warm_start.py), then step until --train_steps or --train_minutes.
+Everything beside the step is a hook (hooks.py): the budget plan, the divergence guard, the
+progress line, checkpoints on the set's timer, dev evaluation with the best checkpoint and early
+stopping, summaries.
 """
 import dataclasses
 import math
@@ -69,6 +70,15 @@ class TrainOptions:
     warm_start_from: Optional[str] = None
     # Model settings the child may set apart from the parent's (warm_start.COMPARED names).
     warm_start_accept: Sequence[str] = ()
+    # The run's (ModelConfig, TrainConfig, DecodeConfig), resolved by the caller: used instead of
+    # reading hparams_set, gin_files and gin_params (which run.json still records as where they
+    # came from); the run settings above still override theirs.
+    configs: Optional[tuple] = None
+
+    def __post_init__(self):
+        # isolated.call hands its child the configs as their values (dicts): built back here.
+        if self.configs is not None and not all(map(dataclasses.is_dataclass, self.configs)):
+            self.configs = model_dir_files.configs_from_values(self.configs)
 
 
 # TrainOptions fields that override the TrainConfig field of the same name.
@@ -147,9 +157,10 @@ def _train(options, signals):
     for path in options.gin_files:
         if not os.path.isfile(path):
             raise UserError(f"--gin_file {path} does not exist")
-    model_config, train_config, decode_config = hparams.load(options.hparams_set,
-                                                             options.gin_params,
-                                                             options.gin_files)
+    gin_bound = options.configs is None
+    model_config, train_config, decode_config = (
+        hparams.load(options.hparams_set, options.gin_params, options.gin_files) if gin_bound
+        else options.configs)
     options, train_config = resolve_run_settings(options, train_config)
     # Seeding resets TF's kernel caches, which destroys resources such as the SentencePiece
     # op's model: it must come before any tokenizer is built.
@@ -187,7 +198,8 @@ def _train(options, signals):
                 extra={"gin_files": [os.path.abspath(p) for p in options.gin_files],
                        "problem_params": list(options.problem_params),
                        "problem_modules": list(options.problem_modules),
-                       "data_dir": os.path.abspath(options.data_dir), **extra})
+                       "data_dir": os.path.abspath(options.data_dir), **extra},
+                gin_bound=gin_bound)
         return _build_and_train(options, problem, tokenizer, strategy, chief, model_config,
                                 train_config, decode_config, warm_start, signals)
     finally:
@@ -286,8 +298,11 @@ def _build_and_train(options, problem, tokenizer, strategy, chief, model_config,
     elif chief:
         dev_history.reset(options.model_dir)  # a fresh run's evaluations only
     if chief:
-        # Written after the model and optimizer exist, so it lists every value gin supplied.
-        model_dir_files.write_operative_config(options.model_dir)
+        # Written after the model and optimizer exist, so it lists every value gin supplied
+        # (the configs' own, when the caller gave them).
+        model_dir_files.write_operative_config(
+            options.model_dir,
+            None if options.configs is None else (model_config, train_config, decode_config))
 
     sampling = _subword_sampling(train_config)
 

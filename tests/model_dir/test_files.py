@@ -1,5 +1,5 @@
 """run.json someone sends you: a damaged one is a one-line error, and it names files inside the
-model_dir only."""
+model_dir only; the configs from their values, and written as gin bindings that give them back."""
 import dataclasses
 import json
 
@@ -67,3 +67,32 @@ def test_configs_json_numbers_as_gin_binds_them_still_load(tmp_path):
     _, train, decode = files.load_configs(model_dir)
     assert decode.alpha == 1 and train.train_steps == 100000
     assert isinstance(train.train_steps, int)
+
+
+def test_configs_written_as_gin_bind_the_same_configs_again():
+    import gin
+
+    from t2t_lite import hparams
+    from t2t_lite.config import DecodeConfig, ModelConfig, TrainConfig
+
+    configs = hparams.load("tiny", ["TrainConfig.budget_dropout = ((0.5, 0.1), (2.0, 0.2))",
+                                    "ModelConfig.d_k = 8", "DecodeConfig.alpha = 0.7"])
+    text = files.configs_gin(configs)
+    assert "# Parameters for ModelConfig:\n" in text and "ModelConfig.d_k = 8\n" in text
+    gin.clear_config()
+    try:
+        gin.parse_config(text)
+        assert (ModelConfig(), TrainConfig(), DecodeConfig()) == configs
+    finally:
+        gin.clear_config()
+
+
+def test_configs_from_their_values_through_json_are_the_configs():
+    from t2t_lite import hparams
+
+    configs = hparams.load("tiny", ["TrainConfig.budget_dropout = ((0.5, 0.1),)"])
+    values = json.loads(json.dumps([dataclasses.asdict(c) for c in configs]))
+    assert files.configs_from_values(values) == configs
+    values[0]["d_model"] = "64"
+    with pytest.raises(ValueError, match="model.d_model must be int"):
+        files.configs_from_values(values)
