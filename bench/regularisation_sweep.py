@@ -2,9 +2,12 @@
 budget planner's regularisation rule (training/regularisation.py, docs/results.md).
 
 Each point is `t2t-lite-demo --train_steps=N --train_minutes=0` with the set's regularisation
-overridden by gin bindings, on the same data (one datagen, shared by every run). Runs are
-step-capped, so the figures do not depend on the machine's speed, only the wall times do. A point
-whose results.json exists is skipped: re-running the script resumes the sweep.
+overridden by gin bindings, on the same data (one datagen, shared by every run), run as the
+demo's library call in a child process of its own (t2t_lite/isolated.py): its output goes to
+RUN/demo.log, its DemoResult to RUN/point.json, which the table is made from (with the run's
+dev history). Runs are step-capped, so the figures do not depend on the machine's speed, only
+the wall times do. A point whose point.json exists is skipped: re-running the script resumes the
+sweep.
 
   python bench/regularisation_sweep.py --out_dir=runs/sweep --points=1600:0.1,1600:0.2,400:0.1
   python bench/regularisation_sweep.py --out_dir=runs/sweep --report   # the table only
@@ -15,19 +18,20 @@ set's subword sampling.
 """
 import argparse
 import json
+import math
 import os
 import re
-import subprocess
-import sys
 import time
 
-DEV_LINE = re.compile(r"dev at step (\d+): loss \S+\s+perplexity (\S+)")
+from t2t_lite import cli  # noqa: F401  (TensorFlow's environment as the tools set it)
+from t2t_lite import atomic, isolated
+from t2t_lite.demo import DemoOptions, run_demo
+
+POINT = "point.json"
+# The trainer reports its regularisation plan (the passes, the rules' rates) only in its output.
 PASSES = re.compile(r"plan: ([\d.]+) passes over")
 CHOSEN = re.compile(r"dropout (\S+) \(TrainConfig.budget_dropout\)")
 CHOSEN_SMOOTHING = re.compile(r"label smoothing (\S+) \(TrainConfig.budget_label_smoothing\)")
-AVERAGED = re.compile(r"averaged \d+ checkpoints \((.*)\) into")
-TRAIN_LINE = re.compile(r"step (\d+)/\d+\s+loss \S+\s+ppl (\S+)")
-BREVITY = re.compile(r"BP = ([\d.]+)")
 
 
 def parse_point(text):
@@ -70,34 +74,57 @@ def point_name(point):
     return name
 
 
-def run_point(point, out_dir, data_dir, demo):
+def run_point(point, out_dir, data_dir):
     run_dir = os.path.join(out_dir, point_name(point))
-    if os.path.exists(os.path.join(run_dir, "results.json")):
+    if os.path.exists(os.path.join(run_dir, POINT)):
         return
     os.makedirs(run_dir, exist_ok=True)
     if not os.path.exists(os.path.join(run_dir, "data")):
         os.symlink(os.path.abspath(data_dir), os.path.join(run_dir, "data"))
-    args = [demo, f"--run_dir={run_dir}", f"--train_steps={point['steps']}", "--train_minutes=0"]
+    gin_params = []
     if point["dropout"] != "auto":  # the set's rule off, the rate fixed
-        args += [f"--gin_param=ModelConfig.dropout={point['dropout']}",
-                 "--gin_param=TrainConfig.budget_dropout=()"]
+        gin_params += [f"ModelConfig.dropout={point['dropout']}",
+                       "TrainConfig.budget_dropout=()"]
     if point["label_smoothing"] is not None:  # the set's rule off, the value fixed
-        args += [f"--gin_param=TrainConfig.label_smoothing={point['label_smoothing']}",
-                 "--gin_param=TrainConfig.budget_label_smoothing=()"]
+        gin_params += [f"TrainConfig.label_smoothing={point['label_smoothing']}",
+                       "TrainConfig.budget_label_smoothing=()"]
     if point["sampling"] is not None:
-        args.append(f"--gin_param=TrainConfig.subword_sampling={point['sampling']}")
+        gin_params.append(f"TrainConfig.subword_sampling={point['sampling']}")
     if point["repeat"]:
-        args.append(f"--gin_param=TrainConfig.seed={1 + point['repeat']}")
+        gin_params.append(f"TrainConfig.seed={1 + point['repeat']}")
+    options = DemoOptions(run_dir=run_dir, train_steps=point["steps"], train_minutes=0,
+                          gin_params=gin_params)
     start = time.monotonic()
     with open(os.path.join(run_dir, "demo.log"), "w") as log:
-        code = subprocess.call(args, stdout=log, stderr=subprocess.STDOUT)
-    print(f"{point_name(point)}: exit {code} after {(time.monotonic() - start) / 60:.1f} min",
+        try:
+            result = isolated.call(run_demo, options, "",
+                                   lambda line, flush=False: print(line, file=log, flush=True))
+            atomic.write_json(os.path.join(run_dir, POINT), result, indent=1)
+            outcome = "done"
+        except isolated.Failed as failure:
+            outcome = failure.reason("t2t-lite-demo")
+    print(f"{point_name(point)}: {outcome} after {(time.monotonic() - start) / 60:.1f} min",
           flush=True)
 
 
-def dev_scores(run_dir, data_dir):
-    """BLEU, chrF and BP of the run's export on the dev split (decoded once, then read back)."""
+def bleu_and_bp(hypotheses, references):
+    """sacreBLEU's BLEU and brevity penalty, as t2t-lite-bleu scores."""
+    from sacrebleu.metrics import BLEU
+
     from t2t_lite.metrics import bleu
+
+    score = BLEU(tokenize=bleu.DEFAULT_TOKENIZER).corpus_score(hypotheses, [references])
+    return score.score, score.bp
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read().split("\n")[:-1]
+
+
+def dev_scores(run_dir, data_dir, export):
+    """BLEU and BP of the run's export on the dev split (decoded once, then read back)."""
+    from t2t_lite.file_decoding import DecodeOptions, decode_file
 
     source, reference = os.path.join(run_dir, "dev.src"), os.path.join(run_dir, "dev.ref")
     translation = os.path.join(run_dir, "dev.translation")
@@ -108,41 +135,40 @@ def dev_scores(run_dir, data_dir):
         for path, column in ((source, 0), (reference, 1)):
             with open(path, "w", encoding="utf-8") as f:
                 f.writelines(pair[column] + "\n" for pair in pairs)
-        with open(os.path.join(run_dir, "results.json")) as f:
-            export = json.load(f)["export"]
-        decoder = os.path.join(os.path.dirname(sys.executable), "t2t-lite-decoder")
-        subprocess.check_call([decoder, f"--export_dir={export}", f"--decode_from_file={source}",
-                               f"--decode_to_file={translation}"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    with open(translation, encoding="utf-8") as f:
-        hypotheses = f.read().split("\n")[:len(pairs)]
-    scores = bleu.corpus_scores(hypotheses, [pair[1] for pair in pairs])
-    return scores["bleu"], float(BREVITY.search(scores["bleu_text"]).group(1))
+        with open(os.devnull, "w") as quiet:
+            decode_file(DecodeOptions(export_dir=export, decode_from_file=source,
+                                      decode_to_file=translation), progress=quiet)
+    return bleu_and_bp(read_lines(translation), [pair[1] for pair in pairs])
 
 
 def read_point(run_dir, data_dir):
     """The point's figures: passes planned, the rule's dropout, train and dev perplexity at the
     end, the best dev perplexity, the averaged window, dev and test scores."""
+    from t2t_lite.model_dir import dev_history
+
+    with open(os.path.join(run_dir, POINT)) as f:
+        point = json.load(f)
+    results, trained = point["results"], point["trained"]
+    devs = sorted((step, metrics.get("perplexity", math.exp(min(metrics["loss"], 50.0))))
+                  for step, metrics in dev_history.read(os.path.join(run_dir, "model")).items())
     with open(os.path.join(run_dir, "demo.log")) as f:
         log = f.read()
-    devs = [(int(s), float(p)) for s, p in DEV_LINE.findall(log)]
-    trains = TRAIN_LINE.findall(log)
-    passes, chosen, averaged = PASSES.findall(log), CHOSEN.findall(log), AVERAGED.findall(log)
+    passes, chosen = PASSES.findall(log), CHOSEN.findall(log)
     smoothing = CHOSEN_SMOOTHING.findall(log)
-    with open(os.path.join(run_dir, "results.json")) as f:
-        results = json.load(f)
     best = min(devs, key=lambda d: d[1]) if devs else (None, None)
-    dev_bleu, dev_bp = dev_scores(run_dir, data_dir)
+    dev_bleu, dev_bp = dev_scores(run_dir, data_dir, results["export"])
+    test_bleu, test_bp = bleu_and_bp(read_lines(results["translation"]),
+                                     read_lines(os.path.join(run_dir, "test.ref")))
     return {"passes": float(passes[-1]) if passes else None,
             "chosen_dropout": chosen[-1] if chosen else None,
             "chosen_label_smoothing": smoothing[-1] if smoothing else None,
-            "final_train_ppl": float(trains[-1][1]) if trains else None,
+            "final_train_ppl": (trained["last_train_metrics"] or {}).get("perplexity"),
             "final_dev_ppl": devs[-1][1] if devs else None,
             "best_dev_ppl": best[1], "best_dev_step": best[0],
-            "averaged": averaged[-1] if averaged else None,
+            "averaged": ", ".join(path.rsplit("/", 1)[-1]
+                                  for path in point["averaged"]["checkpoints"]),
             "dev_bleu": dev_bleu, "dev_bp": dev_bp,
-            "test_bleu": results["bleu"], "test_chrf": results["chrf"],
-            "test_bp": float(BREVITY.search(results["report"]).group(1)),
+            "test_bleu": results["bleu"], "test_chrf": results["chrf"], "test_bp": test_bp,
             "train_minutes": results["seconds"]["train"] / 60}
 
 
@@ -150,7 +176,7 @@ def report(out_dir, data_dir):
     rows = []
     for name in sorted(os.listdir(out_dir), key=lambda n: (len(n), n)):
         run_dir = os.path.join(out_dir, name)
-        if not os.path.exists(os.path.join(run_dir, "results.json")):
+        if not os.path.exists(os.path.join(run_dir, POINT)):
             continue
         rows.append((name, read_point(run_dir, data_dir)))
     print("| run | steps | P_drop | label smoothing | subword sampling | train ppl | "
@@ -170,7 +196,7 @@ def report(out_dir, data_dir):
               f"({f(r['best_dev_ppl'], '.2f')}, {f(r['best_dev_step'], 'd')}) | "
               f"{r['dev_bleu']:.2f} ({r['dev_bp']:.3f}) | {r['test_bleu']:.2f} | "
               f"{r['test_chrf']:.2f} | {r['test_bp']:.3f} | {r['train_minutes']:.1f} | "
-              f"{(r['averaged'] or '').split(';')[0]} |")
+              f"{r['averaged']} |")
 
 
 def main():
@@ -183,12 +209,13 @@ def main():
     os.makedirs(args.out_dir, exist_ok=True)
     data_dir = args.data_dir or os.path.join(args.out_dir, "data")
     if not args.report:
-        demo = os.path.join(os.path.dirname(sys.executable), "t2t-lite-demo")
         if not os.path.exists(data_dir):
-            subprocess.check_call([os.path.join(os.path.dirname(sys.executable), "t2t-lite-datagen"),
-                                   "--problem=translate_ende_gettext", f"--data_dir={data_dir}"])
+            from t2t_lite import problems
+            from t2t_lite.data import datagen
+
+            print(datagen.run(problems.build("translate_ende_gettext", []), data_dir), flush=True)
         for text in filter(None, args.points.split(",")):
-            run_point(parse_point(text), args.out_dir, data_dir, demo)
+            run_point(parse_point(text), args.out_dir, data_dir)
     report(args.out_dir, data_dir)
 
 

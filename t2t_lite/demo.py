@@ -1,8 +1,8 @@
 """The main job end to end: datagen -> train -> average -> export -> decode test -> BLEU.
 
 Each stage prints the command-line tool that does the same (so every step can be repeated by
-hand); datagen and training are library calls in this process, the later stages run their
-tools. Everything goes under one run folder:
+hand) and runs as that tool's library call in this process, its typed result read back.
+Everything goes under one run folder:
 
     RUN/data/            vocabulary, TFRecord shards, dev/test text
     RUN/model/           checkpoints, config, vocabulary (t2t-lite-trainer)
@@ -15,18 +15,42 @@ Re-running resumes: datagen skips finished shards, the trainer continues from it
 checkpoint within the same total --train_minutes, and finished later stages are reused unless
 the checkpoint they came from changed.
 """
+import dataclasses
 import json
 import os
 import sys
 import time
+from typing import Any, Optional, Sequence
 
-from t2t_lite import atomic, isolated
+from t2t_lite import atomic
 from t2t_lite.errors import UserError
 
 STATE = "state.json"
-# t2t-lite-decoder's --summary_file: its own timing of the translation, without the process
-# start-up and model load that the decode stage's wall clock includes.
-DECODE_SUMMARY = "decode_summary.json"
+
+
+@dataclasses.dataclass
+class DemoOptions:
+    """t2t-lite-demo's settings: its flags of the same names (gin_params and problem_params are
+    the repeated --gin_param and --problem_param); `samples` test sentences are shown."""
+    run_dir: str = "runs/ende_gettext"
+    problem: str = "translate_ende_gettext"
+    hparams_set: str = "small_cpu"
+    train_minutes: float = 20.0  # 0: no wall-clock budget, train train_steps
+    train_steps: Optional[int] = None
+    average_last: Optional[int] = None  # None: the set's TrainConfig.average_last
+    test_sentences: int = 0  # 0: the whole test split
+    gin_params: Sequence[str] = ()
+    problem_params: Sequence[str] = ()
+    samples: int = 5
+
+
+@dataclasses.dataclass
+class DemoResult:
+    """What a run gives back: results.json's dict and its stages' own results."""
+    results: dict
+    trained: Any  # training.trainer.TrainResult
+    averaged: Any  # model_dir.averaging.Averaged
+    decoded: Any  # inference.batch_decode.DecodeStats; None when the translation was reused
 
 
 class Run:
@@ -43,99 +67,109 @@ class Run:
     def save_state(self):
         atomic.write_json(self.path(STATE), self.state, indent=2)
 
-    def tool(self, name, *args, merge_stderr=False):
-        """Runs `python -m t2t_lite.bin.<name> args`; a failure ends the demo with its message.
-        Returns the seconds it took.
-
-        merge_stderr: the tool's stderr joins the streamed output (for tools that report on
-        stderr), instead of going straight to the demo's stderr."""
-        self.echo(command_line(name, args), flush=True)
-        start = time.monotonic()
-        returncode, _ = isolated.stream([sys.executable, "-m", f"t2t_lite.bin.{name}", *args],
-                                        "", self.echo, merge_stderr=merge_stderr)
-        if returncode:
-            raise UserError(f"t2t-lite-{name.replace('_', '-')} failed (exit {returncode});"
-                            " see its messages above. Re-running resumes from here.")
-        return time.monotonic() - start
-
 
 def command_line(name, args):
     """The tool's command a user can repeat, as the demo prints it before the stage."""
     return "$ t2t-lite-" + name.replace("_", "-") + " " + " ".join(args)
 
 
-def run_demo(run_dir, problem="translate_ende_gettext", hparams_set="small_cpu",
-             train_minutes=20.0, train_steps=None, average_last=None, test_sentences=0,
-             gin_params=(), problem_params=(), samples=5, echo=print):
-    """Runs every stage; returns the results dict also written to RUN/results.json."""
+def run_demo(options, echo=print):
+    """Runs every stage of DemoOptions `options`; its DemoResult (the results dict is also
+    written to RUN/results.json)."""
     from t2t_lite import problems
     from t2t_lite.data import datagen
+    from t2t_lite.export import exporters
+    from t2t_lite.model_dir import averaging
     from t2t_lite.training.trainer import TrainOptions, train
 
-    run = Run(run_dir, echo)
+    run = Run(options.run_dir, echo)
     data_dir, model_dir, export_dir = run.path("data"), run.path("model"), run.path("export")
-    common = [f"--problem={problem}", *[f"--problem_param={p}" for p in problem_params]]
+    common = [f"--problem={options.problem}",
+              *[f"--problem_param={p}" for p in options.problem_params]]
     echo(f"run folder: {run.dir}", flush=True)
     timings = run.state.setdefault("seconds", {})
 
     echo(command_line("datagen", [*common, f"--data_dir={data_dir}"]), flush=True)
     start = time.monotonic()
-    echo(datagen.run(problems.build(problem, problem_params), data_dir), flush=True)
+    echo(datagen.run(problems.build(options.problem, options.problem_params), data_dir),
+         flush=True)
     timings["datagen"] = time.monotonic() - start
 
     train_args = [*common, f"--data_dir={data_dir}", f"--model_dir={model_dir}",
-                  f"--hparams_set={hparams_set}", *[f"--gin_param={g}" for g in gin_params],
+                  f"--hparams_set={options.hparams_set}",
+                  *[f"--gin_param={g}" for g in options.gin_params],
                   "--bleu_sentences=0", "--print_params"]
     # Unset budgets are the set's, as when the flags are left out.
-    train_args += ([f"--train_minutes={train_minutes}"] if train_minutes else []) + (
-        [f"--train_steps={train_steps}"] if train_steps else [])
+    if options.train_minutes:
+        train_args.append(f"--train_minutes={options.train_minutes}")
+    if options.train_steps:
+        train_args.append(f"--train_steps={options.train_steps}")
     echo(command_line("trainer", train_args), flush=True)
     start = time.monotonic()
     trained = train(TrainOptions(
-        problem=problem, problem_params=list(problem_params), data_dir=data_dir,
-        model_dir=model_dir, hparams_set=hparams_set, gin_params=list(gin_params),
-        bleu_sentences=0, print_params=True, train_minutes=train_minutes or None,
-        train_steps=train_steps or None))
+        problem=options.problem, problem_params=list(options.problem_params),
+        data_dir=data_dir, model_dir=model_dir, hparams_set=options.hparams_set,
+        gin_params=list(options.gin_params), bleu_sentences=0, print_params=True,
+        train_minutes=options.train_minutes or None, train_steps=options.train_steps or None))
     timings["train"] = timings.get("train", 0.0) + time.monotonic() - start
     run.state["train_summary"] = {"step": trained.step, "stopped_because": trained.stopped_because,
                                   "last_checkpoint": trained.last_checkpoint}
 
-    # Without --average_last, the tool averages the set's own TrainConfig.average_last.
-    run.tool("avg_checkpoints", f"--model_dir={model_dir}",
-             *([f"--num_last={average_last}"] if average_last else []))
-    from t2t_lite.inference import saved_model
-    from t2t_lite.model_dir.checkpoint_reader import resolve_checkpoint
-
-    checkpoint = resolve_checkpoint(model_dir)  # the average just written
+    # Without --average_last, the set's own TrainConfig.average_last.
+    echo(command_line("avg_checkpoints", [f"--model_dir={model_dir}", *(
+        [f"--num_last={options.average_last}"] if options.average_last else [])]), flush=True)
+    averaged = averaging.average(model_dir, num_last=options.average_last or None)
+    echo(averaged.message, flush=True)
+    checkpoint = averaged.path
 
     if run.state.get("exported_from") != checkpoint or not _export_exists(run.state, export_dir):
-        timings["export"] = run.tool("exporter", f"--model_dir={model_dir}",
-                                     f"--export_dir={export_dir}",
-                                     f"--checkpoint_path={checkpoint}")
-        run.state["export_path"] = saved_model.latest_version_dir(export_dir)
+        echo(command_line("exporter", [f"--model_dir={model_dir}", f"--export_dir={export_dir}",
+                                       f"--checkpoint_path={checkpoint}"]), flush=True)
+        start = time.monotonic()
+        run.state["export_path"] = exporters.make_exporter("savedmodel").export(
+            model_dir, export_dir, checkpoint_path=checkpoint)
+        echo(run.state["export_path"], flush=True)
+        timings["export"] = time.monotonic() - start
         run.state["exported_from"] = checkpoint
         run.state.pop("translated_with", None)
         run.save_state()
 
-    source, reference = _write_test_split(run, data_dir, test_sentences)
+    source, reference = _write_test_split(run, data_dir, options.test_sentences)
     translation = run.path("test.translation")
+    decoded = None
     if run.state.get("translated_with") != run.state["export_path"] or not os.path.isfile(
             translation):
-        summary = run.path(DECODE_SUMMARY)
-        timings["decode"] = run.tool(
-            "decoder", f"--export_dir={run.state['export_path']}", f"--decode_from_file={source}",
-            f"--decode_to_file={translation}", f"--summary_file={summary}", "--start_over",
-            merge_stderr=True)
-        with open(summary, encoding="utf-8") as f:
-            run.state["decoder_rate"] = json.load(f)["lines_per_second"]
+        start = time.monotonic()
+        decoded = _decode(run, source, translation)
+        timings["decode"] = time.monotonic() - start
+        run.state["decoder_rate"] = decoded.as_dict()["lines_per_second"]
         run.state["translated_with"] = run.state["export_path"]
         run.save_state()
-    results = _results(run, source, reference, translation, samples)
+    results = _results(run, source, reference, translation, options.samples)
     with open(run.path("results.json"), "w") as f:
         json.dump(results, f, indent=2)
     run.save_state()
     _print_summary(run, results, echo)
-    return results
+    return DemoResult(results=results, trained=trained, averaged=averaged, decoded=decoded)
+
+
+def _decode(run, source, translation):
+    """Translates the test split with the export as t2t-lite-decoder does; its DecodeStats.
+
+    TensorFlow's threads stay as training left them in this process (they are fixed once it has
+    run an op, so parallel_search.configure_tensorflow changes nothing): measured, the searches
+    run no slower than in a decoder process of their own."""
+    from t2t_lite.file_decoding import DecodeOptions, decode_file
+
+    options = DecodeOptions(export_dir=run.state["export_path"], decode_from_file=source,
+                            decode_to_file=translation, start_over=True)
+    run.echo(command_line("decoder", [f"--export_dir={options.export_dir}",
+                                      f"--decode_from_file={source}",
+                                      f"--decode_to_file={translation}", "--start_over"]),
+             flush=True)
+    stats = decode_file(options, progress=sys.stdout)
+    run.echo(stats.summary(), flush=True)
+    return stats
 
 
 def _export_exists(state, export_dir):
@@ -184,8 +218,8 @@ def _results(run, source, reference, translation, samples):
         "report": report,
         "seconds": {k: round(v, 1) for k, v in run.state.get("seconds", {}).items()},
         "train_summary": run.state.get("train_summary"),
-        # The decoder's own rate; the decode stage's wall clock adds start-up and model load,
-        # which a 562-line test split cannot amortise.
+        # The decoder's own rate; the decode stage's wall clock adds the model's load, which a
+        # 562-line test split cannot amortise.
         "decode_sentences_per_second": run.state.get("decoder_rate"),
         "decode_sentences_per_second_with_startup": round(
             len(references) / max(run.state["seconds"].get("decode", 0.0), 1e-9), 1)

@@ -10,28 +10,30 @@ print sacreBLEU/chrF, samples and where everything is. Re-running the same comma
 from absl import flags
 
 from t2t_lite import cli
+from t2t_lite.demo import DemoOptions, run_demo
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("run_dir", "runs/ende_gettext", "Folder for everything this run writes.")
-flags.DEFINE_string("problem", "translate_ende_gettext", "Registered problem.")
+flags.DEFINE_string("run_dir", DemoOptions.run_dir, "Folder for everything this run writes.")
+flags.DEFINE_string("problem", DemoOptions.problem, "Registered problem.")
 flags.DEFINE_multi_string("problem_param", [], "key=value for the problem's constructor.")
-flags.DEFINE_string("hparams_set", "small_cpu", "gin hparams set.")
+flags.DEFINE_string("hparams_set", DemoOptions.hparams_set, "gin hparams set.")
 flags.DEFINE_multi_string("gin_param", [], "gin binding overriding one value (repeatable).")
-flags.DEFINE_float("train_minutes", 20.0, "Training wall-clock budget (total, across re-runs); "
-                   "0: none, train --train_steps.")
+flags.DEFINE_float("train_minutes", DemoOptions.train_minutes,
+                   "Training wall-clock budget (total, across re-runs); 0: none, train "
+                   "--train_steps.")
 flags.DEFINE_integer("train_steps", None, "At most this many steps (the plan of a budgeted set "
                      "fits to them when they fit the budget).")
 flags.DEFINE_integer("average_last", None, "Checkpoints to average (default: the set's).")
-flags.DEFINE_integer("test_sentences", 0, "Translate only the first N test sentences (0: all).")
+flags.DEFINE_integer("test_sentences", DemoOptions.test_sentences,
+                     "Translate only the first N test sentences (0: all).")
 
 
 def main(argv):
-    from t2t_lite.demo import run_demo
-
-    run_demo(FLAGS.run_dir, problem=FLAGS.problem, hparams_set=FLAGS.hparams_set,
-             train_minutes=FLAGS.train_minutes, train_steps=FLAGS.train_steps,
-             average_last=FLAGS.average_last, test_sentences=FLAGS.test_sentences,
-             gin_params=FLAGS.gin_param, problem_params=FLAGS.problem_param)
+    run_demo(DemoOptions(
+        run_dir=FLAGS.run_dir, problem=FLAGS.problem, hparams_set=FLAGS.hparams_set,
+        train_minutes=FLAGS.train_minutes, train_steps=FLAGS.train_steps,
+        average_last=FLAGS.average_last, test_sentences=FLAGS.test_sentences,
+        gin_params=FLAGS.gin_param, problem_params=FLAGS.problem_param))
 
 
 def run():
