@@ -7,7 +7,7 @@ demo's library call in a child process of its own (t2t_lite/isolated.py): its ou
 RUN/demo.log, its DemoResult to RUN/point.json, which the table is made from (with the run's
 dev history). Runs are step-capped, so the figures do not depend on the machine's speed, only
 the wall times do. A point whose point.json exists is skipped: re-running the script resumes the
-sweep.
+sweep (a point without one resumes its demo run, which adds to its demo.log).
 
   python bench/regularisation_sweep.py --out_dir=runs/sweep --points=1600:0.1,1600:0.2,400:0.1
   python bench/regularisation_sweep.py --out_dir=runs/sweep --report   # the table only
@@ -95,7 +95,7 @@ def run_point(point, out_dir, data_dir):
     options = DemoOptions(run_dir=run_dir, train_steps=point["steps"], train_minutes=0,
                           gin_params=gin_params)
     start = time.monotonic()
-    with open(os.path.join(run_dir, "demo.log"), "w") as log:
+    with open(os.path.join(run_dir, "demo.log"), "a") as log:  # a resumed run adds to it
         try:
             result = isolated.call(run_demo, options, "",
                                    lambda line, flush=False: print(line, file=log, flush=True))
