@@ -30,6 +30,7 @@ def test_noise_filter(line, noise):
     assert cli.is_noise(line) is noise
 
 
+@pytest.mark.slow
 def test_a_tool_prints_no_tensorflow_start_up_noise_unless_asked():
     env = {k: v for k, v in os.environ.items()
            if k not in ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS")}
@@ -45,6 +46,7 @@ def test_a_tool_prints_no_tensorflow_start_up_noise_unless_asked():
     assert loud.returncode == 1 and "oneDNN" in loud.stderr  # TF_ENABLE_ONEDNN_OPTS=1 was set
 
 
+@pytest.mark.slow
 def test_a_reader_that_goes_away_gets_no_traceback():
     """`t2t-lite-... | head` closes the pipe early: the tool stops without a traceback."""
     process = subprocess.Popen([sys.executable, "-m", "t2t_lite.bin.datagen", "--registry_help"],
@@ -69,6 +71,7 @@ cli.run(main)
 '''
 
 
+@pytest.mark.slow
 def test_a_native_crash_keeps_its_last_lines_and_the_filter_its_noise(tmp_path):
     script = tmp_path / "crashing_tool.py"
     script.write_text(CRASHING_TOOL)
@@ -80,6 +83,7 @@ def test_a_native_crash_keeps_its_last_lines_and_the_filter_its_noise(tmp_path):
     assert b"start-up noise" not in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool, flag", [("avg_checkpoints", "--window"),
                                         ("trainer", "--problem")])
 def test_an_installed_commands_help_describes_the_tool(tool, flag):

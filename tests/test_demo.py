@@ -6,8 +6,6 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.slow  # trains or runs the CLIs end to end; -m 'not slow' skips it
-
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
@@ -25,6 +23,7 @@ def demo_run(tmp_path_factory):
     return run_dir, first.stdout, second.stdout
 
 
+@pytest.mark.slow  # trains end to end
 def test_every_artefact_exists(demo_run):
     run_dir, _, _ = demo_run
     for relative in ("data", "model/run.json", "model/config.gin", "model/checkpoint",
@@ -40,6 +39,7 @@ def test_every_artefact_exists(demo_run):
         "decode_sentences_per_second_with_startup"] > 0
 
 
+@pytest.mark.slow  # trains end to end
 def test_one_translated_line_per_test_sentence(demo_run):
     run_dir, _, _ = demo_run
     source = (run_dir / "test.src").read_text(encoding="utf-8").split("\n")
@@ -47,6 +47,7 @@ def test_one_translated_line_per_test_sentence(demo_run):
     assert len(source) == len(translation) == 13  # 12 lines and the final newline
 
 
+@pytest.mark.slow  # trains end to end
 def test_output_names_the_results_and_rerun_reuses_finished_stages(demo_run):
     run_dir, first, second = demo_run
     for text in (first, second):

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
@@ -25,6 +27,7 @@ def test_no_init_in_gin_folder():
     assert not (ROOT / "t2t_lite" / "hparams_sets" / "__init__.py").exists()
 
 
+@pytest.mark.slow
 def test_wheel_ships_gin_sets_problems_and_clis(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                     "-q", "-w", str(tmp_path), str(ROOT)], check=True, capture_output=True)
@@ -56,6 +59,7 @@ def test_wheel_ships_gin_sets_problems_and_clis(tmp_path):
     assert out[0].startswith(str(target)) and int(out[1]) >= 25
 
 
+@pytest.mark.slow
 def test_a_plain_install_works_from_the_repository_root(tmp_path):
     """The fresh-clone failure: after `pip install .`, running a tool from the checkout's root
     imported the checkout's t2t_lite/, which lacked bin/ and problems/ (they were remapped from

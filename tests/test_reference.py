@@ -251,6 +251,7 @@ def test_the_figure_check_catches_a_wrong_or_partial_figure(sets):
 # ----------------------------------------------------------------------------- viz extra
 
 
+@pytest.mark.slow
 def test_attention_plot_without_matplotlib_says_which_extra_to_install(tmp_path):
     """The real CLI entry, with matplotlib made unimportable: one error line, no traceback."""
     code = ("import sys; sys.modules['matplotlib'] = None; "
@@ -268,6 +269,7 @@ def test_attention_plot_without_matplotlib_says_which_extra_to_install(tmp_path)
     assert not (tmp_path / "plots").exists()
 
 
+@pytest.mark.slow
 def test_the_page_ignores_the_callers_gin_bindings_and_registered_problems():
     """A session's own gin bindings and test problems neither reach the page nor are undone."""
     import gin

@@ -29,6 +29,7 @@ def test_builtins_registered():
     assert names == sorted(names)
 
 
+@pytest.mark.slow
 def test_the_registry_alone_imports_no_problem():
     """Registration is the problems package's import, never a hidden one of the registry's."""
     code = ("import sys; from t2t_lite import registry; "

@@ -12,6 +12,8 @@ import tensorflow as tf
 
 from t2t_lite.data import shards, tokenizers
 
+pytestmark = pytest.mark.slow  # every test here runs end to end
+
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="1")
 
 SLOW_PROBLEM = textwrap.dedent('''
@@ -86,7 +88,6 @@ def read_all(data_dir, prefix):
     return per_shard
 
 
-@pytest.mark.slow
 def test_killed_run_resumes_to_complete_correct_shards(tmp_path):
     module = tmp_path / "slow_problems.py"
     module.write_text(SLOW_PROBLEM)

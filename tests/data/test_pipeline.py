@@ -39,6 +39,7 @@ def copy_data(tmp_path_factory):
     return problem, data_dir
 
 
+@pytest.mark.slow
 def test_train_batches_respect_budget_and_pad_little(copy_data):
     problem, data_dir = copy_data
     ds = problem.dataset("train", data_dir, batch_tokens=512, max_length=48, seed=1)
@@ -70,6 +71,7 @@ def test_eval_is_one_full_deterministic_pass(copy_data):
         assert batch["targets"].numpy().size <= 256
 
 
+@pytest.mark.slow
 def test_workers_read_disjoint_shares(copy_data):
     problem, data_dir = copy_data
     shares = []
@@ -99,6 +101,7 @@ def text_data(tmp_path_factory):
     return problem, data_dir
 
 
+@pytest.mark.slow
 def test_subword_sampling_segments_each_read_anew_within_the_budget(text_data):
     problem, data_dir = text_data
     tokenizer = problem.tokenizer(data_dir)

@@ -54,6 +54,7 @@ def test_decode_stops_at_first_eos_or_pad(learned):
     assert learned.decode(dense).numpy().tolist() == [b"The quick brown fox", b"lazy dog"]
 
 
+@pytest.mark.slow
 def test_works_inside_tf_function_and_saved_model(learned, tmp_path):
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def round_trip(texts):

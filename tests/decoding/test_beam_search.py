@@ -1,5 +1,6 @@
 """Beam search on toy decoders whose best sequences are known or can be enumerated."""
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from t2t_lite.decoding import beam_search
@@ -46,6 +47,7 @@ def trap_table(toys):
     return toys.TableModel(table)
 
 
+@pytest.mark.slow
 def test_finds_best_sequence_that_greedy_misses(toys):
     model = trap_table(toys)
     sequences, scores = run_beam(model, {}, {}, 1, beam_size=4, alpha=0.6, max_decode_length=6)
@@ -76,6 +78,7 @@ def test_wide_beam_equals_exhaustive_search(toys):
         assert [toys.strip(row) for row in sequences[b]] == [seq for _, seq in expected]
 
 
+@pytest.mark.slow
 def test_beam_of_one_without_length_penalty_is_greedy(toys):
     # EOS (p=.35) is second best at the first step: a width-1 beam must not take it.
     vocab = 6
@@ -113,6 +116,7 @@ def length_trade_off_table(toys):
     return toys.TableModel(table)
 
 
+@pytest.mark.slow
 def test_length_penalty_changes_the_winner(toys):
     model = length_trade_off_table(toys)
     short, long = [2, toys.EOS], [4, 4, 4, 4, 4, toys.EOS]
@@ -127,6 +131,7 @@ def test_length_penalty_changes_the_winner(toys):
         assert loser in [toys.strip(row) for row in sequences[0]]
 
 
+@pytest.mark.slow
 def test_early_stopping_does_not_change_results(toys):
     model = toys.RnnModel(vocab_size=10, seed=2, eos_bias=1.5)
     batch_size = 3
@@ -143,6 +148,7 @@ def test_early_stopping_does_not_change_results(toys):
     np.testing.assert_allclose(results[True][1], results[False][1], rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_early_stopping_waits_for_a_longer_hypothesis_that_can_still_win(toys):
     # [EOS] (p=.5) finishes first and fills a width-1 beam; the alive [4] (p=.45) is already
     # worse in raw log probability, but [4, 4, 4, 4, 4, EOS] wins under the length penalty.
@@ -159,6 +165,7 @@ def test_early_stopping_waits_for_a_longer_hypothesis_that_can_still_win(toys):
         assert toys.strip(sequences[0, 0]) == [4, 4, 4, 4, 4, toys.EOS]
 
 
+@pytest.mark.slow
 def test_graph_equals_eager(toys):
     model = toys.RnnModel(vocab_size=16, seed=3)
     batch_size = 3
@@ -174,6 +181,7 @@ def test_graph_equals_eager(toys):
     assert np.all(np.isfinite(eager[1])) and np.all(np.diff(eager[1], axis=1) <= 0)
 
 
+@pytest.mark.slow
 def test_per_example_decode_lengths(toys):
     # EOS is so unlikely that every hypothesis runs to its example's limit, where EOS is forced.
     model = toys.RnnModel(vocab_size=10, seed=4, eos_bias=-20.0)
@@ -197,6 +205,7 @@ def test_per_example_decode_lengths(toys):
     assert np.all(sequences[2, 1:] == 0) and np.all(scores[2, 1:] == -np.inf)
 
 
+@pytest.mark.slow
 def test_finished_examples_leave_and_change_no_output(toys):
     """Examples that end early leave the search: the same sequences and scores as searching each
     example alone, and exactly the beam rows of those searches (so none computed after an

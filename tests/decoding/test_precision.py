@@ -33,6 +33,7 @@ def test_auto_decodes_in_bfloat16_where_it_pays(monkeypatch):
     assert precision.choose("auto") == ("float32", "no bfloat16 units")
 
 
+@pytest.mark.slow
 def test_bfloat16_twin_holds_the_same_weights_and_computes_in_bfloat16(model):
     twin = precision.twin(model, "bfloat16")
     assert keras.config.dtype_policy().name == "float32"  # the global policy is restored

@@ -90,6 +90,7 @@ def test_blockwise_row_top_k_equals_top_k_ties_included(vocab_size):
     np.testing.assert_array_equal(tokens.numpy(), expected_tokens.numpy())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["eager", "graph"])
 def test_beam_search_outputs_equal_the_full_table_search(toys, monkeypatch, mode):
     # Vocabulary 1024 with beam 2 takes the block-wise path; per-example decode lengths exercise

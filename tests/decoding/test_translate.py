@@ -54,6 +54,7 @@ def uncached_tokens_to_logits(model):
     return tokens_to_logits
 
 
+@pytest.mark.slow
 def test_cached_beam_search_equals_uncached_reference(model, inputs):
     extra_length = 5
     sequences, scores = translate(model, inputs, beam_size=3, alpha=0.6,

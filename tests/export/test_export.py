@@ -124,6 +124,7 @@ def test_version_folders(tmp_path):
         saved_model.latest_version_dir(str(tmp_path / "notaversion"))
 
 
+@pytest.mark.slow
 def test_export_layout(export_version_dir):
     export_dir = os.path.dirname(export_version_dir)
     assert sorted(os.listdir(export_dir)) == ["1"]  # no temporary folder left behind
@@ -137,6 +138,7 @@ def test_export_layout(export_version_dir):
     assert metadata["checkpoint"].endswith("ckpt-10")
 
 
+@pytest.mark.slow
 def test_loads_without_t2t_lite(fresh):
     assert fresh["blocked_modules_loaded"] == []
     assert fresh["signatures"] == ["attention", "nbest", "score", "serving_default",
@@ -144,6 +146,7 @@ def test_loads_without_t2t_lite(fresh):
     assert fresh["describe"]["beam_size"] == 2
 
 
+@pytest.mark.slow
 def test_saved_model_equals_the_decoder(fresh, checkpoint_decode, hostile_lines):
     """serving_default in a fresh process == t2t-lite-decoder --model_dir on the same checkpoint."""
     decoder_lines = checkpoint_decode[0].decode("utf-8").split("\n")[:-1]
@@ -156,6 +159,7 @@ def test_saved_model_equals_the_decoder(fresh, checkpoint_decode, hostile_lines)
     assert all(fresh["serving_default"]["outputs"])
 
 
+@pytest.mark.slow
 def test_session_loader_as_tf_serving(fresh):
     """Keras 3 variables must be restored for session-based loaders (TF Serving's C++ loader)."""
     assert fresh["session"]["outputs"] == fresh["serving_default"]["outputs"]
@@ -163,6 +167,7 @@ def test_session_loader_as_tf_serving(fresh):
                                rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_nbest_is_sorted_and_starts_with_the_best(fresh):
     nbest = fresh["nbest"]
     assert np.shape(nbest["outputs"]) == (len(SOURCES), 2)
@@ -171,6 +176,7 @@ def test_nbest_is_sorted_and_starts_with_the_best(fresh):
     assert np.all(scores[:, 0] >= scores[:, 1])
 
 
+@pytest.mark.slow
 def test_request_settings_change_the_output(fresh):
     # extra_length=2: at most input length + 2 tokens, so the random model's long outputs shrink.
     assert np.shape(fresh["settings"]["outputs"]) == (len(SOURCES), 2)
@@ -179,6 +185,7 @@ def test_request_settings_change_the_output(fresh):
     assert fresh["settings"]["outputs"] != fresh["nbest"]["outputs"]
 
 
+@pytest.mark.slow
 def test_empty_batch_and_empty_strings(fresh):
     assert fresh["empty_batch"] == {"outputs": [0], "scores": [0]}
     assert fresh["nbest_empty_batch"] == {"outputs": [0, 2], "scores": [0, 2]}
@@ -186,6 +193,7 @@ def test_empty_batch_and_empty_strings(fresh):
     assert fresh["empty_strings"] == {"outputs": ["", ""], "scores": [0.0, 0.0]}
 
 
+@pytest.mark.slow
 def test_forced_decoding_scores(fresh, checkpoint):
     """score equals the log probability the checkpoint's model gives the tokenized pair."""
     model, tokenizer = checkpoint
@@ -201,6 +209,7 @@ def test_forced_decoding_scores(fresh, checkpoint):
         assert fresh["score"]["score"][i] == pytest.approx(expected / penalty, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_attention_signature(fresh):
     shapes = fresh["attention"]
     batch, layers, heads = len(SOURCES), 2, 4
@@ -211,6 +220,7 @@ def test_attention_signature(fresh):
     assert max(fresh["attention_row_sums"]) < 1e-4  # every row is a distribution
 
 
+@pytest.mark.slow
 def test_saved_model_cli_show(export_version_dir):
     tool = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
     proc = subprocess.run([tool, "show", "--dir", export_version_dir, "--all"],
@@ -225,6 +235,7 @@ def test_saved_model_cli_show(export_version_dir):
     assert "outputs['outputs'] tensor_info:\n        dtype: DT_STRING" in text
 
 
+@pytest.mark.slow
 def test_bfloat16_export_equals_its_checkpoint_module(model_dir, tmp_path):
     # The opt-in bfloat16 beam search: exported (with its own copy of the weights), it decodes as
     # the checkpoint's bfloat16 module does; scoring stays float32.

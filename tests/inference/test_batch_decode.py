@@ -50,6 +50,7 @@ class _CountingTranslator:
         return counted
 
 
+@pytest.mark.slow
 def test_the_decoder_tokenizes_each_line_once(model_dir, hostile_lines):
     from t2t_lite.inference import translation_module
 
@@ -71,6 +72,7 @@ TWO_SENTENCES = ("The house is small and the dog ran away and we read books ever
                  "She said no and the cat sat on the mat and the dog ran away.")
 
 
+@pytest.mark.slow
 def test_a_long_line_is_translated_sentence_by_sentence(model_dir):
     from t2t_lite.data import sentences
     from t2t_lite.inference import translation_module

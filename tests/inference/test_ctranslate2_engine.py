@@ -53,6 +53,7 @@ def test_decoder_engine_ctranslate2_converts_a_model_dir_and_runs_int8(trained_m
     assert sum(w == g for w, g in zip(expected, got)) >= 8
 
 
+@pytest.mark.slow
 def test_decoder_engine_ctranslate2_refuses_other_folders_and_settings(tmp_path, cli):
     (tmp_path / "in.txt").write_text("s3 s4\n")
     not_ct2 = tmp_path / "savedmodel"

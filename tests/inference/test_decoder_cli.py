@@ -11,6 +11,8 @@ from t2t_lite.inference import batch_decode
 from t2t_lite.model_dir import files as model_dir_lib
 from tests.inference.test_batch_decode import TWO_SENTENCES
 
+pytestmark = pytest.mark.slow  # every test here runs end to end
+
 EMPTY = {1, 2}
 
 

@@ -18,6 +18,7 @@ import time
 import pytest
 
 from t2t_lite import file_lock
+from t2t_lite.errors import UserError
 from t2t_lite.inference import resume
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -71,6 +72,7 @@ def expected(model_dir, source, tmp_path_factory):
     return out.read_bytes()
 
 
+@pytest.mark.slow
 def test_a_fifo_is_written_as_a_stream_to_its_reader(model_dir, source, expected, tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
@@ -86,6 +88,7 @@ def test_a_fifo_is_written_as_a_stream_to_its_reader(model_dir, source, expected
     assert sorted(os.listdir(tmp_path)) == ["fifo"]  # no progress record, no lock beside it
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="making a device node needs root")
 def test_a_character_device_stays_a_device(model_dir, source, tmp_path):
     null = tmp_path / "null"  # a private copy of /dev/null, never the system's
@@ -95,6 +98,7 @@ def test_a_character_device_stays_a_device(model_dir, source, tmp_path):
     assert stat.S_ISCHR(os.lstat(null).st_mode) and os.listdir(tmp_path) == ["null"]
 
 
+@pytest.mark.slow
 def test_dev_stdout_is_the_stream_behind_it(model_dir, source, expected, tmp_path):
     log = tmp_path / "log.txt"
     log.write_bytes(b"kept\n")
@@ -108,6 +112,7 @@ def test_dev_stdout_is_the_stream_behind_it(model_dir, source, expected, tmp_pat
     assert os.listdir(tmp_path) == ["log.txt"]
 
 
+@pytest.mark.slow
 def test_a_symlink_is_written_through(model_dir, source, expected, tmp_path):
     (tmp_path / "elsewhere").mkdir()
     target = tmp_path / "elsewhere" / "real.txt"
@@ -122,6 +127,7 @@ def test_a_symlink_is_written_through(model_dir, source, expected, tmp_path):
     assert os.listdir(tmp_path / "elsewhere") == ["real.txt"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["same name", "hard link", "symlink", "stdin"])
 def test_the_input_is_never_its_own_output(model_dir, tmp_path, how):
     text = tmp_path / "text.txt"
@@ -159,6 +165,7 @@ def _killed_file_run(model_dir, source, out):
     return record, out.read_bytes()
 
 
+@pytest.mark.slow
 def test_a_pipe_rerun_over_a_file_runs_record_keeps_the_output(model_dir, source, expected,
                                                                tmp_path):
     out = tmp_path / "out.txt"
@@ -179,16 +186,21 @@ def test_a_pipe_rerun_over_a_file_runs_record_keeps_the_output(model_dir, source
 
 
 # Each setting that changes what is written, changed alone ("" edits the model's configs.json).
-CHANGED_ALONE = [("beam_size", "--beam_size=2"), ("alpha", "--alpha=0.9"),
-                 ("extra_length", "--extra_length=7"), ("nbest", "--nbest=2"),
-                 ("print_scores", "--print_scores"), ("split_sentences", "--split_sentences=off"),
-                 ("batch_tokens", "--batch_tokens=64"), ("chunk_lines", "--chunk_lines=2"),
-                 ("decode_precision", "--decode_precision=bfloat16"),
-                 ("num_shards", "--num_shards=2"), ("settings_sha256", "")]
+# Each setting changed alone, as DecodeOptions fields; None: the model's own configs edited.
+CHANGED_ALONE = [("beam_size", {"beam_size": 2}), ("alpha", {"alpha": 0.9}),
+                 ("extra_length", {"extra_length": 7}), ("nbest", {"nbest": 2}),
+                 ("print_scores", {"print_scores": True}),
+                 ("split_sentences", {"split_sentences": "off"}),
+                 ("batch_tokens", {"batch_tokens": 64}), ("chunk_lines", {"chunk_lines": 2}),
+                 ("decode_precision", {"decode_precision": "bfloat16"}),
+                 ("num_shards", {"num_shards": 2}), ("settings_sha256", None)]
 
 
+@pytest.mark.slow
 def test_each_output_changing_setting_is_refused_and_parallel_searches_resumes(
         model_dir, source, expected, tmp_path):
+    from t2t_lite.file_decoding import DecodeOptions, decode_file
+
     own_model = tmp_path / "model"
     shutil.copytree(model_dir, own_model)
     configs = own_model / "configs.json"
@@ -197,14 +209,20 @@ def test_each_output_changing_setting_is_refused_and_parallel_searches_resumes(
     record, partial = _killed_file_run(own_model, source, out)
     base = [f"--decode_from_file={source}", f"--decode_to_file={out}", "--chunk_lines=1",
             "--parallel_searches=1"]
-    for name, flag in CHANGED_ALONE:
-        if not flag:  # an edited decode setting in the model's own configs
+    # The tool's one error line, once; every setting through the decoder's own library call.
+    line = _error_line(_run(own_model, *base, "--beam_size=2"))
+    assert line.startswith(f"error: {record} is from another run (") and "beam_size" in line, line
+    for name, changed in CHANGED_ALONE:
+        if changed is None:  # an edited decode setting in the model's own configs
             edited = json.loads(original)
             edited["decode"]["alpha"] = 0.9
             configs.write_text(json.dumps(edited))
-        result = _run(own_model, *base, *([flag] if flag else []))
-        line = _error_line(result)
-        assert line.startswith(f"error: {record} is from another run (") and name in line, line
+        options = dict(model_dir=str(own_model), decode_from_file=str(source),
+                       decode_to_file=str(out), chunk_lines=1, parallel_searches=1)
+        with pytest.raises(UserError) as refused:
+            decode_file(DecodeOptions(**{**options, **(changed or {})}))
+        message = str(refused.value)
+        assert message.startswith(f"{record} is from another run (") and name in message, message
         assert out.read_bytes() == partial
     configs.write_bytes(original)
     result = _run(own_model, *base[:-1], "--parallel_searches=2")
@@ -212,6 +230,7 @@ def test_each_output_changing_setting_is_refused_and_parallel_searches_resumes(
     assert "resuming after" in result.stderr.decode() and out.read_bytes() == expected
 
 
+@pytest.mark.slow
 def test_a_second_writer_refuses_and_a_finished_run_leaves_no_lock(model_dir, source,
                                                                     expected, tmp_path):
     out = tmp_path / "out.txt"
@@ -240,6 +259,7 @@ def _dead_pid():
     return process.pid
 
 
+@pytest.mark.slow
 def test_a_stale_lock_is_taken_over_but_a_foreign_one_is_not(model_dir, source, expected,
                                                              tmp_path):
     out = tmp_path / "out.txt"
@@ -264,6 +284,7 @@ def test_a_stale_lock_is_taken_over_but_a_foreign_one_is_not(model_dir, source, 
     assert out.read_bytes() == expected and not lock.exists()
 
 
+@pytest.mark.slow
 def test_bom_and_overlong_lines(model_dir, tmp_path):
     text = tmp_path / "bom.txt"
     text.write_bytes(b"\xef\xbb\xbfthe house is small .\nthe cat\n")
@@ -285,6 +306,7 @@ def test_bom_and_overlong_lines(model_dir, tmp_path):
     assert not (tmp_path / "o3").exists()
 
 
+@pytest.mark.slow
 def test_the_scorer_is_strict(model_dir, tmp_path):
     sources, targets = tmp_path / "src.txt", tmp_path / "tgt.txt"
     sources.write_text("the cat\nthe dog\nthe house\n")

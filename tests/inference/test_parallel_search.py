@@ -42,6 +42,7 @@ def test_auto_is_one_search_per_core_and_one_on_a_gpu():
         parallel_search.resolve(-1)
 
 
+@pytest.mark.slow
 def test_split_batches_give_the_lines_of_one_search(model_dir, hostile_lines):
     """Several batches (small batch_tokens), each split in 3 parts searched at once: the same
     n-best lines and scores as one search per batch, for every hostile line."""
@@ -83,6 +84,7 @@ def _probe(searches, **env):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_threads_are_set_before_tensorflow_starts_and_never_after():
     cores = cpu.available_cores()
     assert _probe(2) == dict(configured=True, intra=max(1, cores // 2), inter=2,
@@ -94,6 +96,7 @@ def test_threads_are_set_before_tensorflow_starts_and_never_after():
     assert _probe(2, TF_NUM_INTRAOP_THREADS="3")["intra"] == 0  # TensorFlow reads it itself
 
 
+@pytest.mark.slow
 def test_cli_decodes_with_parallel_searches_and_refuses_a_negative_count(cli, model_dir,
                                                                          checkpoint_decode,
                                                                          hostile_lines):

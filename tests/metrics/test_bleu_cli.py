@@ -4,6 +4,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # every test here runs end to end
+
 
 def run_bleu(*args):
     return subprocess.run([sys.executable, "-m", "t2t_lite.bin.bleu", *args],

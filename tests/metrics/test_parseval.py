@@ -114,6 +114,7 @@ def test_bad_gold_trees_are_counted_and_skipped(tmp_path):
     assert result.all.sentences == 3 and result.all.matched == result.all.gold == 8
 
 
+@pytest.mark.slow
 def test_cli(tmp_path):
     gold, test = tmp_path / "gold.txt", tmp_path / "test.txt"
     gold.write_text("(S (NP (DT a) (NN b)) (VP (VB c)))\n")

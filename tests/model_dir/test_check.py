@@ -17,6 +17,7 @@ VARIANTS = [dict(), dict(attention_bias=False), dict(position_encoding="learned"
             dict(norm_position="pre"), dict(d_k=6, d_v=10, num_heads=2), dict(num_layers=3)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides", VARIANTS)
 def test_expected_shapes_are_a_built_models_checkpoint(overrides, tmp_path):
     config = dataclasses.replace(hparams.load("tiny", ["MAX_LENGTH = 20"])[0], **overrides)
@@ -91,6 +92,7 @@ def test_a_legal_but_different_shape_names_the_variable_and_both_shapes(model_di
     assert "feed_forward/inner/_kernel" in str(error.value)
 
 
+@pytest.mark.slow
 def test_the_decoder_cli_refuses_an_edited_model_dir_in_one_line(cli, model_dir, tmp_path):
     edited = _edited(model_dir, tmp_path, "model", "d_model", 2 ** 30)
     result = cli("decoder", f"--model_dir={edited}", stdin=b"hello\n")

@@ -53,6 +53,7 @@ MESSAGES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", sorted(MESSAGES))
 def test_damaged_checkpoint_is_a_user_error_naming_the_file(model_dir, tmp_path, damage):
     copy, paths = _copy(model_dir, tmp_path, numbers=(10, 20))
@@ -82,6 +83,7 @@ def test_averaging_skips_listed_checkpoints_whose_files_are_gone(model_dir, tmp_
     assert out.endswith("averaged/ckpt-30")
 
 
+@pytest.mark.slow
 def test_avg_cli_says_when_fewer_checkpoints_than_asked(cli, model_dir, tmp_path):
     copy, _ = _copy(model_dir, tmp_path, numbers=(10, 20, 30))
     result = cli("avg_checkpoints", f"--model_dir={copy}", "--num_last=5")
@@ -89,6 +91,7 @@ def test_avg_cli_says_when_fewer_checkpoints_than_asked(cli, model_dir, tmp_path
     assert "averaged 3 of the 5 checkpoints asked for" in result.stdout.decode()
 
 
+@pytest.mark.slow
 def test_decoder_cli_truncated_checkpoint_is_one_error_line(cli, model_dir, tmp_path):
     copy, paths = _copy(model_dir, tmp_path)
     data = _data_file(paths[0])
@@ -97,6 +100,7 @@ def test_decoder_cli_truncated_checkpoint_is_one_error_line(cli, model_dir, tmp_
     assert line.startswith("error: cannot read checkpoint") and data in line
 
 
+@pytest.mark.slow
 def test_decoder_cli_refuses_a_directory_as_output_and_leaves_nothing(cli, model_dir, tmp_path):
     out_dir = tmp_path / "out"
     out_dir.mkdir()
@@ -111,6 +115,7 @@ def module(model_dir):
     return translation_module.from_model_dir(model_dir)
 
 
+@pytest.mark.slow
 def test_huge_extra_length_is_clamped_to_max_length(module):
     # 2147483647 + a source length overflowed int32: every translation came back empty.
     inputs = tf.constant(INPUTS)
@@ -123,6 +128,7 @@ def test_huge_extra_length_is_clamped_to_max_length(module):
     assert all(run(-2147483648)["outputs"].numpy()[:, 0] == b"")  # no output allowed: none
 
 
+@pytest.mark.slow
 def test_decoder_cli_huge_extra_length(cli, model_dir, module):
     source = "\n".join(INPUTS).encode() + b"\n"
     result = cli("decoder", f"--model_dir={model_dir}", "--extra_length=2147483647",

@@ -31,6 +31,7 @@ def _run(module, *args, pythonpath):
                           env=env, timeout=300)
 
 
+@pytest.mark.slow
 def test_averager_reads_configs_json_and_never_the_gin(model_dir, tmp_path):
     copy, marker = _poisoned_copy(model_dir, tmp_path, keep_configs_json=True)
     out = _run("t2t_lite.bin.avg_checkpoints", f"--model_dir={copy}", "--num_last=1",
@@ -39,6 +40,7 @@ def test_averager_reads_configs_json_and_never_the_gin(model_dir, tmp_path):
     assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_model_dir_without_configs_json_is_refused_in_one_line_its_gin_unread(model_dir,
                                                                                tmp_path):
     copy, marker = _poisoned_copy(model_dir, tmp_path, keep_configs_json=False)

@@ -108,9 +108,11 @@ def _peak_rss_mib(*args, stdin):
     return int(result.stdout.decode().split()[-1]) / 1024
 
 
+@pytest.mark.slow
 def test_configs_beam_512_on_one_token_lines_runs_in_about_beam_4s_memory(model_dir, tmp_path):
-    # 2,048 one-token lines: before, batches of 1,024 rows × 512 beams held gigabytes of cache.
-    stdin = b"the\n" * 2048
+    # 1,024 one-token lines fit one batch's token budget: 1,024 rows × 512 beams would hold
+    # gigabytes of cache if the beam did not shrink the rows a batch takes.
+    stdin = b"the\n" * 1024
     beam_4 = _peak_rss_mib(f"--model_dir={model_dir}", "--beam_size=4", "--parallel_searches=1",
                            stdin=stdin)
     edited = _edited(model_dir, tmp_path, {("configs.json", "decode", "beam_size"): 512})
@@ -119,6 +121,7 @@ def test_configs_beam_512_on_one_token_lines_runs_in_about_beam_4s_memory(model_
 
 
 # ---- decode length: a step budget --------------------------------------------------------------
+@pytest.mark.slow
 def test_configs_max_length_and_extra_length_65536_are_refused(cli, model_dir, tmp_path):
     edited = _edited(model_dir, tmp_path, {("configs.json", "model", "max_length"): 65536,
                                            ("configs.json", "decode", "extra_length"): 65536})
@@ -128,6 +131,7 @@ def test_configs_max_length_and_extra_length_65536_are_refused(cli, model_dir, t
     assert time.monotonic() - start < 60
 
 
+@pytest.mark.slow
 def test_a_huge_extra_length_decodes_at_most_the_step_budget(model_dir, tmp_path):
     """--extra_length past the step budget is clamped to it: on a model whose sinusoids reach
     65,536 positions, a 3-token line decodes at most 3 + 1 + 1,024 steps, not 65,536."""
@@ -171,6 +175,7 @@ def test_configs_alpha_must_be_a_finite_sane_number(model_dir, tmp_path, alpha):
         loaded.load(edited)
 
 
+@pytest.mark.slow
 def test_configs_alpha_nan_is_one_error_line(cli, model_dir, tmp_path):
     edited = _edited(model_dir, tmp_path, {("configs.json", "decode", "alpha"): float("nan")})
     out = tmp_path / "out.txt"
@@ -180,6 +185,7 @@ def test_configs_alpha_nan_is_one_error_line(cli, model_dir, tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool, flag", [("decoder", "--decode_to_file"),
                                         ("score", "--output_file")])
 def test_alpha_flag_nan_is_one_error_line_and_writes_nothing(cli, model_dir, tmp_path, tool,
@@ -200,6 +206,7 @@ def test_check_bounds_takes_alpha_for_the_flag_paths():
 
 
 # ---- the size of the model itself --------------------------------------------------------------
+@pytest.mark.slow
 def test_a_huge_embedding_is_refused_before_the_index_is_compared(cli, model_dir, tmp_path):
     # [4,194,304 × 65,536]: each bound holds, the product is 1 TiB of float32.
     edited = _edited(model_dir, tmp_path, {("run.json", None, "vocab_size"): 1 << 22,
@@ -251,6 +258,7 @@ EXPORT_EDITS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("values, message", EXPORT_EDITS)
 def test_saved_model_settings_are_checked_before_it_loads(export_version_dir, tmp_path, values,
                                                           message):
@@ -259,6 +267,7 @@ def test_saved_model_settings_are_checked_before_it_loads(export_version_dir, tm
         saved_model.check_export(edited)
 
 
+@pytest.mark.slow
 def test_decoder_refuses_an_edited_export_in_one_line(cli, export_version_dir, tmp_path):
     edited = _edited_export(export_version_dir, tmp_path, alpha=float("nan"))
     out = tmp_path / "out.txt"
@@ -268,6 +277,7 @@ def test_decoder_refuses_an_edited_export_in_one_line(cli, export_version_dir, t
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_saved_model_weights_are_bounded_by_the_machine(export_version_dir, tmp_path,
                                                        monkeypatch):
     saved_model.check_export(export_version_dir)  # passes
@@ -282,6 +292,7 @@ def test_saved_model_weights_are_bounded_by_the_machine(export_version_dir, tmp_
         saved_model.check_export(str(bare))
 
 
+@pytest.mark.slow
 def test_an_unedited_export_loads_and_describes_its_vocabulary(export_version_dir):
     settings = batch_decode.settings(saved_model.load(export_version_dir))
     assert settings["vocab_size"] > 3
@@ -312,6 +323,7 @@ def test_ctranslate2_settings_are_checked_before_it_loads(ct2_folder, tmp_path, 
     ctranslate2_engine.CTranslate2Translator(ct2_folder)  # the unedited folder loads
 
 
+@pytest.mark.slow
 def test_exporters_refuse_settings_a_reader_would_refuse(cli, model_dir, tmp_path):
     for args in (["--alpha=nan"], ["--format=ctranslate2", "--alpha=nan"]):
         export_dir = tmp_path / "exports"

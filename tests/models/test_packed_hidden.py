@@ -49,6 +49,7 @@ def test_packed_logits_equal_padded_logits_at_real_positions(norm_position):
     np.testing.assert_allclose(logits.numpy(), padded[real], atol=2e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("norm_position", ["pre", "post"])
 def test_packed_loss_and_gradients_equal_padded(norm_position):
     model, _, _ = _model(norm_position)
@@ -78,6 +79,7 @@ def test_learned_positions_and_attention_dropout_path_run_packed():
     assert np.isfinite(logits.numpy()).all()
 
 
+@pytest.mark.slow
 def test_training_step_packed_equals_padded_step():
     """TrainSteps trains on packed rows (model_logits) and on the padded batch (as under XLA):
     the same statistics and the same weights after two steps."""

@@ -44,6 +44,7 @@ def test_base_built_at_paper_vocabulary_matches_analytic_count():
     assert built_parameter_count(config, 37000) == 63_045_632
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", hparams.list_hparams_sets())
 def test_every_set_parses_builds_and_counts_exactly(name):
     model_config, train_config, decode_config = hparams.load(name)

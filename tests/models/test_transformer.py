@@ -75,6 +75,7 @@ def test_cached_step_with_untiled_encoder_state_equals_full_pass(norm_position):
     assert cache["layer_0"]["key"].shape[2] == targets.shape[1]  # [N, H, t, k]: t grew
 
 
+@pytest.mark.slow
 def test_forward_pass_compiles_under_xla():
     # Training may compile its step (TrainConfig.jit_compile): the padded forward pass.
     keras.utils.set_random_seed(2)
@@ -85,6 +86,7 @@ def test_forward_pass_compiles_under_xla():
     np.testing.assert_allclose(np.asarray(forward(inputs, targets)), expected, atol=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("norm_position", ["post", "pre"])
 def test_changing_a_target_token_never_changes_earlier_logits(norm_position):
     keras.utils.set_random_seed(3)
@@ -139,6 +141,7 @@ def test_embedding_matrix_is_shared_by_source_target_and_softmax():
     del logits
 
 
+@pytest.mark.slow
 def test_tiny_model_overfits_a_few_pairs_and_every_weight_learns():
     keras.utils.set_random_seed(5)
     config = tiny_config(dropout=0.0)

@@ -20,6 +20,7 @@ def test_build_refuses_a_param_that_is_no_pair():
         problems.build("algorithmic_copy", ["num_symbols"])
 
 
+@pytest.mark.slow
 def test_importing_the_package_registers_every_built_in_family():
     code = ("from t2t_lite import problems, registry; "
             "print(sorted({registry.problem_class(n).__module__ for n in registry.list_problems()}))")

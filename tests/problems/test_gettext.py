@@ -83,6 +83,7 @@ def test_missing_catalogs_and_language_are_user_errors(tmp_path):
         registry.problem("translate_gettext")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not glob.glob("/usr/share/locale/de/LC_MESSAGES/*.mo"),
                     reason="no German gettext catalogs on this machine")
 def test_real_german_catalogs_give_disjoint_deterministic_splits():

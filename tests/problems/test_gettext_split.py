@@ -34,6 +34,7 @@ needs_catalogs = pytest.mark.skipif(not glob.glob("/usr/share/locale/de/LC_MESSA
                                     reason="no German gettext catalogs on this machine")
 
 
+@pytest.mark.slow
 @needs_catalogs
 def test_real_catalogs_have_no_normalised_test_source_in_train_and_a_stable_split():
     problem = gettext.TranslateEndeGettext()

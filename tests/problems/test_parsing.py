@@ -171,6 +171,7 @@ def test_missing_sections_and_silver_are_user_errors(tmp_path):
              .generate_samples("train", None))
 
 
+@pytest.mark.slow
 def test_datagen_cli_error_is_one_line(tmp_path):
     import subprocess
     import sys

@@ -162,6 +162,7 @@ def test_an_out_dir_of_another_problem_or_scale_is_refused_and_kept(table_run, d
 
 # ---- bad input ------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_unknown_rows_and_missing_data_are_one_error_line_and_nothing_is_written(
         data_dir, tmp_path):
     empty = tmp_path / "empty_data"

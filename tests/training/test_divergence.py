@@ -9,6 +9,8 @@ from t2t_lite.errors import UserError
 from t2t_lite.model_dir import loaded
 from t2t_lite.training.trainer import TrainOptions, train
 
+pytestmark = pytest.mark.slow  # every test here runs end to end
+
 PARAMS = ["max_length=8", "train_samples=500", "eval_samples=50"]
 
 

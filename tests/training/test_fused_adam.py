@@ -1,11 +1,14 @@
 """FusedAdam (one ResourceApplyAdam per variable) computes Keras' Adam, step for step."""
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from t2t_lite import hparams, models
 from t2t_lite.training.fused_adam import FusedAdam
 from t2t_lite.training.loss import token_statistics
+
+pytestmark = pytest.mark.slow  # every test here runs end to end
 
 VOCAB = 40
 

@@ -1,6 +1,7 @@
 """The gradient norm a training step reports is the global norm of the applied gradient."""
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from t2t_lite import hparams
@@ -8,6 +9,8 @@ from t2t_lite.models.transformer import Transformer
 from t2t_lite.training.loss import token_statistics
 from t2t_lite.training.schedule import make_schedule, optimizer_with
 from t2t_lite.training.steps import TrainSteps
+
+pytestmark = pytest.mark.slow  # every test here runs end to end
 
 
 def _model():

@@ -175,6 +175,7 @@ def test_sampling_needs_a_sentencepiece_vocabulary(tmp_path):
                         subword_sampling=0.1)
 
 
+@pytest.mark.slow
 def test_a_retraced_step_trains_with_the_new_label_smoothing():
     """What the plan's label smoothing switch does: the step traced again uses the new eps."""
     from t2t_lite import hparams

@@ -29,6 +29,7 @@ def sentence_weights(heads=2, layers=2):
     }
 
 
+@pytest.mark.slow
 def test_one_png_per_kind_and_layer(tmp_path):
     paths = attention.write_pngs(sentence_weights(), SOURCE, TARGET, tmp_path)
     names = sorted(p.split("/")[-1] for p in paths)
@@ -55,6 +56,7 @@ def test_figure_has_token_labels_titles_and_colour_bar():
     np.testing.assert_allclose(first.images[0].get_array()[0], layer[0, 0], rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_html_page_is_self_contained_and_carries_the_weights(tmp_path):
     weights = sentence_weights()
     result = attention.write_attention(weights, SOURCE, TARGET, tmp_path, title="a </script> b")
