@@ -1,11 +1,10 @@
 """One row: its training (the trainer in a child process, isolated.call), then its last
-checkpoint's dev perplexity (a child process too) and dev BLEU (t2t-lite-decoder, beam 4, alpha
-0.6), as the row's result; a failure's reason."""
+checkpoint's dev perplexity and dev decode (t2t-lite-decoder's library call, beam 4, alpha 0.6),
+each in a child process too, and the decode's BLEU, as the row's result; a failure's reason."""
 import dataclasses
 import math
 import os
 import shlex
-import sys
 import time
 from typing import Sequence
 
@@ -18,21 +17,6 @@ from t2t_lite.table3.table import DEV_REFERENCE, DEV_SOURCE, DEV_TRANSLATION
 
 class RowFailed(Exception):
     """A row that could not be trained or evaluated; its message is the table's reason."""
-
-
-def run_tool(name, args, prefix, echo):
-    """Runs `python -m t2t_lite.bin.<name> args`, its output streamed with `prefix`; returns
-    (exit status, its last lines)."""
-    echo(f"{prefix} $ t2t-lite-{name.replace('_', '-')} {shlex.join(args)}", flush=True)
-    return isolated.stream([sys.executable, "-m", f"t2t_lite.bin.{name}", *args], prefix, echo)
-
-
-def failure_reason(what, returncode, tail):
-    """"<what>: <why>", why being the tool's last `error: ...` line (a divergence, a bad
-    setting), else its exit status and last line."""
-    error = next((line[len("error: "):] for line in reversed(tail)
-                  if line.startswith("error: ")), None)
-    return isolated.Failed(returncode, error, tail).reason(what)
 
 
 class RowRunner:
@@ -66,8 +50,8 @@ class RowRunner:
             raise RowFailed(failure.reason("t2t-lite-trainer")) from None
 
     def evaluate(self, row, plan):
-        """The last checkpoint's dev perplexity (a child process) and dev BLEU
-        (t2t-lite-decoder, beam 4, alpha 0.6, no averaging)."""
+        """The last checkpoint's dev perplexity and dev BLEU (beam 4, alpha 0.6, no
+        averaging)."""
         from t2t_lite.metrics.report import score_files
         from t2t_lite.model_dir import checkpoint_reader
 
@@ -82,16 +66,8 @@ class RowRunner:
             raise RowFailed(f"diverged: dev loss {dev['loss']} at {checkpoint}")
         perplexity_seconds = time.monotonic() - start
         translation = self.table.row_path(row, DEV_TRANSLATION)
-        summary = self.table.row_path(row, "decode_summary.json")
         start = time.monotonic()
-        returncode, tail = run_tool("decoder", [
-            f"--model_dir={model_dir}", f"--checkpoint_path={checkpoint}",
-            f"--beam_size={BEAM_SIZE}", f"--alpha={ALPHA}",
-            f"--decode_from_file={self.table.path(DEV_SOURCE)}",
-            f"--decode_to_file={translation}", f"--summary_file={summary}", "--start_over"],
-            f"[{row}]", self.echo)
-        if returncode:
-            raise RowFailed(failure_reason("t2t-lite-decoder", returncode, tail))
+        self.decode(row, model_dir, checkpoint, translation)
         decode_seconds = time.monotonic() - start
         try:
             report, scores = score_files(translation, self.table.path(DEV_REFERENCE))
@@ -99,6 +75,29 @@ class RowRunner:
             raise RowFailed(f"scoring the dev translation: {error}") from None
         atomic.write_text(self.table.row_path(row, "bleu.txt"), report + "\n")
         return checkpoint, dev, scores, report, perplexity_seconds, decode_seconds
+
+    def decode(self, row, model_dir, checkpoint, translation):
+        """The dev split translated by file_decoding.decode_file in a child process (the
+        model and its memory leave with it), printed as the t2t-lite-decoder command that does
+        the same; its DecodeStats, also written to the row's decode_summary.json."""
+        from t2t_lite.file_decoding import DecodeOptions, decode_file
+        from t2t_lite.inference.batch_decode import DecodeStats
+
+        options = DecodeOptions(
+            model_dir=model_dir, checkpoint_path=checkpoint, beam_size=BEAM_SIZE, alpha=ALPHA,
+            decode_from_file=self.table.path(DEV_SOURCE), decode_to_file=translation,
+            start_over=True)
+        summary = self.table.row_path(row, "decode_summary.json")
+        prefix = f"[{row}]"
+        self.echo(f"{prefix} $ t2t-lite-decoder {shlex.join(decoder_flags(options, summary))}",
+                  flush=True)
+        try:
+            stats = DecodeStats(**isolated.call(decode_file, options, prefix, self.echo))
+        except isolated.Failed as failure:
+            raise RowFailed(failure.reason("t2t-lite-decoder")) from None
+        self.echo(f"{prefix} {stats.summary()}", flush=True)
+        atomic.write_json(summary, stats.as_dict(), indent=1, sort_keys=True)
+        return stats
 
     def perplexity(self, row, model_dir, checkpoint):
         """dev_perplexity in a child process of its own, so that the model (and on a GPU, its
@@ -168,6 +167,16 @@ def trainer_flags(options):
     if options.train_steps is not None:
         flags.append(f"--train_steps={options.train_steps}")
     return flags + [f"--train_minutes={options.train_minutes:g}"]
+
+
+def decoder_flags(options, summary_file):
+    """The t2t-lite-decoder flags that decode as `options` (a row's DecodeOptions) say and
+    write `summary_file`."""
+    return [f"--model_dir={options.model_dir}", f"--checkpoint_path={options.checkpoint_path}",
+            f"--beam_size={options.beam_size}", f"--alpha={options.alpha}",
+            f"--decode_from_file={options.decode_from_file}",
+            f"--decode_to_file={options.decode_to_file}", f"--summary_file={summary_file}",
+            *(["--start_over"] if options.start_over else [])]
 
 
 @dataclasses.dataclass

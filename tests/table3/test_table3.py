@@ -18,7 +18,7 @@ from t2t_lite.table3 import mapping, row_runner, selection
 from t2t_lite.table3.machine import machine
 from t2t_lite.table3.paper import PAPER, PAPER_BY_ROW, ROWS, set_name
 from t2t_lite.table3.run import TableOptions, run_table
-from t2t_lite.table3.table import DEV_REFERENCE, DEV_TRANSLATION, FAILURE, Table
+from t2t_lite.table3.table import DEV_REFERENCE, DEV_SOURCE, DEV_TRANSLATION, FAILURE, Table
 from t2t_lite.models.params import analytic_parameter_count
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -91,6 +91,9 @@ def test_a_killed_row_resumes_and_a_finished_row_is_skipped(table_run):
     assert "[base] $ t2t-lite-trainer" not in out
     assert "[D_smoothing0] resumed from" in out
     assert "[2/2] D_smoothing0: done: dev perplexity" in out
+    assert (f"[D_smoothing0] $ t2t-lite-decoder --model_dir={out_dir / 'D_smoothing0' / 'model'} "
+            f"--checkpoint_path=") in out
+    assert "[D_smoothing0] decoded 12 lines in " in out
 
 
 @pytest.mark.slow
@@ -115,6 +118,8 @@ def test_the_table_files_hold_every_row_as_table3_evaluates_it(table_run):
         assert entry["seconds"] == result["seconds"]
         lines = (out_dir / row / "dev.translation").read_text().split("\n")
         assert len(lines) == 13  # --dev_sentences=12, and the final newline
+        decoded = json.loads((out_dir / row / "decode_summary.json").read_text())
+        assert decoded["lines"] == 12 and decoded["lines_per_second"] > 0
     base, row = (record["rows"][r]["evaluation"] for r in ("base", "D_smoothing0"))
     assert base["columns"]["eps_ls"] == 0.1 and row["columns"]["eps_ls"] == 0.0
     assert row["varied"] == {"label_smoothing": 0.0}
@@ -267,13 +272,39 @@ def test_docs_show_the_mapping_the_code_applies():
 
 # ---- failures, minutes -----------------------------------------------------------------------------
 
-def test_failure_reason_is_the_tools_error_line_or_its_exit():
-    tail = ["step 40/100 loss nan", "error: training diverged at step 41: loss is nan; the last "
-            "good checkpoint (M/ckpt-40) was kept. Try a lower learning rate or more warmup."]
-    assert row_runner.failure_reason("t2t-lite-trainer", 1, tail).startswith(
-        "t2t-lite-trainer: training diverged at step 41")
-    assert row_runner.failure_reason("t2t-lite-decoder", -9, ["decoded 3 lines"]) == (
-        "t2t-lite-decoder: killed by signal 9 (out of memory?): decoded 3 lines")
+def test_the_dev_decode_is_the_decoders_call_its_stats_printed_and_kept(tmp_path, monkeypatch):
+    from t2t_lite import isolated
+    from t2t_lite.file_decoding import DecodeOptions, decode_file
+
+    calls, lines = [], []
+    stats = {"lines": 12, "empty": 0, "truncated": 1, "invalid_utf8": 0, "split": 0,
+             "bom_stripped": 0, "seconds": 2.0, "max_source_tokens": 24}
+    monkeypatch.setattr(isolated, "call", lambda *args: calls.append(args) or stats)
+    table = Table(str(tmp_path / "out"))
+    (tmp_path / "out" / "base").mkdir(parents=True)  # the row's folder, as training leaves it
+    runner = row_runner.RowRunner(table, None, None, lambda line, **_: lines.append(line))
+    decoded = runner.decode("base", "M", "M/ckpt-30", "T")
+    (function, options, prefix, _), = calls
+    assert (function, prefix) == (decode_file, "[base]")
+    assert options == DecodeOptions(model_dir="M", checkpoint_path="M/ckpt-30", beam_size=4,
+                                    alpha=0.6, decode_from_file=table.path(DEV_SOURCE),
+                                    decode_to_file="T", start_over=True)
+    summary = tmp_path / "out" / "base" / "decode_summary.json"
+    assert json.loads(summary.read_text()) == dict(stats, lines_per_second=6.0)
+    assert lines == [
+        f"[base] $ t2t-lite-decoder --model_dir=M --checkpoint_path=M/ckpt-30 --beam_size=4 "
+        f"--alpha=0.6 --decode_from_file={table.path(DEV_SOURCE)} --decode_to_file=T "
+        f"--summary_file={summary} --start_over",
+        f"[base] {decoded.summary()}"]
+    assert decoded.summary().startswith("decoded 12 lines in 2.0s (6.0 lines/s); 0 empty, 1 "
+                                        "truncated to 24 tokens")
+
+    def refused(*args):
+        raise isolated.Failed(1, "--beam_size must be >= 1, got 0", [])
+
+    monkeypatch.setattr(isolated, "call", refused)
+    with pytest.raises(row_runner.RowFailed, match="^t2t-lite-decoder: --beam_size must be"):
+        runner.decode("base", "M", "M/ckpt-30", "T")
 
 
 def _fake_result(row, steps, ppl, bleu):
