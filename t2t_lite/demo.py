@@ -237,7 +237,7 @@ def _print_summary(run, results, echo):
          f"({results['test_sentences']} sentences; {results['bleu_signature']})", flush=True)
     if results["decode_sentences_per_second"]:
         echo(f"decoding: {results['decode_sentences_per_second']:.1f} lines/s in the decoder; "
-             f"{results['seconds']['decode']:.1f}s for the stage with start-up and model load",
+             f"{results['seconds']['decode']:.1f}s for the stage with the model's load",
              flush=True)
     for sample in results["samples"]:
         echo(f"  EN  {sample['source']}\n  MT  {sample['translation']}\n  REF {sample['reference']}",
