@@ -20,7 +20,6 @@ import argparse
 import json
 import math
 import os
-import re
 import time
 
 from t2t_lite import cli  # noqa: F401  (TensorFlow's environment as the tools set it)
@@ -28,10 +27,6 @@ from t2t_lite import atomic, isolated
 from t2t_lite.demo import DemoOptions, run_demo
 
 POINT = "point.json"
-# The trainer reports its regularisation plan (the passes, the rules' rates) only in its output.
-PASSES = re.compile(r"plan: ([\d.]+) passes over")
-CHOSEN = re.compile(r"dropout (\S+) \(TrainConfig.budget_dropout\)")
-CHOSEN_SMOOTHING = re.compile(r"label smoothing (\S+) \(TrainConfig.budget_label_smoothing\)")
 
 
 def parse_point(text):
@@ -151,17 +146,14 @@ def read_point(run_dir, data_dir):
     results, trained = point["results"], point["trained"]
     devs = sorted((step, metrics.get("perplexity", math.exp(min(metrics["loss"], 50.0))))
                   for step, metrics in dev_history.read(os.path.join(run_dir, "model")).items())
-    with open(os.path.join(run_dir, "demo.log")) as f:
-        log = f.read()
-    passes, chosen = PASSES.findall(log), CHOSEN.findall(log)
-    smoothing = CHOSEN_SMOOTHING.findall(log)
+    # The trainer's regularisation plan (training/regularisation.py), if its rules chose.
+    plan = trained.get("regularisation") or {"passes": None, "rates": {}}
     best = min(devs, key=lambda d: d[1]) if devs else (None, None)
     dev_bleu, dev_bp = dev_scores(run_dir, data_dir, results["export"])
     test_bleu, test_bp = bleu_and_bp(read_lines(results["translation"]),
                                      read_lines(os.path.join(run_dir, "test.ref")))
-    return {"passes": float(passes[-1]) if passes else None,
-            "chosen_dropout": chosen[-1] if chosen else None,
-            "chosen_label_smoothing": smoothing[-1] if smoothing else None,
+    return {"passes": plan["passes"], "chosen_dropout": plan["rates"].get("dropout"),
+            "chosen_label_smoothing": plan["rates"].get("label smoothing"),
             "final_train_ppl": (trained["last_train_metrics"] or {}).get("perplexity"),
             "final_dev_ppl": devs[-1][1] if devs else None,
             "best_dev_ppl": best[1], "best_dev_step": best[0],
@@ -187,9 +179,11 @@ def report(out_dir, data_dir):
 
         def f(value, spec):
             return "" if value is None else format(value, spec)
-        dropout = point["dropout"] if point["dropout"] != "auto" else f"{r['chosen_dropout']} (rule)"
+        dropout = (point["dropout"] if point["dropout"] != "auto"
+                   else f"{f(r['chosen_dropout'], 'g')} (rule)")
         smoothing = point["label_smoothing"] or (
-            f"{r['chosen_label_smoothing']} (rule)" if r["chosen_label_smoothing"] else "set")
+            f"{r['chosen_label_smoothing']:g} (rule)"
+            if r["chosen_label_smoothing"] is not None else "set")
         print(f"| {name} | {point['steps']} | {dropout} | {smoothing} | "
               f"{point['sampling'] or 'set'} | "
               f"{f(r['final_train_ppl'], '.2f')} | {f(r['final_dev_ppl'], '.2f')} "

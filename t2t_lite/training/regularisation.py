@@ -38,6 +38,13 @@ def train_examples(problem, data_dir):
 
 
 @dataclasses.dataclass
+class RegularisationChoice:
+    """What a plan chose: the passes it planned and each regulariser's rate, by its name."""
+    passes: float
+    rates: dict
+
+
+@dataclasses.dataclass
 class Regulariser:
     """One rate a plan chooses: its name in the plan line, the TrainConfig rule it comes from,
     the rate in force, and how to change it."""
@@ -64,6 +71,7 @@ class RegularisationPlan(Hook):
         self.measure_after = measure_after
         self.sequences, self.steps = 0.0, 0
         self.decided = False
+        self.chosen = None  # the RegularisationChoice, once decided
 
     def after_step(self, state):
         if self.decided or state.stats is None:
@@ -81,6 +89,8 @@ class RegularisationPlan(Hook):
             if rate != regulariser.current:
                 regulariser.apply(rate)
                 regulariser.current = rate
+        self.chosen = RegularisationChoice(
+            passes, {regulariser.name: regulariser.current for regulariser in self.regularisers})
         print(f"plan: {passes:.1f} passes over the {self.examples:,} training pairs planned "
               f"({state.total_steps} steps x {self.sequences / self.steps:.0f} pairs): "
               + ", ".join(chosen), flush=True)

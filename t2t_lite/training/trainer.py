@@ -37,7 +37,8 @@ from t2t_lite.training.evaluation import Evaluation, Evaluator
 from t2t_lite.training.flops import training_flops
 from t2t_lite.training.hooks import TrainState
 from t2t_lite.training.progress import Progress, Summaries
-from t2t_lite.training.regularisation import RegularisationPlan, Regulariser, train_examples
+from t2t_lite.training.regularisation import (RegularisationChoice, RegularisationPlan,
+                                              Regulariser, train_examples)
 from t2t_lite.training.schedule import make_schedule, optimizer_with, peak_learning_rate
 from t2t_lite.training.steps import TrainSteps
 
@@ -107,6 +108,8 @@ class TrainResult:
     best_metrics: Optional[dict]
     total_flops: float
     last_train_metrics: Optional[dict]
+    # What the budget plan's regularisation chose in this run; None when nothing was chosen.
+    regularisation: Optional[RegularisationChoice] = None
 
 
 def batch_plan(train_config, replicas, accumulate_steps=None):
@@ -339,9 +342,9 @@ def _build_and_train(options, problem, tokenizer, strategy, chief, model_config,
                        plan[:2] if plan else parts.plan_variables)
     # The order is the hooks' contract: each reads what the ones before it left on the state at
     # this step (TrainState's fields name their writer and readers, hooks.py).
-    hooks = [*planner, *_regularisation_plan(options, problem, model_config, train_config,
-                                             parts.model, steps, sampling, planned=bool(planner)),
-             guard, progress,
+    regularisation = _regularisation_plan(options, problem, model_config, train_config,
+                                          parts.model, steps, sampling, planned=bool(planner))
+    hooks = [*planner, *regularisation, guard, progress,
              Checkpoints(keeper, parts.trained_seconds, check=guard.verify),
              *_evaluation(options, problem, tokenizer, parts.model, model_config, train_config,
                           decode_config, chief)]
@@ -378,7 +381,8 @@ def _build_and_train(options, problem, tokenizer, strategy, chief, model_config,
         _leave_cluster(strategy, chief, 0)
     return TrainResult(step=state.step, stopped_because=state.stopped_because,
                        last_checkpoint=state.last_checkpoint, best_metrics=state.best_metrics,
-                       total_flops=total_flops, last_train_metrics=state.last_train_metrics)
+                       total_flops=total_flops, last_train_metrics=state.last_train_metrics,
+                       regularisation=regularisation[0].chosen if regularisation else None)
 
 
 def _barrier():

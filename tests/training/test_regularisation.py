@@ -61,6 +61,8 @@ def test_the_hook_decides_once_after_measuring(capsys):
     assert dropout == sampling == [] and capsys.readouterr().out == ""
     hook.after_step(state)
     assert dropout == [0.2] and sampling == [0.1]
+    assert hook.chosen == regularisation.RegularisationChoice(
+        8.0, {"dropout": 0.2, "subword sampling": 0.1})
     assert capsys.readouterr().out == (
         "plan: 8.0 passes over the 1,000 training pairs planned (400 steps x 20 pairs): "
         "dropout 0.2 (TrainConfig.budget_dropout), "
