@@ -1,22 +1,16 @@
 """The paper's findings checked on a table's rows: each finding's verdict from made-up rows whose
 dev translations and perplexities are built to agree with the paper, contradict it, tie, or be
-too few to tell; the family of tests under Holm; missing files as errors, through the real
-t2t-lite-table3 too."""
-import os
-import pathlib
+too few to tell; the family of tests under Holm; missing files as errors (through run_table in
+tests/table3/test_table3.py)."""
 import random
-import subprocess
-import sys
 
 import pytest
 
-from t2t_lite import problems
 from t2t_lite.errors import UserError
 from t2t_lite.table3 import findings
 from t2t_lite.table3.findings import BETTER, NOT_BETTER, SAME, UNDECIDED, WORSE
 
 WORDS = "the cat sat on mat a dog runs in park hello world how are you today".split()
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _sentences(count=300, seed=0):
@@ -247,36 +241,3 @@ def test_every_finding_compares_rows_of_the_table_as_the_papers_numbers_order_th
             else:
                 assert row.ppl == against.ppl, (finding.key, c)
 
-
-PROBLEM_PARAMS = ["num_symbols=8", "max_length=8", "train_samples=400", "eval_samples=12"]
-TINY = ["ModelConfig.num_layers = 1", "ModelConfig.d_model = 16", "ModelConfig.d_ff = 32",
-        "ModelConfig.num_heads = 2", "ModelConfig.d_k = 8", "ModelConfig.d_v = 8",
-        "MAX_LENGTH = 24", "TrainConfig.batch_tokens = 256",
-        "TrainConfig.max_tokens_per_replica = 256", "TrainConfig.checkpoint_minutes = 0.0",
-        "TrainConfig.eval_batches = 1", "TrainConfig.mixed_precision = 'float32'"]
-
-
-@pytest.mark.slow
-def test_the_table_tool_names_a_missing_translation_in_one_line(tmp_path):
-    data_dir = tmp_path / "data"
-    problems.build("algorithmic_copy", PROBLEM_PARAMS).generate_data(str(data_dir))
-    out_dir = tmp_path / "out"
-    command = [sys.executable, "-m", "t2t_lite.bin.table3", "--problem=algorithmic_copy",
-               *[f"--problem_param={p}" for p in PROBLEM_PARAMS], f"--data_dir={data_dir}",
-               f"--out_dir={out_dir}", *[f"--gin_param={g}" for g in TINY],
-               "--rows=base,E_learned_positions", "--scale=cpu", "--train_steps=2",
-               "--dev_sentences=6"]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    first = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT,
-                           timeout=600)
-    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
-    assert "## The paper's findings on this table" in (out_dir / "table3.md").read_text()
-    translation = out_dir / "E_learned_positions" / "dev.translation"
-    os.remove(translation)
-    second = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT,
-                            timeout=600)
-    assert second.returncode == 1, second.stdout[-2000:] + second.stderr[-2000:]
-    assert "Traceback" not in second.stderr
-    assert second.stderr.strip().splitlines()[-1] == (
-        "error: cannot check the paper's findings on row E_learned_positions: translation "
-        f"file not found: {translation}")

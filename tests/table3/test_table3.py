@@ -354,3 +354,23 @@ def test_a_failed_row_is_reported_the_others_run_and_a_rerun_tries_it_again(
     assert any("failed before (t2t-lite-trainer: training diverged" in l for l in lines)
     assert all(e["status"] == "done" for e in record["rows"].values())
     assert not (tmp_path / "out" / "C_layers2" / FAILURE).exists()
+
+
+def test_a_finished_rows_missing_translation_is_named_in_one_error(data_dir, tmp_path,
+                                                                   monkeypatch):
+    def run(self, row, plan, steps, minutes):
+        shutil.copyfile(self.table.path(DEV_REFERENCE), self.table.row_path(row, DEV_TRANSLATION))
+        return _fake_result(row, steps, 5.0, 20.0)
+
+    monkeypatch.setattr(row_runner.RowRunner, "run", run)
+    options = TableOptions(problem=PROBLEM, data_dir=str(data_dir), out_dir=str(tmp_path / "out"),
+                           rows="base,E_learned_positions", train_steps=2, gin_params=TINY,
+                           problem_params=PROBLEM_PARAMS)
+    run_table(options, echo=lambda *a, **k: None)
+    assert "## The paper's findings on this table" in (tmp_path / "out" / "table3.md").read_text()
+    translation = tmp_path / "out" / "E_learned_positions" / DEV_TRANSLATION
+    os.remove(translation)
+    with pytest.raises(UserError) as error:  # the tool prints it as its one "error:" line
+        run_table(options, echo=lambda *a, **k: None)
+    assert str(error.value) == ("cannot check the paper's findings on row E_learned_positions: "
+                                f"translation file not found: {translation}")
