@@ -111,3 +111,27 @@ def checkpoint_decode(model_dir, tmp_path_factory):
                      f"--decode_to_file={output}", "--nbest=2", "--print_scores")
     assert result.returncode == 0, result.stderr.decode()[-3000:]
     return output.read_bytes(), result.stderr.decode()
+
+
+@pytest.fixture(scope="session")
+def trained_model_dir(tmp_path_factory):
+    """tests/reverse_model.py's trained model_dir, shared by the CTranslate2 export and engine
+    tests."""
+    from tests import reverse_model
+
+    directory = str(tmp_path_factory.mktemp("ct2_model") / "model")
+    loss = reverse_model.write_model_dir(directory)
+    assert loss < 1.0, loss  # learning, not necessarily perfect
+    return directory
+
+
+@pytest.fixture(scope="session")
+def ct2_dir(trained_model_dir, tmp_path_factory, cli):
+    """trained_model_dir through `t2t-lite-exporter --format=ctranslate2`."""
+    pytest.importorskip("ctranslate2")
+    output = tmp_path_factory.mktemp("ct2_export") / "ct2"
+    result = cli("exporter", f"--model_dir={trained_model_dir}", f"--export_dir={output}",
+                 "--format=ctranslate2")
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    assert result.stdout.decode().strip() == str(output)
+    return str(output)

@@ -19,77 +19,13 @@ import tensorflow as tf
 ctranslate2 = pytest.importorskip("ctranslate2")
 
 from t2t_lite import hparams  # noqa: E402
-from t2t_lite.data import vocab  # noqa: E402
 from t2t_lite.decoding.translate import translate  # noqa: E402
 from t2t_lite.errors import UserError  # noqa: E402
 from t2t_lite.export import ctranslate2_export  # noqa: E402
 from t2t_lite.inference import ctranslate2_engine, translation_module  # noqa: E402
 from t2t_lite.models.transformer import Transformer  # noqa: E402
-from t2t_lite.model_dir import files as model_dir_lib  # noqa: E402
-from t2t_lite.training.loss import token_statistics  # noqa: E402
 
-SYMBOLS = 17  # ids 3 .. 19
-VOCAB = SYMBOLS + 3
-EXTRA = 5
-GIN_PARAMS = ["MAX_LENGTH = 24", "ModelConfig.dropout = 0.0", "DecodeConfig.beam_size = 4",
-              f"DecodeConfig.extra_length = {EXTRA}"]
-TOKENS = ["<pad>", "</s>", "<unk>"] + [f"s{i}" for i in range(SYMBOLS)]
-
-
-def _reverse_batch(rng, size=64, width=10):
-    inputs = np.zeros((size, width), np.int32)
-    targets = np.zeros((size, width), np.int32)
-    for row in range(size):
-        length = rng.integers(1, width - 1)
-        ids = rng.integers(3, VOCAB, size=length)
-        inputs[row, :length], inputs[row, length] = ids, 1
-        targets[row, :length], targets[row, length] = ids[::-1], 1
-    return inputs, targets
-
-
-def _train(model, steps, seed=0):
-    rng = np.random.default_rng(seed)
-    optimizer = keras.optimizers.Adam(learning_rate=3e-3)
-
-    @tf.function
-    def step(inputs, targets):
-        with tf.GradientTape() as tape:
-            logits = model({"inputs": inputs, "targets": targets}, training=True)
-            stats = token_statistics(logits, targets, label_smoothing=0.0)
-            loss = stats["loss"] / stats["tokens"]
-        grads = tape.gradient(loss, model.trainable_weights)
-        optimizer.apply_gradients(zip(grads, model.trainable_weights))
-        return loss
-
-    for _ in range(steps):
-        loss = step(*_reverse_batch(rng))
-    return float(loss)
-
-
-@pytest.fixture(scope="module")
-def trained_model_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("ct2_model")
-    vocab_path = vocab.write_symbol_vocab(str(root / "reverse.symbols.txt"), TOKENS[3:])
-    configs = hparams.load("tiny", GIN_PARAMS)
-    directory = str(root / "model")
-    model_dir_lib.write_run_info(directory, "algorithmic_reverse", "tiny", GIN_PARAMS, vocab_path,
-                                 VOCAB, configs)
-    keras.utils.set_random_seed(1)
-    model = Transformer(configs[0], VOCAB)
-    loss = _train(model, steps=200)
-    assert loss < 1.0, loss  # learning, not necessarily perfect
-    tf.train.CheckpointManager(tf.train.Checkpoint(model=model), directory, 1).save(200)
-    return directory
-
-
-@pytest.fixture(scope="module")
-def ct2_dir(trained_model_dir, tmp_path_factory, cli):
-    output = tmp_path_factory.mktemp("ct2_export") / "ct2"
-    result = cli("exporter", f"--model_dir={trained_model_dir}", f"--export_dir={output}",
-                 "--format=ctranslate2")
-    assert result.returncode == 0, result.stderr.decode()[-3000:]
-    assert result.stdout.decode().strip() == str(output)
-    return str(output)
+from tests.reverse_model import EXTRA, TOKENS, VOCAB  # noqa: E402
 
 
 def _sources(count, seed=11):

@@ -1,5 +1,5 @@
 """t2t-lite-decoder --engine=ctranslate2: the CTranslate2 engine behind the decoder gives the
-TensorFlow decoder's lines (on the trained model of tests/export/test_ctranslate2_export.py),
+TensorFlow decoder's lines (on the trained model of tests/reverse_model.py),
 converts a model_dir itself, runs int8, and refuses what is no CTranslate2 folder in one line."""
 import sys
 
@@ -9,8 +9,7 @@ import pytest
 pytest.importorskip("ctranslate2")
 
 from t2t_lite.errors import UserError  # noqa: E402
-from tests.export.test_ctranslate2_export import (  # noqa: E402, F401  (fixtures)
-    _sources, _text, ct2_dir, trained_model_dir)
+from tests.export.test_ctranslate2_export import _sources, _text  # noqa: E402
 
 
 def _decode(cli, tmp_path, name, *args):
