@@ -53,28 +53,3 @@ def corpus_scores(hypotheses, references, tokenize=DEFAULT_TOKENIZER):
         "bleu_text": str(bleu_score),
     }
 
-
-def paired_bootstrap(baseline, system, references, tokenize=DEFAULT_TOKENIZER, samples=1000):
-    """Whether two systems' BLEU on the same sentences differ by more than chance.
-
-    sacreBLEU's paired bootstrap resampling (Koehn 2004): both systems are scored on `samples`
-    resamples of the sentences; the p-value is two-sided, under the null hypothesis that they are
-    equally good. sacreBLEU seeds it (SACREBLEU_SEED, 12345), so a table is reproducible.
-
-    Returns (baseline BLEU, system BLEU, p-value).
-    """
-    from sacrebleu.significance import PairedTest
-
-    baseline, system, references = list(baseline), list(system), list(references)
-    check_line_pairs(baseline, references)
-    check_line_pairs(system, references)
-    if baseline == system:
-        # sacreBLEU counts a zero difference as significant (p = 1 / (samples + 1)).
-        score = BLEU(tokenize=tokenize).corpus_score(system, [references]).score
-        return score, score, 1.0
-    test = PairedTest([("baseline", baseline), ("system", system)],
-                      {"BLEU": BLEU(tokenize=tokenize)}, [references], test_type="bs",
-                      n_samples=samples)
-    _, results = test()
-    baseline_result, system_result = results["BLEU"]
-    return baseline_result.score, system_result.score, float(system_result.p_value)

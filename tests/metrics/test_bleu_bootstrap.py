@@ -37,6 +37,23 @@ def test_scores_are_sacrebleus_and_resamples_are_shared_and_seeded():
         resamples.scores(hypotheses[:-1])
 
 
+def test_a_real_difference_is_told_from_chance():
+    references, good = _lines(300, 0.3, 0)
+
+    def noisy(share, seed):
+        rnd = random.Random(seed)
+        return [" ".join(w if rnd.random() > share else rnd.choice(WORDS) for w in s.split())
+                for s in references]
+
+    also_good, bad = noisy(0.3, 2), noisy(0.6, 3)  # the same share of words replaced; twice it
+    resamples = bleu_bootstrap.PairedResamples(references)
+    (good_bleu, good_resampled), (bad_bleu, bad_resampled), (_, also_resampled) = (
+        resamples.scores(lines) for lines in (good, bad, also_good))
+    assert bad_bleu < good_bleu - 10
+    assert bleu_bootstrap.difference_p_value(good_resampled - bad_resampled) < 0.01
+    assert bleu_bootstrap.difference_p_value(good_resampled - also_resampled) > 0.05
+
+
 def test_difference_and_equivalence_p_values():
     zeros = np.zeros(999)
     assert bleu_bootstrap.difference_p_value(zeros) == 1.0
