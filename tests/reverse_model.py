@@ -51,9 +51,9 @@ def train(model, steps, seed=0):
     return float(loss)
 
 
-
 def write_model_dir(directory, steps=200):
-    """The trained model_dir at `directory`; the final training loss."""
+    """Trains the model and writes it as a model_dir at `directory` (its symbol vocabulary
+    beside it); the final training loss."""
     root = os.path.dirname(directory)
     vocab_path = vocab.write_symbol_vocab(os.path.join(root, "reverse.symbols.txt"), TOKENS[3:])
     configs = hparams.load("tiny", GIN_PARAMS)

@@ -4,9 +4,9 @@ equivalence within a margin, and Holm's correction over a family of tests (table
 Every system is scored on the same resamples of the sentences (the pairing), so the resampled
 differences between two systems estimate how their difference varies with the choice of
 sentences. An equivalence test and a family-wise correction need the resampled scores
-themselves, which sacreBLEU's PairedTest does not return. They are computed as sacreBLEU's own
-paired test computes them (each sentence's sufficient statistics,
-summed per resample), with its default seed, so a table is reproducible.
+themselves, which sacreBLEU's PairedTest does not return. They are computed as that test computes
+them (each sentence's sufficient statistics, summed per resample), with its default seed, so a
+table is reproducible.
 """
 import numpy as np
 from sacrebleu.metrics import BLEU

@@ -12,12 +12,17 @@ from t2t_lite.metrics import bleu_bootstrap
 WORDS = "the cat sat on mat a dog runs in park hello world how are you today".split()
 
 
+def _noisy(references, share, seed):
+    """The references with `share` of their words replaced: higher share, lower BLEU."""
+    rnd = random.Random(seed)
+    return [" ".join(w if rnd.random() > share else rnd.choice(WORDS) for w in s.split())
+            for s in references]
+
+
 def _lines(count, share, seed):
     rnd = random.Random(seed)
     references = [" ".join(rnd.choice(WORDS) for _ in range(8)) for _ in range(count)]
-    noisy = random.Random(seed + 1)
-    return references, [" ".join(w if noisy.random() > share else noisy.choice(WORDS)
-                                 for w in s.split()) for s in references]
+    return references, _noisy(references, share, seed + 1)
 
 
 def test_scores_are_sacrebleus_and_resamples_are_shared_and_seeded():
@@ -39,13 +44,8 @@ def test_scores_are_sacrebleus_and_resamples_are_shared_and_seeded():
 
 def test_a_real_difference_is_told_from_chance():
     references, good = _lines(300, 0.3, 0)
-
-    def noisy(share, seed):
-        rnd = random.Random(seed)
-        return [" ".join(w if rnd.random() > share else rnd.choice(WORDS) for w in s.split())
-                for s in references]
-
-    also_good, bad = noisy(0.3, 2), noisy(0.6, 3)  # the same share of words replaced; twice it
+    # The same share of words replaced, and twice it.
+    also_good, bad = _noisy(references, 0.3, 2), _noisy(references, 0.6, 3)
     resamples = bleu_bootstrap.PairedResamples(references)
     (good_bleu, good_resampled), (bad_bleu, bad_resampled), (_, also_resampled) = (
         resamples.scores(lines) for lines in (good, bad, also_good))
