@@ -14,6 +14,7 @@ TF_CPP_MIN_LOG_LEVEL of the user's) shows it all.
 import atexit
 import logging
 import os
+import shlex
 import subprocess
 import sys
 
@@ -43,7 +44,7 @@ def run(main, required=(), problem_flags=False):
                 raise UserError(f"unexpected arguments: {' '.join(argv[1:])}")
             if problem_flags and _print_registry_if_asked():
                 return None
-            _check_required(required)
+            _check_required(required, _tool_name(main))
             return main(argv)
         except UserError as error:
             print(f"error: {error}", file=sys.stderr)
@@ -113,13 +114,29 @@ def _print_registry_if_asked():
     return True
 
 
-def _check_required(names):
+def _check_required(names, tool):
+    """One line naming the missing flags and the command in full: what the user typed, the
+    missing flags added with placeholders (--data_dir=DATA_DIR)."""
     from absl import flags
 
     missing = [f"--{name}" for name in names if flags.FLAGS[name].value in (None, "")]
     if missing:
+        full = " ".join([tool, *map(shlex.quote, sys.argv[1:]),
+                         *(f"{flag}={flag[2:].upper()}" for flag in missing)])
         raise UserError(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
-                        "required (see --helpshort)")
+                        f"required: {full} (see --helpshort)")
+
+
+def _tool_name(main):
+    """The command a user typed: t2t-lite-<tool> for t2t_lite.bin.<tool> (also under
+    `python -m`), else the program's file name."""
+    module = main.__module__
+    if module == "__main__":
+        spec = getattr(sys.modules["__main__"], "__spec__", None)
+        module = spec.name if spec is not None else ""
+    if module.startswith("t2t_lite.bin."):
+        return "t2t-lite-" + module.rsplit(".", 1)[1].replace("_", "-")
+    return os.path.basename(sys.argv[0])
 
 
 def _set_verbosity():

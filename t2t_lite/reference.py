@@ -339,6 +339,11 @@ def render():
         cls = registry.problem_class(name)
         doc = (inspect.getdoc(cls) or "").splitlines()
         out += ["", f"### {name}", "", _cell(doc[0] if doc else ""), ""]
+        aliases = registry.aliases_of(name)
+        if aliases:
+            out += ["Also named " + ", ".join(f"`{alias}`" for alias in aliases)
+                    + f": `--problem={aliases[0]}` is this problem, with the same files in "
+                    "--data_dir and the same model_dirs.", ""]
         rows = problem_params(cls)
         if not rows:
             out.append("No parameters.")

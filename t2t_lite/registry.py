@@ -14,6 +14,11 @@ Registering your own problem, with no change to t2t_lite:
     t2t-lite-datagen --problem_module=mypkg.myproblems --problem=translate_my_pairs --data_dir=D
     # or --problem_module=/path/to/myproblems.py
 
+A problem may have other names: `@registry.register_problem(aliases=("my_pairs",))`. An alias
+names the same problem: every lookup resolves it to the registered name, which is what the
+problem's files in data_dir and a model_dir's run.json carry, so --problem=my_pairs and
+--problem=translate_my_pairs share data and model_dirs.
+
 The lookups below see the problems registered so far: the built-ins register when
 `t2t_lite.problems` is imported, so a caller that looks problems up by name imports that package
 (its `build` makes a problem from --problem and --problem_param), and a user's module registers
@@ -29,6 +34,7 @@ import sys
 from t2t_lite.errors import UserError
 
 _PROBLEMS = {}
+_ALIASES = {}  # another name -> the name its problem is registered under
 
 
 def default_name(cls):
@@ -36,16 +42,24 @@ def default_name(cls):
     return re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
 
 
-def register_problem(name_or_cls=None):
-    """Class decorator: `@register_problem` or `@register_problem("my_name")`."""
+def register_problem(name_or_cls=None, aliases=()):
+    """Class decorator: `@register_problem`, `@register_problem("my_name")`, and either with
+    `aliases=(...)`: other names that look up the same problem (see canonical_name)."""
+    aliases = tuple(aliases)
 
     def decorate(cls, name):
         name = name or default_name(cls)
-        existing = _PROBLEMS.get(name)
-        # Re-importing the same module (e.g. a file and its dotted name) is harmless; a clash is not.
-        if existing is not None and _qualname(existing) != _qualname(cls):
-            raise ValueError(f"problem {name!r} is already registered by {_qualname(existing)}")
+        if name in aliases:
+            raise ValueError(f"problem {name!r} cannot be an alias of itself")
+        for taken in (name, *aliases):
+            existing = _PROBLEMS.get(canonical_name(taken))
+            # Re-importing the same module (e.g. a file and its dotted name) is harmless; a clash
+            # is not.
+            if existing is not None and _qualname(existing) != _qualname(cls):
+                raise ValueError(f"problem {taken!r} is already registered by "
+                                 f"{_qualname(existing)}")
         _PROBLEMS[name] = cls
+        _ALIASES.update((alias, name) for alias in aliases)
         cls.registered_name = name
         return cls
 
@@ -54,20 +68,35 @@ def register_problem(name_or_cls=None):
     return lambda cls: decorate(cls, name_or_cls)
 
 
+def canonical_name(name):
+    """The name a problem is registered under, for any of its names (wmt14_ende ->
+    translate_ende_wmt14); a name that is no alias comes back unchanged. Compare problem names
+    through this: an alias is the same problem, with the same files and model_dirs."""
+    return _ALIASES.get(name, name) if isinstance(name, str) else name
+
+
+def aliases_of(name):
+    """Sorted other names of the problem registered as `name` (or as one of its aliases)."""
+    name = canonical_name(name)
+    return sorted(alias for alias, target in _ALIASES.items() if target == name)
+
+
 def _qualname(obj):
     return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
 
 
 def list_problems():
-    """Sorted names of all registered problems (built-in and user-imported)."""
+    """Sorted names of all registered problems (built-in and user-imported), each once, under
+    the name it is registered as (aliases_of lists its other names)."""
     return sorted(_PROBLEMS)
 
 
 def problem_class(name):
-    """The Problem class registered under `name` (UserError naming the known ones if none)."""
-    cls = _PROBLEMS.get(name)
+    """The Problem class registered under `name` or an alias of it (UserError naming the known
+    ones if none)."""
+    cls = _PROBLEMS.get(canonical_name(name))
     if cls is None:
-        known = ", ".join(sorted(_PROBLEMS)) or "(none)"
+        known = ", ".join(sorted([*_PROBLEMS, *_ALIASES])) or "(none)"
         raise UserError(f"unknown problem {name!r}; known problems: {known}")
     return cls
 
@@ -129,7 +158,11 @@ def import_problem_module(spec):
 def registry_help():
     """Human-readable listing of problems and hparams sets (for --registry_help)."""
     lines = ["Problems:"]
-    for name in list_problems():
+    for name in sorted([*_PROBLEMS, *_ALIASES]):
+        if name in _ALIASES:
+            lines.append(f"  {name}  -- another name for {_ALIASES[name]} (the same problem, "
+                         "files and model_dirs)")
+            continue
         doc = (getattr(_PROBLEMS[name], "__doc__", None) or "").strip().splitlines()
         lines.append(f"  {name}" + (f"  -- {doc[0]}" if doc else ""))
     try:

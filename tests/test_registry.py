@@ -94,3 +94,71 @@ def test_name_clash_is_refused():
 def test_registry_help_lists_problems():
     text = registry.registry_help()
     assert "algorithmic_reverse  -- Reverse a random string of symbols." in text
+
+
+def test_the_wmt14_aliases_are_the_same_problem():
+    """wmt14_ende / wmt14_enfr (the card's names) look up the WMT14 problems themselves: the
+    same class, registered name, data files and vocabulary."""
+    for alias, name in (("wmt14_ende", "translate_ende_wmt14"),
+                        ("wmt14_enfr", "translate_enfr_wmt14")):
+        assert registry.problem_class(alias) is registry.problem_class(name)
+        assert registry.canonical_name(alias) == name == registry.canonical_name(name)
+        assert registry.aliases_of(name) == registry.aliases_of(alias) == [alias]
+        by_alias, by_name = registry.problem(alias), registry.problem(name)
+        assert by_alias.name == by_name.name == name
+        assert by_alias.dataset_name == by_name.dataset_name
+        assert by_alias.vocab_path("D") == by_name.vocab_path("D")
+        assert by_alias.text_path("D", "test") == by_name.text_path("D", "test")
+    # Listed once, under the registered name; the help and the unknown-name error list both.
+    assert "wmt14_ende" not in registry.list_problems()
+    assert registry.canonical_name("algorithmic_copy") == "algorithmic_copy"
+    assert registry.canonical_name(None) is None and registry.aliases_of("nope") == []
+    with pytest.raises(UserError, match="unknown problem 'wmt14'; known problems: .*wmt14_ende"):
+        registry.problem("wmt14")
+
+
+def test_registry_help_lists_the_aliases():
+    lines = registry.registry_help().splitlines()
+    for alias, name in (("wmt14_ende", "translate_ende_wmt14"),
+                        ("wmt14_enfr", "translate_enfr_wmt14")):
+        assert f"  {alias}  -- another name for {name} (the same problem, files and " \
+               "model_dirs)" in lines
+    problems_part = lines[1:lines.index("Hparams sets:")]
+    assert problems_part == sorted(problems_part)
+
+
+@pytest.mark.slow
+def test_the_datagen_cli_registry_help_lists_the_aliases():
+    result = subprocess.run([sys.executable, "-m", "t2t_lite.bin.datagen", "--registry_help"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "  wmt14_ende  -- another name for translate_ende_wmt14" in result.stdout
+    assert "  wmt14_enfr  -- another name for translate_enfr_wmt14" in result.stdout
+
+
+def test_user_aliases_and_their_clashes():
+    from t2t_lite.data.translation import TranslationProblem
+
+    cls = type("TranslateAliasProbe", (TranslationProblem,), {})
+    try:
+        registry.register_problem(aliases=("alias_probe",))(cls)
+        assert registry.problem_class("alias_probe") is cls
+        assert cls.registered_name == "translate_alias_probe"
+        registry.register_problem(aliases=("alias_probe",))(cls)  # the same again: harmless
+        other = type("Other", (TranslationProblem,), {"__module__": "elsewhere"})
+        # An alias may not take a registered name or another problem's alias, nor a name an
+        # alias of another problem.
+        with pytest.raises(ValueError, match="'algorithmic_copy' is already registered"):
+            registry.register_problem(aliases=("algorithmic_copy",))(other)
+        with pytest.raises(ValueError, match="'wmt14_ende' is already registered by "
+                                             ".*TranslateEndeWmt14"):
+            registry.register_problem("my_other", aliases=("wmt14_ende",))(other)
+        with pytest.raises(ValueError, match="'alias_probe' is already registered"):
+            registry.register_problem("alias_probe")(other)
+        with pytest.raises(ValueError, match="alias of itself"):
+            registry.register_problem("same", aliases=("same",))(other)
+        assert "my_other" not in registry.list_problems()  # a refused registration adds nothing
+        assert registry.canonical_name("alias_probe") == "translate_alias_probe"
+    finally:
+        registry._PROBLEMS.pop("translate_alias_probe", None)
+        registry._ALIASES.pop("alias_probe", None)

@@ -22,7 +22,7 @@ import fcntl
 import json
 import os
 
-from t2t_lite import atomic, hparams
+from t2t_lite import atomic, hparams, registry
 from t2t_lite.data import vocab
 from t2t_lite.config import DecodeConfig, ModelConfig, TrainConfig
 from t2t_lite.errors import UserError
@@ -95,15 +95,18 @@ def write_run_info(model_dir, problem_name, hparams_set, gin_params, vocab_path,
     bindings gave them (config.gin then lists those bindings, else the configs' values).
     """
     os.makedirs(model_dir, exist_ok=True)
-    info = {"problem": problem_name, "hparams_set": hparams_set, "gin_params": list(gin_params),
-            "vocab_file": os.path.basename(vocab_path), "vocab_size": int(vocab_size)}
+    info = {"problem": registry.canonical_name(problem_name), "hparams_set": hparams_set,
+            "gin_params": list(gin_params), "vocab_file": os.path.basename(vocab_path),
+            "vocab_size": int(vocab_size)}
     info.update(extra or {})
     config_text = hparams.config_text() if gin_bound else configs_gin(configs)
     existing_path = os.path.join(model_dir, RUN_INFO)
     if os.path.isfile(existing_path):
         old = read_run_info(model_dir)
+        # Problems compare by registered name: an alias (wmt14_ende) is the same problem.
+        held = dict(old, problem=registry.canonical_name(old.get("problem")))
         for key in ("problem", "vocab_size"):
-            if old.get(key) != info[key]:
+            if held.get(key) != info[key]:
                 raise UserError(f"{model_dir} holds a run with {key}={old.get(key)!r}, not "
                                 f"{info[key]!r}; use another --model_dir")
         old_model = _read_configs_json(model_dir).get("model") if os.path.isfile(

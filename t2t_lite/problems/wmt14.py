@@ -7,6 +7,9 @@
                           News Commentary v9, UN 2000, 10^9 French-English (giga-fren);
                           dev newstest2013, test newstest2014 (full); 32k WordPiece.
 
+Each is also registered as `wmt14_ende` / `wmt14_enfr`, the card's names (aliases in the registry:
+the same problem, the same files in data_dir, the same model_dirs).
+
 Archives come from statmt.org (the URLs tensor2tensor and sacrebleu use) and are checked against
 published checksums before use (see `ARCHIVES`). With `raw_dir`, nothing is downloaded: the
 archives (under their original names) or their already extracted files are read from there.
@@ -251,7 +254,7 @@ class _Wmt14Problem(TranslationProblem):
             yield from read_corpus(corpus, source_path, target_path)
 
 
-@registry.register_problem
+@registry.register_problem(aliases=("wmt14_ende",))
 class TranslateEndeWmt14(_Wmt14Problem):
     """WMT14 English->German as in the paper: 4.5M pairs, shared BPE ~37k, newstest2013/2014."""
 
@@ -262,7 +265,7 @@ class TranslateEndeWmt14(_Wmt14Problem):
     character_coverage = 0.9999
 
 
-@registry.register_problem
+@registry.register_problem(aliases=("wmt14_enfr",))
 class TranslateEnfrWmt14(_Wmt14Problem):
     """WMT14 English->French as in the paper: 36M pairs, 32k WordPiece, newstest2013/2014."""
 

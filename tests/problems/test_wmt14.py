@@ -223,3 +223,50 @@ def test_extraction_limits_are_problem_params(tmp_path):
     assert not list((tmp_path / "extracted" / "test_full").iterdir())
     with pytest.raises(UserError, match="max_extract_ratio must be a positive number"):
         registry.problem("translate_ende_wmt14", max_extract_ratio="lots")
+
+
+# ----------------------------------------------------------------------------- the card's names
+
+CARD_COMMAND = ["--problem=wmt14_ende", "--hparams_set=base"]
+
+
+def test_an_alias_shares_the_model_dir(tmp_path):
+    """A model_dir trained under wmt14_ende resumes under translate_ende_wmt14 and back: run.json
+    records the registered name, and a run.json naming an alias compares as that problem."""
+    import json
+
+    from t2t_lite import hparams
+    from t2t_lite.model_dir import files
+
+    vocab_file = tmp_path / "translate_ende_wmt14.spm.model"
+    vocab_file.write_bytes(b"a vocabulary")
+    configs = hparams.load("tiny")
+    model_dir = str(tmp_path / "M")
+    for name in ("wmt14_ende", "translate_ende_wmt14", "wmt14_ende"):
+        info = files.write_run_info(model_dir, name, "tiny", [], str(vocab_file), 50, configs)
+        assert info["problem"] == "translate_ende_wmt14"
+    # One written by hand (or by a future version) under the alias is the same problem too.
+    run_json = tmp_path / "M" / files.RUN_INFO
+    run_json.write_text(json.dumps(dict(json.loads(run_json.read_text()), problem="wmt14_ende")))
+    files.write_run_info(model_dir, "translate_ende_wmt14", "tiny", [], str(vocab_file), 50,
+                         configs)
+    for other in ("wmt14_enfr", "translate_enfr_wmt14"):
+        with pytest.raises(UserError, match="holds a run with problem='translate_ende_wmt14', "
+                                            "not 'translate_enfr_wmt14'"):
+            files.write_run_info(model_dir, other, "tiny", [], str(vocab_file), 50, configs)
+
+
+def test_the_card_command_without_dirs_says_the_full_form_in_one_line():
+    import os
+    import subprocess
+    import sys
+
+    # As a user runs it: the tool quiets TensorFlow itself (conftest's TF_CPP_MIN_LOG_LEVEL
+    # would count as the user's and show its start-up lines).
+    env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    result = subprocess.run([sys.executable, "-m", "t2t_lite.bin.trainer", *CARD_COMMAND],
+                            capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "error: --data_dir and --model_dir are required: t2t-lite-trainer --problem=wmt14_ende "
+        "--hparams_set=base --data_dir=DATA_DIR --model_dir=MODEL_DIR (see --helpshort)"]
