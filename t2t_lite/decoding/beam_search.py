@@ -49,6 +49,8 @@ class _NBest(NamedTuple):
     seqs: tf.Tensor  # int32 [B, K, L+1], column 0 the start token
     scores: tf.Tensor  # float32 [B, K], log probability / length penalty
     flags: tf.Tensor  # bool [B, K], the slot holds a real hypothesis
+    # constrained_search's per-hypothesis extras (model scores, unmet constraints); () here.
+    extra: Any = ()
 
 
 class _Beams(NamedTuple):
@@ -59,6 +61,8 @@ class _Beams(NamedTuple):
     decode_lengths: tf.Tensor  # int32 [B], each example's limit (EOS included)
     max_penalty: tf.Tensor  # float32 [B], the most favourable length penalty still possible
     rows: tf.Tensor  # int32 [B], each example's row in the caller's batch
+    # constrained_search's per-example constraints and per-beam progress; () here.
+    constraints: Any = ()
 
 
 class _SearchState(NamedTuple):

@@ -1,0 +1,362 @@
+"""Lexically constrained beam search: dynamic beam allocation over a fixed beam (Post & Vilar
+2018, vectorised as in Hu et al. 2019), in one tf.while_loop, over any `tokens_to_logits`.
+
+Each example carries its own constraints, as 0-padded token ids:
+
+    positive [B, P, A, T]  P phrases that must appear, each with up to A alternatives (any one
+                           alternative satisfies the phrase), each up to T tokens;
+    negative [B, Q, T]     Q phrases that must not appear.
+
+A phrase given twice must appear twice: an occurrence is credited to one phrase only (the first
+unmet one of identical phrases). A hypothesis is never extended with a token that would complete
+a negative phrase. Nothing is added to any score: scores stay the model's log probabilities with
+the GNMT length penalty, as in beam_search.
+
+Each step, every alive beam offers (1) the top 2K model candidates over all beams, as in the
+unconstrained search, (2) for every unmet phrase alternative, the token that continues the
+hypothesis' partial match of it and the token that starts it afresh, and (3) its EOS. A
+candidate's bank is the number of constraint tokens it has met (a met phrase counts its shortest
+alternative's length, a partial match its matched prefix). The K alive beams are chosen round-robin
+over banks: the best candidate of each bank, highest bank first, then the second best of each,
+and so on, so the beam never grows with the number of constraints and an empty bank's slots go to
+the others. An EOS candidate becomes finished when it ranks among the top K of its bank.
+
+A finished hypothesis that has not met every positive phrase ranks below every one that has (by
+how many it misses, then by score): the search returns a complete hypothesis whenever one is found
+by the length limit, else the best one that meets the most, and reports per hypothesis how many
+phrases it misses. Matching is on the generated tokens themselves (the last T of each hypothesis),
+so no automaton has to be built from the phrases, in the graph or outside it.
+"""
+from typing import NamedTuple
+
+import tensorflow as tf
+
+from t2t_lite.config import DecodeConfig, ModelConfig
+# The unconstrained search's state and steps, shared so both searches leave, gather and stop
+# alike.
+from t2t_lite.decoding.beam_search import (
+    _DEAD, NEG_INF, _examples_done, _gather_beams, _gather_flat_beams, _initial_state, _leave,
+    _NBest, _SearchState, _shape_invariants, _write_position, _write_results, length_penalty)
+
+# Ranks a finished hypothesis that misses a phrase below any that meets all, whatever the scores
+# (real scores stay far above -UNMET_PENALTY; 16 misses stay far above the search's _DEAD).
+UNMET_PENALTY = 1.0e4
+
+
+class _Constraints(NamedTuple):
+    """Per example (rows gathered with the examples that keep searching) and per beam."""
+    positive: tf.Tensor  # int32 [B, P, A, T], 0-padded
+    negative: tf.Tensor  # int32 [B, Q, T], 0-padded
+    sizes: tf.Tensor  # int32 [B, P], a phrase's shortest alternative (0: no phrase)
+    duplicate_of_earlier: tf.Tensor  # bool [B, P, P]: [p, q] phrase q < p is the same as p
+    met: tf.Tensor  # bool [B, K, P], per alive beam (an absent phrase counts as met)
+
+
+class _Extra(NamedTuple):
+    """What a finished hypothesis carries besides its ranking score."""
+    scores: tf.Tensor  # float32 [B, K], log probability / length penalty
+    unmet: tf.Tensor  # int32 [B, K], positive phrases the hypothesis misses
+
+
+def _lengths(tokens):
+    return tf.reduce_sum(tf.cast(tokens > 0, tf.int32), axis=-1)
+
+
+def _phrase_sizes(positive):
+    """int32 [B, P]: the shortest present alternative's length, 0 for an absent phrase."""
+    lengths = _lengths(positive)  # [B, P, A]
+    big = tf.int32.max
+    shortest = tf.reduce_min(tf.where(lengths > 0, lengths, big), axis=-1)
+    return tf.where(shortest == big, 0, shortest)
+
+
+def _duplicates(positive, sizes):
+    """bool [B, P, P]: [b, p, q] when q < p and phrases p and q are the same."""
+    same = tf.reduce_all(tf.equal(positive[:, :, None], positive[:, None, :]), axis=[3, 4])
+    phrases = tf.shape(positive)[1]
+    earlier = tf.range(phrases)[None, :] < tf.range(phrases)[:, None]
+    return same & earlier[None] & (sizes[:, :, None] > 0)
+
+
+def _windows(seqs, position, width):
+    """The last `width` tokens of sequences [B, K, L+1] up to column `position` (inclusive):
+    int32 [B, K, width], -1 before column 1 (column 0 is the start token, never matched)."""
+    columns = position - width + 1 + tf.range(width)
+    tokens = tf.gather(seqs, tf.maximum(columns, 0), axis=2)
+    return tf.where(columns[None, None, :] >= 1, tokens, -1)
+
+
+def _suffix_matches(windows, phrases):
+    """bool [B, M, ..., T]: [..., k-1] when the last k tokens of a window equal the first k
+    tokens of a phrase (and the phrase has at least k tokens).
+
+    windows: int32 [B, M, T] (most recent last); phrases: int32 [B, ..., T] (0-padded), the
+    same phrases for every window of an example."""
+    width = tf.shape(windows)[2]
+    k = tf.range(1, width + 1)[:, None]  # matched length
+    j = tf.range(width)[None, :]  # position within the phrase
+    used = j < k  # [T, T]
+    # window position of phrase token j when the match has length k
+    picked = tf.gather(windows, tf.minimum(width - k + j, width - 1), axis=2)  # [B, M, T(k), T(j)]
+    extra_axes = phrases.shape.rank - 2  # phrase axes between B and T
+    for _ in range(extra_axes):
+        picked = picked[:, :, None]
+    phrase_tokens = phrases[:, None, ..., None, :]  # [B, 1, ..., 1, T(j)]
+    equal = tf.equal(picked, phrase_tokens) | tf.logical_not(used)
+    long_enough = tf.expand_dims(_lengths(phrases), -1) >= tf.range(1, width + 1)
+    return tf.reduce_all(equal, axis=-1) & long_enough[:, None]
+
+
+def _progress(windows, positive):
+    """For each window and phrase alternative: (the longest proper prefix of the alternative
+    that ends the window, int32 [B, M, P, A]; the whole alternative ends the window, bool)."""
+    matches = _suffix_matches(windows, positive)  # [B, M, P, A, T]
+    lengths = _lengths(positive)[:, None]  # [B, 1, P, A]
+    k = tf.range(1, tf.shape(matches)[-1] + 1)
+    proper = matches & (k < lengths[..., None])
+    prefix = tf.reduce_max(tf.where(proper, k, 0), axis=-1)
+    complete = tf.reduce_any(matches & tf.equal(k, lengths[..., None]), axis=-1) & (lengths > 0)
+    return prefix, complete
+
+
+def _credit(complete, met, duplicate_of_earlier):
+    """met [B, M, P] after a token that completes the alternatives in `complete` [B, M, P, A]:
+    an occurrence counts for the first unmet phrase among identical ones."""
+    completes = tf.reduce_any(complete, axis=-1) & tf.logical_not(met)
+    taken_by_earlier = tf.reduce_any(
+        completes[:, :, None, :] & duplicate_of_earlier[:, None], axis=-1)
+    return met | (completes & tf.logical_not(taken_by_earlier))
+
+
+def _bank(prefix, met, sizes):
+    """int32 [B, M]: constraint tokens met (a met phrase its size, a partial match its prefix,
+    at most size - 1)."""
+    partial = tf.minimum(tf.reduce_max(prefix, axis=-1), tf.maximum(sizes[:, None] - 1, 0))
+    return tf.reduce_sum(tf.where(met, sizes[:, None], partial), axis=-1)
+
+
+def _banned(windows, negative):
+    """(rows, tokens) of the tokens that would complete a negative phrase: int32 [N, 2] indices
+    into the flat [B*K, V] log probs. windows [B, K, T] end at the current position."""
+    lengths = _lengths(negative)  # [B, Q]
+    # The last length-1 tokens of the window equal the phrase's first length-1 tokens.
+    matches = _suffix_matches(windows, negative)  # [B, K, Q, T]
+    k = tf.range(1, tf.shape(matches)[-1] + 1)
+    wanted = tf.equal(k, lengths[:, None, :, None] - 1)
+    ready = tf.reduce_any(matches & wanted, axis=-1) | tf.equal(lengths[:, None], 1)
+    ready &= lengths[:, None] > 0  # [B, K, Q]
+    last = tf.gather(negative, tf.maximum(lengths - 1, 0), batch_dims=2)  # [B, Q]
+    beam_size = tf.shape(windows)[1]
+    rows = tf.range(tf.shape(windows)[0])[:, None, None] * beam_size + tf.range(beam_size)[
+        None, :, None]
+    where = tf.where(ready)
+    return tf.stack([tf.gather_nd(tf.broadcast_to(rows, tf.shape(ready)), where),
+                     tf.gather_nd(tf.broadcast_to(last[:, None], tf.shape(ready)), where)],
+                    axis=1)
+
+
+def _log_probs(logits, must_end, beam_size, eos_id, banned):
+    """log_softmax of logits [B*K, V] as beam_search computes it (so unconstrained examples
+    rank exactly as there), the banned tokens dead, only EOS where an example must end."""
+    logits = tf.cast(logits, tf.float32)
+    row_max = tf.reduce_max(logits, axis=1, keepdims=True)
+    log_sum = tf.math.log(tf.reduce_sum(tf.exp(logits - row_max), axis=1, keepdims=True))
+    log_probs = (logits - row_max) - log_sum
+    log_probs = tf.tensor_scatter_nd_min(log_probs, banned,
+                                         tf.fill([tf.shape(banned)[0]], NEG_INF))
+    row_must_end = tf.reshape(tf.repeat(must_end, beam_size), [-1, 1])
+    only_eos = tf.equal(tf.range(tf.shape(logits)[1]), eos_id)[None, :]
+    return tf.where(row_must_end & tf.logical_not(only_eos), NEG_INF, log_probs)
+
+
+def _rank_in_bank(scores, banks, eligible):
+    """int32 [B, M]: how many eligible candidates of the same bank rank before each one (higher
+    score, or the same score and an earlier position), as a stable sort would place it."""
+    positions = tf.range(tf.shape(scores)[1])
+    before = (scores[:, None, :] > scores[:, :, None]) | (
+        tf.equal(scores[:, None, :], scores[:, :, None])
+        & (positions[None, None, :] < positions[None, :, None]))
+    same_bank = tf.equal(banks[:, None, :], banks[:, :, None])
+    counted = before & same_bank & eligible[:, None, :]
+    return tf.reduce_sum(tf.cast(counted, tf.int32), axis=2)
+
+
+def _candidates(log_probs, beams, index, beam_size, vocab_size, eos_id):
+    """Every candidate of this step: (scores, beams, tokens), each [B, M]; invalid ones dead.
+    The top 2K come first, best first, as in beam_search, so an example without constraints
+    ranks exactly as there; then the phrases' tokens, then each beam's EOS."""
+    constraints = beams.constraints
+    batch_size = tf.shape(beams.alive_log_probs)[0]
+    table = beams.alive_log_probs[:, :, None] + tf.reshape(log_probs,
+                                                          [batch_size, beam_size, vocab_size])
+    flat = tf.reshape(table, [batch_size, beam_size * vocab_size])
+    top_scores, picks = tf.math.top_k(flat, k=2 * beam_size)
+    top_beams, top_tokens = picks // vocab_size, picks % vocab_size
+
+    positive = constraints.positive
+    width = tf.shape(positive)[3]
+    prefix, _ = _progress(_windows(beams.alive_seqs, index, width), positive)  # [B, K, P, A]
+    per_beam_phrases = tf.broadcast_to(positive[:, None],
+                                       tf.concat([tf.shape(prefix), [width]], axis=0))
+    next_tokens = tf.gather(per_beam_phrases, prefix, batch_dims=4)
+    first_tokens = per_beam_phrases[..., 0]
+    forced = tf.stack([next_tokens, first_tokens], axis=-1)  # [B, K, P, A, 2]
+    usable = (forced > 0) & tf.logical_not(constraints.met)[:, :, :, None, None]
+    forced = tf.reshape(forced, [batch_size, beam_size, -1])
+    usable = tf.reshape(usable, [batch_size, beam_size, -1])
+    forced_scores = tf.where(usable, tf.gather(table, forced, batch_dims=2), NEG_INF)
+    per_beam = tf.shape(forced)[2]
+    forced_beams = tf.repeat(tf.range(beam_size)[None, :, None], per_beam, axis=2)
+    forced_beams = tf.broadcast_to(forced_beams, tf.shape(forced))
+
+    eos_scores = table[:, :, eos_id]
+    eos_beams = tf.broadcast_to(tf.range(beam_size)[None, :], tf.shape(eos_scores))
+    scores = tf.concat([top_scores, tf.reshape(forced_scores, [batch_size, -1]), eos_scores], 1)
+    cand_beams = tf.concat([top_beams, tf.reshape(forced_beams, [batch_size, -1]), eos_beams], 1)
+    tokens = tf.concat([top_tokens, tf.reshape(forced, [batch_size, -1]),
+                        tf.fill(tf.shape(eos_scores), eos_id)], 1)
+    # The same (beam, token) twice: only its first occurrence stays.
+    keys = cand_beams * vocab_size + tokens
+    positions = tf.range(tf.shape(keys)[1])
+    earlier = positions[None, :] < positions[:, None]
+    repeated = tf.reduce_any(tf.equal(keys[:, :, None], keys[:, None, :]) & earlier[None], 2)
+    return tf.where(repeated, NEG_INF, scores), cand_beams, tokens, repeated
+
+
+def _step_state(beams, cand_beams, tokens, index, eos_id):
+    """Each candidate's met phrases and bank after its token: (met [B, M, P], banks [B, M])."""
+    constraints = beams.constraints
+    width = tf.shape(constraints.positive)[3]
+    parent_windows = tf.gather(_windows(beams.alive_seqs, index, width), cand_beams,
+                               batch_dims=1)
+    windows = tf.concat([parent_windows[:, :, 1:], tokens[:, :, None]], axis=2)
+    prefix, complete = _progress(windows, constraints.positive)
+    parent_met = tf.gather(constraints.met, cand_beams, batch_dims=1)
+    is_eos = tf.equal(tokens, eos_id)[:, :, None]
+    met = tf.where(is_eos, parent_met, _credit(complete, parent_met,
+                                               constraints.duplicate_of_earlier))
+    return met, _bank(prefix, met, constraints.sizes)
+
+
+def _choose(scores, banks, eligible, beam_size):
+    """int32 [B, K]: the eligible candidates taken round-robin over banks (see the module
+    docstring); ineligible ones only when fewer than K are eligible."""
+    rank = _rank_in_bank(scores, banks, eligible)
+    top_bank = tf.reduce_max(banks) + 1
+    order = rank * (top_bank + 1) + (top_bank - banks)
+    order = tf.where(eligible, order, tf.int32.max)
+    _, picks = tf.math.top_k(-order, k=beam_size)
+    return picks
+
+
+def _merge_finished(finished, seqs, log_probs, met, finishing, new_length, alpha, beam_size):
+    """The n-best with the finishing EOS candidates merged in, ranked by unmet phrases, then
+    score."""
+    unmet = tf.reduce_sum(tf.cast(tf.logical_not(met), tf.int32), axis=-1)
+    scores = log_probs / length_penalty(new_length, alpha)
+    ranking = tf.where(finishing, scores - UNMET_PENALTY * tf.cast(unmet, tf.float32), NEG_INF)
+    new = _NBest(seqs, ranking, finishing, _Extra(scores, unmet))
+    merged = tf.nest.map_structure(lambda old, add: tf.concat([old, add], axis=1), finished, new)
+    _, picks = tf.math.top_k(merged.scores, k=beam_size)
+    return tf.nest.map_structure(lambda t: tf.gather(t, picks, batch_dims=1), merged)
+
+
+def _at_least_one_token(phrases):
+    """phrases int32 [..., T] padded to T >= 1, so windows and matches always have a width."""
+    phrases = tf.cast(phrases, tf.int32)
+    missing = tf.maximum(1 - tf.shape(phrases)[-1], 0)
+    padding = tf.concat([tf.zeros([phrases.shape.rank - 1, 2], tf.int32), [[0, missing]]], 0)
+    return tf.pad(phrases, padding)
+
+
+def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, positive,
+                            negative, beam_size=DecodeConfig.beam_size, alpha=DecodeConfig.alpha,
+                            max_decode_length=ModelConfig.max_length, decode_lengths=None,
+                            eos_id=1, early_stopping=True, tile_static=True):
+    """beam_search's n-best under per-example constraints (see the module docstring).
+
+    positive: int32 [B, P, A, T] phrases that must appear (0-padded); negative: int32 [B, Q, T]
+    phrases that must not. The other arguments are beam_search's.
+
+    Returns sequences int32 [B, K, L], scores float32 [B, K] (log probability / length penalty,
+    -inf for empty slots) and unmet int32 [B, K] (positive phrases each hypothesis misses).
+    """
+    beam_size = int(beam_size)
+    if beam_size < 1:
+        raise ValueError(f"beam_size must be at least 1, got {beam_size}")
+    if not tf.is_tensor(max_decode_length):
+        max_decode_length = int(max_decode_length)
+    if decode_lengths is None:
+        decode_lengths = tf.fill([batch_size], max_decode_length)
+    decode_lengths = tf.clip_by_value(tf.cast(decode_lengths, tf.int32), 1, max_decode_length)
+    alpha = tf.cast(alpha, tf.float32)
+    max_penalty = tf.maximum(length_penalty(decode_lengths, alpha),
+                             length_penalty(1, alpha))
+    seq_width = max_decode_length + 1
+    state = _initial_state(cache, static, batch_size, beam_size, seq_width,
+                                  decode_lengths, max_penalty, tile_static)
+    positive, negative = _at_least_one_token(positive), _at_least_one_token(negative)
+    sizes = _phrase_sizes(positive)
+    phrases = tf.shape(positive)[1]
+    met = tf.broadcast_to(tf.equal(sizes, 0)[:, None, :], [batch_size, beam_size, phrases])
+    constraints = _Constraints(positive, negative, sizes, _duplicates(positive, sizes), met)
+
+    def no_extra(nbest):
+        shape = tf.shape(nbest.scores)
+        return nbest._replace(extra=_Extra(tf.fill(shape, NEG_INF), tf.zeros(shape, tf.int32)))
+
+    state = state._replace(beams=state.beams._replace(
+        constraints=constraints, finished=no_extra(state.beams.finished)),
+        results=no_extra(state.results))
+
+    def not_done(state):
+        return (state.index < max_decode_length) & (tf.shape(state.beams.rows)[0] > 0)
+
+    def step(state):
+        beams = state.beams
+        ids = tf.reshape(tf.gather(beams.alive_seqs, state.index, axis=2), [-1])
+        logits, cache = tokens_to_logits(ids, state.index, state.cache, state.static)
+        new_length = state.index + 1
+        must_end = tf.greater_equal(new_length, beams.decode_lengths)
+        banned = _banned(_windows(beams.alive_seqs, state.index,
+                                  tf.shape(beams.constraints.negative)[2]),
+                         beams.constraints.negative)
+        log_probs = _log_probs(logits, must_end, beam_size, eos_id, banned)
+        scores, cand_beams, tokens, repeated = _candidates(log_probs, beams, state.index,
+                                                           beam_size, vocab_size, eos_id)
+        met, banks = _step_state(beams, cand_beams, tokens, state.index, eos_id)
+        seqs = _write_position(_gather_beams(beams.alive_seqs, cand_beams),
+                                      tokens, new_length)
+        is_eos = tf.equal(tokens, eos_id)
+        real = scores > _DEAD
+        # An EOS finishes when its bank would keep it in a width-K beam.
+        finishing = is_eos & real & (
+            _rank_in_bank(scores, banks, tf.logical_not(repeated)) < beam_size)
+        finished = _merge_finished(beams.finished, seqs, scores, met, finishing, new_length,
+                                   alpha, beam_size)
+        top = tf.range(tf.shape(scores)[1])[None, :] < 2 * beam_size
+        # The top 2K stay eligible even when dead, as in beam_search; other candidates only
+        # when they are real.
+        picks = _choose(scores, banks, tf.logical_not(is_eos) & (top | real), beam_size)
+        alive_log_probs = tf.gather(scores, picks, batch_dims=1)
+        cache_beams = tf.gather(cand_beams, picks, batch_dims=1)
+        beams = beams._replace(
+            alive_seqs=tf.gather(seqs, picks, batch_dims=1), alive_log_probs=alive_log_probs,
+            finished=finished,
+            constraints=beams.constraints._replace(met=tf.gather(met, picks, batch_dims=1)))
+        done = _examples_done(beams, early_stopping)
+        keep = tf.cast(tf.where(tf.logical_not(done))[:, 0], tf.int32)
+        cache = _gather_flat_beams(cache, cache_beams, beam_size, keep)
+        beams, static, results = _leave(beams, state.static, state.results, done, keep,
+                                               beam_size, tile_static)
+        return (_SearchState(new_length, beams, cache, static, results),)
+
+    invariants = _shape_invariants(state)
+    final, = tf.while_loop(not_done, step, (state,), maximum_iterations=max_decode_length,
+                           shape_invariants=(invariants,))
+    results = _write_results(final.results, final.beams,
+                                    tf.range(tf.shape(final.beams.rows)[0]))
+    sequences = tf.where(results.flags[:, :, None], results.seqs[:, :, 1:], 0)
+    scores = tf.where(results.flags, results.extra.scores, float("-inf"))
+    unmet = tf.where(results.flags, results.extra.unmet, 0)
+    return sequences, scores, unmet

@@ -1,0 +1,219 @@
+"""Constrained beam search on toy decoders whose best constrained sequences can be enumerated."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_lite.decoding.beam_search import beam_search
+from t2t_lite.decoding.constrained_search import constrained_beam_search
+
+
+def phrases(rows, alternatives=1, width=None):
+    """[[phrase, ...] per example] (a phrase: a token list, or a tuple of alternatives) ->
+    int32 [B, P, A, T], 0-padded."""
+    def alternatives_of(phrase):
+        return list(phrase) if isinstance(phrase, tuple) else [phrase]
+
+    most = max([len(r) for r in rows] + [0])
+    alts = max([len(alternatives_of(p)) for r in rows for p in r] + [alternatives])
+    tokens = max([len(a) for r in rows for p in r for a in alternatives_of(p)] + [width or 1])
+    array = np.zeros([len(rows), most, alts, tokens], np.int32)
+    for b, row in enumerate(rows):
+        for p, phrase in enumerate(row):
+            for a, alternative in enumerate(alternatives_of(phrase)):
+                array[b, p, a, :len(alternative)] = alternative
+    return array
+
+
+def negatives(rows):
+    most = max([len(r) for r in rows] + [0])
+    tokens = max([len(p) for r in rows for p in r] + [1])
+    array = np.zeros([len(rows), most, tokens], np.int32)
+    for b, row in enumerate(rows):
+        for q, phrase in enumerate(row):
+            array[b, q, :len(phrase)] = phrase
+    return array
+
+
+def run_constrained(model, cache, static, batch_size, positive, negative=None, **kwargs):
+    negative = np.zeros([batch_size, 0, 1], np.int32) if negative is None else negative
+
+    @tf.function
+    def search():
+        return constrained_beam_search(model.tokens_to_logits, cache, static, batch_size,
+                                       model.vocab_size, tf.constant(positive),
+                                       tf.constant(negative), **kwargs)
+
+    return [t.numpy() for t in search()]
+
+
+def run_plain(model, cache, static, batch_size, **kwargs):
+    @tf.function
+    def search():
+        return beam_search(model.tokens_to_logits, cache, static, batch_size,
+                                       model.vocab_size, **kwargs)
+
+    return [t.numpy() for t in search()]
+
+
+def contains(sequence, phrase):
+    n = len(phrase)
+    return any(list(sequence[i:i + n]) == list(phrase) for i in range(len(sequence) - n + 1))
+
+
+def occurrences(sequence, phrase):
+    n = len(phrase)
+    return sum(list(sequence[i:i + n]) == list(phrase) for i in range(len(sequence) - n + 1))
+
+
+@pytest.mark.parametrize("seed, limits, empty", [
+    (4, [3, 8, 1], "absent phrases"),
+    pytest.param(4, [3, 8, 1], "no phrases", marks=pytest.mark.slow),
+    pytest.param(0, None, "absent phrases", marks=pytest.mark.slow),
+    pytest.param(7, [2, 9, 4], "no phrases", marks=pytest.mark.slow)])
+def test_without_constraints_it_is_the_plain_search_token_for_token(toys, seed, limits, empty):
+    model = toys.RnnModel(vocab_size=12, seed=seed, eos_bias=1.0)
+    batch_size = 3
+    cache, static = model.initial_state(batch_size)
+    settings = dict(beam_size=4, alpha=0.6, max_decode_length=9,
+                    decode_lengths=None if limits is None else tf.constant(limits))
+    positive = (np.zeros([batch_size, 0, 1, 1], np.int32) if empty == "no phrases"
+                else np.zeros([batch_size, 3, 2, 4], np.int32))
+    sequences, scores, unmet = run_constrained(model, cache, static, batch_size, positive,
+                                               **settings)
+    plain_sequences, plain_scores = run_plain(model, cache, static, batch_size, **settings)
+    np.testing.assert_array_equal(sequences, plain_sequences)
+    np.testing.assert_array_equal(scores, plain_scores)
+    assert not unmet.any()
+
+
+def test_wide_beam_finds_the_best_sequence_that_holds_the_phrase(toys):
+    # Vocab 5 (3 real tokens), 4 positions: 40 sequences, all kept by a 40-wide beam; the
+    # n-best is every sequence holding [2, 3] by score, then the others.
+    model = toys.RnnModel(vocab_size=5, seed=0, sharpness=1.0)
+    batch_size, max_length, alpha, phrase = 2, 4, 0.6, [2, 3]
+    cache, static = model.initial_state(batch_size)
+    sequences, scores, unmet = run_constrained(
+        model, cache, static, batch_size, phrases([[phrase]] * batch_size), beam_size=40,
+        alpha=alpha, max_decode_length=max_length)
+    candidates = list(toys.all_sequences(model.vocab_size, max_length))
+    for b in range(batch_size):
+        bias = static["bias"].numpy()[b]
+        expected = sorted(
+            ((not contains(seq, phrase),
+              model.sequence_log_prob(seq, bias) / toys.gnmt_penalty(len(seq), alpha), seq)
+             for seq in candidates), key=lambda item: (item[0], -item[1]))
+        got = [toys.strip(row) for row in sequences[b]]
+        assert got == [seq for _, _, seq in expected]
+        np.testing.assert_allclose(scores[b], [score for _, score, _ in expected], atol=1e-4)
+        np.testing.assert_array_equal(unmet[b], [int(missing) for missing, _, _ in expected])
+
+
+def test_a_known_best_constrained_answer_with_a_narrow_beam(toys):
+    # Unconstrained, [2, EOS] wins (p=.45); with the phrase [4] the best holder is [3, 4, EOS]
+    # (.3 * .9 * .9), over [4, EOS] (.1 * .9) and [2, 4, EOS] (.5 * .02 * .9). A beam of 3
+    # keeps [4] in bank 1 and [2], [3] in bank 0, so [3] lives to be extended with 4.
+    vocab = 6
+    table = np.full((vocab, vocab), 1e-3)
+    table[:, toys.PAD] = 0.0
+    table[toys.PAD] = [0, 0.01, 0.5, 0.3, 0.1, 0.09]
+    table[2] = [0, 0.9, 0.03, 0.03, 0.02, 0.02]
+    table[3] = [0, 0.05, 0.02, 0.01, 0.9, 0.02]
+    table[4] = [0, 0.9, 0.03, 0.03, 0.02, 0.02]
+    table[5] = [0, 0.9, 0.03, 0.03, 0.02, 0.02]
+    model = toys.TableModel(table)
+    plain, _ = run_plain(model, {}, {}, 1, beam_size=3, alpha=0.0, max_decode_length=5)
+    assert toys.strip(plain[0, 0]) == [2, toys.EOS]
+    sequences, scores, unmet = run_constrained(model, {}, {}, 1, phrases([[[4]]]), beam_size=3,
+                                               alpha=0.0, max_decode_length=5)
+    assert toys.strip(sequences[0, 0]) == [3, 4, toys.EOS] and unmet[0, 0] == 0
+    # The score is the model's own log probability: the constraint adds no bonus.
+    np.testing.assert_allclose(scores[0, 0], model.sequence_log_prob([3, 4, toys.EOS]),
+                               rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_alternatives_any_one_satisfies(toys):
+    model = toys.RnnModel(vocab_size=10, seed=5)
+    cache, static = model.initial_state(1)
+    choice = ([7, 8], [6])
+    sequences, _, unmet = run_constrained(model, cache, static, 1, phrases([[choice]]),
+                                          beam_size=4, alpha=0.6, max_decode_length=8)
+    best = toys.strip(sequences[0, 0])
+    assert unmet[0, 0] == 0 and (contains(best, [7, 8]) or contains(best, [6]))
+
+
+def test_many_phrases_fit_a_fixed_beam_and_all_are_met(toys):
+    # Five phrases (one of them twice) on a beam of 2: the beam does not grow, and a phrase
+    # given twice appears twice.
+    model = toys.RnnModel(vocab_size=12, seed=6)
+    cache, static = model.initial_state(2)
+    rows = [[[3], [5, 6], [9], [9], [10, 11, 2]], [[4, 4], [7]]]
+    sequences, scores, unmet = run_constrained(model, cache, static, 2, phrases(rows),
+                                               beam_size=2, alpha=0.6, max_decode_length=16)
+    assert sequences.shape[:2] == (2, 2) and scores.shape == (2, 2)
+    for b, row in enumerate(rows):
+        best = toys.strip(sequences[b, 0])
+        assert unmet[b, 0] == 0, best
+        for phrase in row:
+            assert occurrences(best, phrase) >= row.count(phrase), (best, phrase)
+        np.testing.assert_allclose(
+            scores[b, 0], model.sequence_log_prob(best, static["bias"].numpy()[b])
+            / toys.gnmt_penalty(len(best), 0.6), rtol=1e-4)
+
+
+@pytest.mark.slow
+def test_each_line_of_a_mixed_batch_gets_its_own_constraints(toys):
+    """The fairseq batch bug: constraints must stay with their own example. Each example's
+    result in a batch equals its result searched alone, and the unconstrained one equals the
+    plain search."""
+    model = toys.RnnModel(vocab_size=12, seed=8, eos_bias=0.5)
+    batch_size = 4
+    cache, static = model.initial_state(batch_size)
+    rows = [[[5]], [], [[7, 8], [3]], [([9], [10])]]
+    negative_rows = [[], [[4]], [], [[2]]]
+    settings = dict(beam_size=3, alpha=0.6, max_decode_length=10)
+    together = run_constrained(model, cache, static, batch_size, phrases(rows, width=2),
+                               negatives(negative_rows), **settings)
+    for b in range(batch_size):
+        alone = run_constrained(model, *tf.nest.map_structure(lambda t: t[b:b + 1],
+                                                              (cache, static)), 1,
+                                phrases([rows[b]], width=2), negatives([negative_rows[b]]),
+                                **settings)
+        np.testing.assert_array_equal(together[0][b], alone[0][0])
+        np.testing.assert_allclose(together[1][b], alone[1][0], rtol=1e-5)
+    plain = run_plain(model, *tf.nest.map_structure(lambda t: t[1:2], (cache, static)), 1,
+                      **settings)
+    negative_free = run_constrained(model, *tf.nest.map_structure(lambda t: t[1:2],
+                                                                  (cache, static)), 1,
+                                    phrases([[]]), **settings)
+    np.testing.assert_array_equal(negative_free[0][0], plain[0][0])
+
+
+def test_a_negative_phrase_never_appears(toys):
+    # Wide beam over every sequence: the n-best are the sequences without [3, 2] by score.
+    model = toys.RnnModel(vocab_size=5, seed=1, sharpness=1.0)
+    max_length, alpha, banned = 4, 0.6, [3, 2]
+    cache, static = model.initial_state(1)
+    sequences, scores, _ = run_constrained(
+        model, cache, static, 1, phrases([[]]), negatives([[banned, [4, 4, 4]]]), beam_size=40,
+        alpha=alpha, max_decode_length=max_length)
+    bias = static["bias"].numpy()[0]
+    allowed = [seq for seq in toys.all_sequences(model.vocab_size, max_length)
+               if not contains(seq, banned) and not contains(seq, [4, 4, 4])]
+    expected = sorted(((model.sequence_log_prob(seq, bias) / toys.gnmt_penalty(len(seq), alpha),
+                        seq) for seq in allowed), key=lambda item: -item[0])
+    got = [toys.strip(row) for row, score in zip(sequences[0], scores[0]) if score > -np.inf]
+    assert got == [seq for _, seq in expected]
+
+
+@pytest.mark.slow
+def test_a_phrase_that_cannot_fit_returns_the_best_that_meets_the_most(toys):
+    # A limit of 3 tokens (EOS included) leaves room for [5, 6] but not also for [7, 8].
+    model = toys.RnnModel(vocab_size=10, seed=9)
+    cache, static = model.initial_state(1)
+    sequences, scores, unmet = run_constrained(
+        model, cache, static, 1, phrases([[[5, 6], [7, 8]]]), beam_size=4, alpha=0.6,
+        max_decode_length=3)
+    best = toys.strip(sequences[0, 0])
+    assert unmet[0, 0] == 1 and len(best) <= 3 and np.isfinite(scores[0, 0])
+    assert contains(best, [5, 6]) or contains(best, [7, 8])
