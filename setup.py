@@ -42,6 +42,7 @@ CONSOLE_SCRIPTS = [
     "t2t-lite-attention-plot=t2t_lite.bin.attention_plot:run",
     "t2t-lite-demo=t2t_lite.bin.demo:run",
     "t2t-lite-table3=t2t_lite.bin.table3:run",
+    "t2t-lite-po=t2t_lite.bin.po:run",
 ]
 
 setup(
