@@ -567,8 +567,19 @@ def check(options):
             raise UserError(f"--{name} is required")
     if not (options.model_dir or options.export_dir):
         raise UserError("give --model_dir or --export_dir")
-    if options.chunk_lines < 1 or options.batch_tokens < 1:
-        raise UserError("--chunk_lines and --batch_tokens must be >= 1")
+    for flag in ("model_dir", "export_dir"):
+        path = getattr(options, flag)
+        if path and not os.path.isdir(path):
+            raise UserError(f"--{flag} {path} is not a folder")
+    from t2t_lite import file_decoding
+
+    # The decoder's own checks (the model's flags, beam size, chunk and batch sizes), before
+    # any work.
+    file_decoding.check(file_decoding.DecodeOptions(
+        model_dir=options.model_dir, export_dir=options.export_dir,
+        checkpoint_path=options.checkpoint_path, beam_size=options.beam_size,
+        batch_tokens=options.batch_tokens, chunk_lines=options.chunk_lines,
+        decode_precision=options.decode_precision, engine=options.engine))
 
 
 def _kinds_resolver(setting, problem):
