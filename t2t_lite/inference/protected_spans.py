@@ -77,6 +77,8 @@ _LOOSE = re.compile(
 _SPACE = re.compile(r"\s+")
 _FINAL_PUNCTUATION = re.compile(r"[.!?:]+$")
 _NO_SPACE_BEFORE = ".,;:!?)]}»"
+# Source text binding two specifiers together ("%s:%d", "%d.%d", "%s/%s"): kept with a missing one.
+_TIGHT_GAP = re.compile(r"[^\w\s%{}<>&]{0,3}")
 
 
 class Span(NamedTuple):
@@ -272,6 +274,22 @@ def _lcs_pairs(a, b):
     return pairs
 
 
+def _shape(text):
+    """The form of a span that another may stand in for: a printf conversion, a brace field, an
+    opening, closing or self-closing tag, an entity; None for escapes and stray braces."""
+    if text.startswith("%"):
+        return None if text == "%%" else "%" + text[-1]
+    if text.startswith("{"):
+        return None if text in ("{", "{{") else "{}"
+    if text.startswith("</"):
+        return "</>"
+    if text.startswith("<"):
+        return "<>" if _is_opening_tag(text) else "<x/>"
+    if text.startswith("&"):
+        return "&;"
+    return None
+
+
 def _is_tag(text):
     return text.startswith("<")
 
@@ -280,7 +298,7 @@ def _is_opening_tag(text):
     return text.startswith("<") and not text.startswith("</") and not text.endswith("/>")
 
 
-def _repair(source_spans, translation, kinds):
+def _repair(source, source_spans, translation, kinds):
     need = collections.Counter(s.text for s in source_spans)
     movable_of = {s.text: s.movable for s in source_spans}
     spans = _scan(translation, kinds, _known_tags(source_spans))
@@ -316,6 +334,16 @@ def _repair(source_spans, translation, kinds):
         for item in items:
             if item[2] is None:
                 item[2] = mangled_of(translation[item[0]:item[1]])
+        # Then a span the source lacks takes the place of a missing one of the same form:
+        # "%33d" for "%3d", "%s" for "%.*s", "<i>" for "<b>" (the order is put right below).
+        for item in items:
+            if item[2] is None:
+                shape = _shape(translation[item[0]:item[1]])
+                for s in source_spans:
+                    if deficit.get(s.text, 0) > 0 and _shape(s.text) == shape:
+                        deficit[s.text] -= 1
+                        item[2] = s.text
+                        break
 
     # 2. Too many of a text: drop the surplus. Order-bound ones outside a longest common
     # subsequence with the source's order go first, then the latest.
@@ -328,7 +356,13 @@ def _repair(source_spans, translation, kinds):
     for item in ranked:
         if item[2] is not None and count[item[2]] > need[item[2]]:
             count[item[2]] -= 1
-            item[2] = None
+            shape, item[2] = _shape(item[2]), None
+            for s in source_spans:  # a surplus "%s" stands in for a missing "%8s" where it is
+                if deficit.get(s.text, 0) > 0 and _shape(s.text) == shape:
+                    deficit[s.text] -= 1
+                    count[s.text] += 1
+                    item[2] = s.text
+                    break
 
     # 3. The order-bound slots. Only drops (what is left is in the source's order): a missing one
     # goes right before the next slot that follows it in the source. Otherwise the k-th slot
@@ -336,24 +370,42 @@ def _repair(source_spans, translation, kinds):
     bound = [item for item in items if item[2] is not None and not movable_of[item[2]]]
     texts = [item[2] for item in bound]
     pairs = _lcs_pairs(texts, order)
-    insert_before = collections.defaultdict(list)  # id(slot) -> spans to write just before it
-    insert_after = collections.defaultdict(list)   # id(slot) -> spans to write just after it
+    # id(slot) -> what to write just before / just after it; `inserted` counts the spans in them.
+    insert_before, insert_after = collections.defaultdict(list), collections.defaultdict(list)
+    inserted = collections.Counter()
+    bound_source = [s for s in source_spans if not s.movable]
+
+    def gap(j):  # the source's text between its order-bound spans j-1 and j, if it is tight
+        between = source[bound_source[j - 1].end:bound_source[j].start]
+        return between if _TIGHT_GAP.fullmatch(between) else None
+
     if len(pairs) == len(bound):
         matched = {j: i for i, j in pairs}
+        after = {j: bound[i] for j, i in matched.items()}  # j -> the slot j is written at/after
         tail = []
         for j, text in enumerate(order):
             if j in matched:
                 continue
             earlier = max((k for k in matched if k < j), default=None)
             later = [matched[k] for k in range(j + 1, len(order)) if k in matched]
-            if (earlier is not None and not _is_opening_tag(order[earlier])
+            if j - 1 in after and gap(j) is not None:
+                # tight to the span before it in the source: "%s:%d" -> "%s" + ":%d"
+                insert_after[id(after[j - 1])].append(gap(j) + text)
+                after[j] = after[j - 1]
+            elif (earlier is not None and not _is_opening_tag(order[earlier])
                     and all(t.startswith("</") for t in order[earlier + 1:j + 1])):
                 # a closing tag closes right after the span before it ("<b>%s" -> "<b>%s</b>")
                 insert_after[id(bound[matched[earlier]])].append(text)
+            elif later and j + 1 in matched and gap(j + 1) is not None:
+                insert_before[id(bound[later[0]])].append(text + gap(j + 1))
             elif later:
-                insert_before[id(bound[later[0]])].append(text)
+                slot = bound[later[0]]
+                tight = _is_tag(text) or _is_tag(slot[2])
+                insert_before[id(slot)].append(text if tight else text + " ")
             else:
                 tail.append(text)
+                continue
+            inserted[text] += 1
     else:
         for item, text in zip(bound, order):
             item[2] = text
@@ -361,8 +413,7 @@ def _repair(source_spans, translation, kinds):
 
     # 4. Missing movable spans (and the order-bound tail) in source order, at the end.
     count = collections.Counter(item[2] for item in items if item[2] is not None)
-    count.update(text for inserted in (insert_before, insert_after)
-                 for texts in inserted.values() for text in texts)
+    count.update(inserted)
     missing_movable = collections.Counter()
     for text, n in need.items():
         if movable_of[text] and n > count[text]:
@@ -387,8 +438,7 @@ def _repair(source_spans, translation, kinds):
         if text is None:
             deleted = True
         else:
-            for extra in before:
-                out += extra if (_is_tag(extra) or _is_tag(text)) else extra + " "
+            out += "".join(before)
             out = _join(out, text, deleted)
             out += "".join(insert_after.get(id(item), ()))
             deleted = False
@@ -441,7 +491,7 @@ def restore(source, translation, kinds):
     for _ in range(3):
         if _agrees(source_spans, _scan(text, kinds, _known_tags(source_spans))):
             return Restored(text, text != translation)
-        text = _repair(source_spans, text, kinds)
+        text = _repair(source, source_spans, text, kinds)
     if _agrees(source_spans, _scan(text, kinds, _known_tags(source_spans))):
         return Restored(text, text != translation)
     return Restored(source, source != translation)

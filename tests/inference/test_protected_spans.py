@@ -156,6 +156,15 @@ def test_kept_exactly_rules():
     ("%(n)d files", "%(n) d Dateien", "%(n)d Dateien"),
     ("Name: {name}", "Name: { name }", "Name: {name}"),
     ('<a href="%s">link</a>', '<a href="%S">Link</a>', '<a href="%s">Link</a>'),
+    # a missing one keeps the source's tight binding; a wrong one of the same form stands in
+    ("%s:%d:%d: converting host list to ALL", "%s:%d: Rechnerliste wird umgewandelt",
+     "%s:%d:%d: Rechnerliste wird umgewandelt"),
+    ("unable to deregister hook of type %d (version %d.%d)", "Hook %d (Version %d) nicht",
+     "Hook %d (Version %d.%d) nicht"),
+    ("%8s : %s", "%s: %s", "%8s: %s"),
+    ("ROUNDMODE value `%.*s' is invalid", "ROUNDMODE-Wert »%s« ist ungültig",
+     "ROUNDMODE-Wert »%.*s« ist ungültig"),
+    ("Searching %s: %3d%%", "Suchen nach %s: %33d%%", "Suchen nach %s: %3d%%"),
     # tags unbalanced
     ("<b>Bold</b> text", "<b>Fett Text", "<b>Fett Text</b>"),
     ("<b>%s %d</b>", "<b>%s", "<b>%s %d</b>"),
@@ -208,7 +217,7 @@ def test_restore_always_keeps_spans_on_random_mutations():
              ("{name} has {count} {}", "{name} hat {count} {}")]
     pairs = [(msgid, msgstr) for _, msgid, msgstr, _ in REAL] + extra
     changed = 0
-    for _ in range(2000):
+    for _ in range(500):
         source, reference = rng.choice(pairs)
         broken = _mutate(rng, source, reference)
         restored = ps.restore(source, broken, ALL)
@@ -216,7 +225,7 @@ def test_restore_always_keeps_spans_on_random_mutations():
         assert ps.restore(source, restored.text, ALL) == (restored.text, False)
         assert restored.changed == (restored.text != broken)
         changed += restored.changed
-    assert changed > 1000
+    assert changed > 250
 
 
 def test_parse_setting():
