@@ -20,7 +20,7 @@ from typing import Optional
 
 from t2t_lite import model_source
 from t2t_lite.errors import UserError
-from t2t_lite.inference import resume
+from t2t_lite.inference import constraints, line_input, protected_spans, resume
 
 
 @dataclasses.dataclass
@@ -46,13 +46,17 @@ class DecodeOptions:
     decode_precision: str = "float32"
     engine: str = "tensorflow"
     compute_type: str = "default"
+    constraints_file: Optional[str] = None  # one constraint line per input line
+    glossary: Optional[str] = None  # source term<TAB>target term[|alternative...] rows
+    glossary_ignore_case: bool = False
+    protect: str = "auto"  # auto, none, or a comma list of printf, brace, markup
 
 
 # Settings that change what is written: a resumed run must use the same values. (The number of
 # parallel searches is not one: the outputs are the same, so a resume may use other cores.)
 OUTPUT_SETTINGS = ("engine", "compute_type", "decode_precision", "beam_size", "alpha",
                    "extra_length", "nbest", "print_scores", "split_sentences", "batch_tokens",
-                   "chunk_lines", "num_shards", "shard_index")
+                   "chunk_lines", "num_shards", "shard_index", "glossary_ignore_case", "protect")
 
 
 def decode_file(options, progress=sys.stderr):
@@ -60,12 +64,15 @@ def decode_file(options, progress=sys.stderr):
     docstring); a killed run called again with the same options continues after its last
     finished chunk. Returns this run's batch_decode.DecodeStats."""
     from t2t_lite.data import sentences
-    from t2t_lite.inference import batch_decode, line_input
+    from t2t_lite.inference import batch_decode
 
     check(options)
     sentences.splitting_for(None, options.split_sentences)  # a bad language fails before any work
     source = line_input.open_input(options.decode_from_file, num_shards=options.num_shards,
                                    shard_index=options.shard_index)
+    glossary = options.glossary and constraints.Glossary.load(options.glossary,
+                                                              options.glossary_ignore_case)
+    file_constraints = _constraint_lines(options, source)
     with resume.open_output(options.decode_to_file, inputs=source.described_statuses()) as output:
         searches = _parallel_searches(options, options.chunk_lines if source.total_lines is None
                                       else min(options.chunk_lines, source.total_lines))
@@ -84,7 +91,10 @@ def decode_file(options, progress=sys.stderr):
             # What `auto` / `default` became on this machine is what a resume must reuse.
             output.identity["settings"]["compute_type"] = translator.compute_type
         defaults = batch_decode.settings(translator)
-        return batch_decode.decode_stream(
+        protect = protected_spans.resolve(options.protect, defaults.get("problem"), po=False)
+        line_constraints, glossary_terms = _line_constraints(
+            translator, file_constraints, glossary, options, getattr(source, "first_line", 0))
+        stats = batch_decode.decode_stream(
             translator, source, output, options.chunk_lines,
             alpha=defaults["alpha"] if options.alpha is None else options.alpha,
             # translate_texts clamps it to the model's max_length (huge values stay in int32).
@@ -93,13 +103,22 @@ def decode_file(options, progress=sys.stderr):
             nbest=options.nbest, print_scores=options.print_scores,
             batch_tokens=options.batch_tokens, parallel_searches=searches, stream=progress,
             splitting=batch_decode.sentence_splitting(defaults.get("problem"),
-                                                      options.split_sentences))
+                                                      options.split_sentences),
+            line_constraints=line_constraints, protect=protect)
+        stats.glossary_terms = glossary_terms[0]
+        return stats
 
 
 def check(options):
     """UserError for settings that cannot work, named as the decoder's flags."""
     model_source.check(options.model_dir, options.export_dir, options.checkpoint_path,
                        options.engine, options.decode_precision, options.compute_type)
+    protected_spans.parse_setting(options.protect)
+    if options.engine == "ctranslate2":
+        for flag in ("constraints_file", "glossary"):
+            if getattr(options, flag):
+                raise UserError(f"--{flag} needs --engine=tensorflow: CTranslate2 has no "
+                                "constrained search")
     for name in ("beam_size", "chunk_lines", "num_shards", "batch_tokens"):
         value = getattr(options, name)
         if value is not None and value < 1:
@@ -152,5 +171,56 @@ def _compute_type(options, output):
 
 def _settings(options, precision, compute_type):
     settings = {name: getattr(options, name) for name in OUTPUT_SETTINGS}
-    settings.update(decode_precision=precision, compute_type=compute_type)
+    settings.update(decode_precision=precision, compute_type=compute_type,
+                    constraints_sha256=constraints.digest(options.constraints_file),
+                    glossary_sha256=constraints.digest(options.glossary))
     return settings
+
+
+def _constraint_lines(options, source):
+    """The constraint lines of this input's lines (a shard's own), checked; None without
+    --constraints_file."""
+    if not options.constraints_file:
+        return None
+    if source.path is None:
+        raise UserError("--constraints_file needs --decode_from_file (or stdin redirected from "
+                        "a file): its lines are matched to the input's by number")
+    total = line_input.count_lines(source.path)
+    return constraints.read_constraints_file(options.constraints_file, source.first_line,
+                                             source.total_lines, total)
+
+
+def _line_constraints(translator, file_constraints, glossary, options, first_line):
+    """(line_constraints(n, source) for decode_stream or None, [glossary terms applied]), after
+    every phrase of the constraints file and the glossary is held to having target tokens.
+    first_line: the input's first line in the file (a shard's), for messages."""
+    from t2t_lite.inference import batch_decode
+
+    if file_constraints is None and not glossary:
+        return None, [0]
+    if file_constraints:
+        for start in range(0, len(file_constraints), batch_decode.TOKENIZE_CHUNK):
+            chunk = file_constraints[start:start + batch_decode.TOKENIZE_CHUNK]
+            encoded = batch_decode.encode_constraints(translator, chunk)
+            if encoded is not None:
+                constraints.check_tokenized(
+                    chunk, encoded, lambda i: f"--constraints_file {options.constraints_file}:"
+                    f"{first_line + start + i + 1}")
+    if glossary:
+        rows = [constraints.join_line([(e.negative, list(e.alternatives))])
+                for e in glossary.entries]
+        encoded = batch_decode.encode_constraints(translator, rows)
+        if encoded is not None:
+            constraints.check_tokenized(
+                rows, encoded, lambda i: f"--glossary {glossary.path}:{glossary.entries[i].line}")
+    applied = [0]
+
+    def line_constraints(number, source):
+        phrases = constraints.split_line(file_constraints[number]) if file_constraints else []
+        if glossary:
+            terms = glossary.phrases_for(source)
+            applied[0] += len(terms)
+            phrases += terms
+        return constraints.join_line(phrases[:constraints.MAX_PHRASES])
+
+    return line_constraints, applied

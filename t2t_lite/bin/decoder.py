@@ -6,6 +6,7 @@
     t2t-lite-decoder --engine=ctranslate2 --export_dir=C [--compute_type=int8] ...
     t2t-lite-decoder --export_dir=E --chunk_lines=1          # interactive: a line in, a line out
     t2t-lite-decoder ... --num_shards=4 --shard_index=I --decode_to_file=out.I   # then cat out.*
+    t2t-lite-decoder ... --glossary=terms.tsv [--constraints_file=C]   # terms that must appear
 
 Writes exactly one line per input line, in input order, a chunk of lines at a time. A killed run
 with --decode_to_file re-run with the same command continues after its last finished chunk.
@@ -76,6 +77,20 @@ flags.DEFINE_enum("compute_type", DecodeOptions.compute_type,
                    "int8_bfloat16"],
                   "With --engine=ctranslate2: CTranslate2's compute type (default: the folder's "
                   "own; int8 quantizes float32 weights while loading).")
+
+flags.DEFINE_string("constraints_file", None,
+                    "Target phrases per input line (line-aligned): tab-separated phrases that "
+                    "must appear, `|` between a phrase's alternatives, `!` before one that must "
+                    "not appear; an empty line for none (docs/terminology.md).")
+flags.DEFINE_string("glossary", None,
+                    "A TSV of `source term<TAB>target term[|alternative...]` (`!` before the "
+                    "target: do not use); each term found as whole words in a line becomes "
+                    "that line's constraint.")
+flags.DEFINE_bool("glossary_ignore_case", DecodeOptions.glossary_ignore_case,
+                  "Match --glossary source terms ignoring case.")
+flags.DEFINE_string("protect", DecodeOptions.protect,
+                    "Keep format specifiers and markup byte for byte: auto (on for the gettext "
+                    "problems), none, or a comma list of printf, brace, markup.")
 
 
 def main(argv):

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from t2t_lite.config import DecodeConfig
 from t2t_lite.decoding.beam_search import beam_search
+from t2t_lite.decoding.constrained_search import constrained_beam_search
 from t2t_lite.ids import EOS_ID, PAD_ID
 
 # The step budget: an output is at most its source + 1 + this many tokens, whatever extra_length
@@ -56,6 +57,30 @@ def decode_width(model, inputs, extra_length):
     return tf.clip_by_value(width, 1, limit)
 
 
+def _search_setup(model, inputs, beam_size, extra_length):
+    """What both searches take for a batch: tokens_to_logits over the encoded inputs, the
+    decode state, and the output width and per-example limits."""
+    inputs = tf.cast(inputs, tf.int32)
+    extra_length = clamp_extra_length(model, extra_length)
+    max_decode_length = decode_width(model, inputs, extra_length)
+    decode_lengths = tf.minimum(input_lengths(inputs) + tf.cast(extra_length, tf.int32),
+                                max_decode_length)
+    encoded = model.encode(inputs, training=False)
+    cache, static = model.init_decode_state(encoded)
+    # Shared by every example, so not part of the per-example state the search may shrink.
+    output_matrix = static.pop("output_matrix")
+
+    # The encoder state stays at B rows: each example's K beams attend to its one copy.
+    def tokens_to_logits(ids, index, cache, static):
+        return model.decode_step(ids, index, cache, dict(static, output_matrix=output_matrix),
+                                 queries_per_example=beam_size)
+
+    return dict(tokens_to_logits=tokens_to_logits, cache=cache, static=static,
+                batch_size=tf.shape(inputs)[0], vocab_size=model.vocab_size,
+                max_decode_length=max_decode_length, decode_lengths=decode_lengths,
+                eos_id=EOS_ID, tile_static=False)
+
+
 def translate(model, inputs, beam_size=DecodeConfig.beam_size, alpha=DecodeConfig.alpha,
               extra_length=DecodeConfig.extra_length):
     """n-best translations of inputs.
@@ -73,22 +98,16 @@ def translate(model, inputs, beam_size=DecodeConfig.beam_size, alpha=DecodeConfi
         extra_length capped at the model's max_length (see decode_width).
       scores: float32 [B, K] log probability / GNMT length penalty (-inf for empty slots).
     """
-    inputs = tf.cast(inputs, tf.int32)
-    extra_length = clamp_extra_length(model, extra_length)
-    max_decode_length = decode_width(model, inputs, extra_length)
-    decode_lengths = tf.minimum(input_lengths(inputs) + tf.cast(extra_length, tf.int32),
-                                max_decode_length)
-    encoded = model.encode(inputs, training=False)
-    cache, static = model.init_decode_state(encoded)
-    # Shared by every example, so not part of the per-example state the search may shrink.
-    output_matrix = static.pop("output_matrix")
+    return beam_search(beam_size=beam_size, alpha=alpha,
+                       **_search_setup(model, inputs, beam_size, extra_length))
 
-    # The encoder state stays at B rows: each example's K beams attend to its one copy.
-    def tokens_to_logits(ids, index, cache, static):
-        return model.decode_step(ids, index, cache, dict(static, output_matrix=output_matrix),
-                                 queries_per_example=beam_size)
 
-    return beam_search(tokens_to_logits, cache, static, batch_size=tf.shape(inputs)[0],
-                       vocab_size=model.vocab_size, beam_size=beam_size, alpha=alpha,
-                       max_decode_length=max_decode_length, decode_lengths=decode_lengths,
-                       eos_id=EOS_ID, tile_static=False)
+def translate_constrained(model, inputs, positive, negative, beam_size=DecodeConfig.beam_size,
+                          alpha=DecodeConfig.alpha, extra_length=DecodeConfig.extra_length):
+    """translate() under per-example constraints (decoding/constrained_search.py): positive
+    int32 [B, P, A, T] phrases that must appear, negative int32 [B, Q, T] phrases that must not
+    (target ids, 0-padded). Returns sequences, scores and unmet int32 [B, K] (positive phrases
+    each hypothesis misses)."""
+    return constrained_beam_search(positive=positive, negative=negative, beam_size=beam_size,
+                                   alpha=alpha,
+                                   **_search_setup(model, inputs, beam_size, extra_length))

@@ -45,7 +45,7 @@ from t2t_lite.data.lines import without_line_end
 from t2t_lite.decoding.translate import clamp_to_limit
 from t2t_lite.errors import UserError
 from t2t_lite.ids import PAD_ID
-from t2t_lite.inference import parallel_search, streaming
+from t2t_lite.inference import parallel_search, protected_spans, streaming
 from t2t_lite.model_dir import check
 
 TOKENIZE_CHUNK = 4096  # lines per `tokenize` call
@@ -61,6 +61,11 @@ class DecodeStats:
     bom_stripped: int = 0  # a UTF-8 byte-order mark at the input's start
     seconds: float = 0.0
     max_source_tokens: int = 0
+    constrained: int = 0  # lines translated under constraints (a file's, a glossary's, spans')
+    constraints_unmet: int = 0  # of those, lines whose translation misses a positive phrase
+    glossary_terms: int = 0  # glossary entries applied, over all lines
+    protected: int = 0  # lines with protected spans (format specifiers, tags)
+    protect_repaired: int = 0  # of those, lines whose spans the restore step fixed
 
     @property
     def lines_per_second(self):
@@ -75,7 +80,20 @@ class DecodeStats:
                 f"{self.empty} empty, {self.truncated} truncated to {self.max_source_tokens} "
                 f"tokens, {self.invalid_utf8} with invalid UTF-8 replaced, {self.split} split "
                 f"into sentences" + (f", {self.bom_stripped} UTF-8 byte-order mark dropped"
-                                     if self.bom_stripped else ""))
+                                     if self.bom_stripped else "") + self._constraint_summary())
+
+    def _constraint_summary(self):
+        parts = []
+        if self.glossary_terms:
+            parts.append(f"{self.glossary_terms} glossary terms applied")
+        if self.constrained:
+            parts.append(f"{self.constrained} lines constrained, "
+                         f"{self.constrained - self.constraints_unmet} met all their phrases, "
+                         f"{self.constraints_unmet} could not")
+        if self.protected:
+            parts.append(f"{self.protected} lines with protected spans, "
+                         f"{self.protect_repaired} of them repaired")
+        return "".join(f"; {part}" for part in parts)
 
 
 def clean_line(raw):
@@ -176,24 +194,73 @@ def _pad(rows):
     return tf.constant(batch)
 
 
-def translate_parts(translator, rows, parts, alpha, extra_length, pool=None):
+def _trimmed(array):
+    """A 0-padded array cut to the extent its nonzero entries use along every axis but the
+    first (at least 1), so a part's constraints are as wide as its own longest."""
+    index = [slice(None)]
+    for axis in range(1, array.ndim):
+        other = tuple(a for a in range(array.ndim) if a != axis)
+        used = np.flatnonzero(array.any(axis=other)) if array.size else []
+        index.append(slice(0, max(int(used[-1]) + 1 if len(used) else 0, 1)))
+    return array[tuple(index)]
+
+
+def encode_constraints(translator, lines):
+    """Constraint lines -> {"positive", "negative"} numpy id arrays (the translator's
+    encode_constraints), or None when no line has any."""
+    if not any(line.strip() for line in lines):
+        return None
+    if not hasattr(translator, "encode_constraints"):
+        raise UserError("this export has no constrained search (an older t2t_lite wrote it); "
+                        "re-export it with t2t-lite-exporter")
+    result = translator.encode_constraints(tf.constant(lines, tf.string))
+    return {name: value.numpy() for name, value in result.items()}
+
+
+def translate_parts(translator, rows, parts, alpha, extra_length, pool=None, constraints=None):
     """Translates id rows (1-D int arrays, EOS-terminated) part by part: parts are lists of
     indices into rows, each one batch padded to its own width. Yields (part, texts bytes
-    [len(part), K], scores [len(part), K]) numpy, in the parts' order.
+    [len(part), K], scores [len(part), K], unmet [len(part), K] or None) numpy, in the parts'
+    order. constraints: encode_constraints' arrays for the rows (None: none); a part whose rows
+    have none runs the plain search.
 
     With a pool (parallel_search.thread_pool) every part is queued at once, so a search that
     finishes early takes the next part instead of waiting for the others (a trained model's
     sentences stop early, each at its own step)."""
 
     def translate_part(part):
-        result = translator.translate_ids(_pad([rows[i] for i in part]), alpha, extra_length)
-        return part, result["outputs"].numpy(), result["scores"].numpy()
+        ids = _pad([rows[i] for i in part])
+        if constraints is not None:
+            positive = constraints["positive"][part]
+            negative = constraints["negative"][part]
+            if positive.any() or negative.any():
+                result = translator.translate_constrained_ids(
+                    ids, tf.constant(_trimmed(positive)), tf.constant(_trimmed(negative)),
+                    alpha, extra_length)
+                return (part, result["outputs"].numpy(), result["scores"].numpy(),
+                        result["unmet"].numpy())
+        result = translator.translate_ids(ids, alpha, extra_length)
+        return part, result["outputs"].numpy(), result["scores"].numpy(), None
 
     return parallel_search.map_parts(translate_part, parts, pool)
 
 
+def _split_unconstrained(splitting, texts, constraints):
+    """splitting.split_all over the texts without constraints; a constrained text stays whole
+    (its phrases belong to the line, not to one of its sentences). Returns (pieces, the pieces'
+    constraint lines, spans)."""
+    pieces, piece_constraints, spans = [], [], []
+    for text, line in zip(texts, constraints):
+        parts = [text] if line.strip() else splitting.split(text)
+        spans.append((len(pieces), len(pieces) + len(parts)))
+        pieces.extend(parts)
+        piece_constraints.extend([line] * len(parts))
+    return pieces, piece_constraints, spans
+
+
 def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_tokens=4096,
-                    progress=None, stats=None, parallel_searches=1, splitting=None):
+                    progress=None, stats=None, parallel_searches=1, splitting=None,
+                    constraints=None):
     """list of str -> list (same order) of n-best lists [(text, score)] of length nbest.
 
     A text without tokens (empty or blank) is not translated; its list is empty.
@@ -201,17 +268,22 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
     (see parallel_search.py; the process's TensorFlow threads should be set for it).
     splitting: a sentences.SentenceSplitting; with nbest 1, the long texts it splits are
     translated sentence by sentence, the translations joined (the score is their scores' sum).
+    constraints: per text, a constraint line (constraints.py; "" for none). A constrained text
+    is translated whole; its best translation missing a positive phrase is counted
+    (stats.constraints_unmet), and kept.
     """
     stats = stats if stats is not None else DecodeStats()
+    constraints = constraints if constraints is not None else [""] * len(texts)
     if splitting is not None and nbest == 1:
-        pieces, spans = splitting.split_all(texts)
+        pieces, piece_constraints, spans = _split_unconstrained(splitting, texts, constraints)
         if len(pieces) > len(texts):
             stats.split += sum(1 for start, end in spans if end - start > 1)
             piece_progress = progress and (
                 lambda done, total: progress(done * len(texts) // total, len(texts)))
             results = translate_texts(translator, pieces, alpha, extra_length,
                                       batch_tokens=batch_tokens, progress=piece_progress,
-                                      stats=stats, parallel_searches=parallel_searches)
+                                      stats=stats, parallel_searches=parallel_searches,
+                                      constraints=piece_constraints)
             return [_joined(results[start:end]) for start, end in spans]
     fixed = settings(translator)
     # A NaN or huge alpha (a flag, an edited setting) would rank hypotheses by nonsense.
@@ -242,13 +314,18 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
         [[to_translate[p] for p in positions]
          for positions in plan_batches(lengths, batch_tokens, fits=fits)],
         parallel_searches)
+    encoded = encode_constraints(translator, constraints)
+    if encoded is not None:
+        stats.constrained += sum(1 for i in to_translate if constraints[i].strip())
     pool = parallel_search.thread_pool(parallel_searches)
     try:
-        for part, outputs, scores in translate_parts(translator, source_ids, parts, alpha,
-                                                     extra_length, pool):
+        for part, outputs, scores, unmet in translate_parts(translator, source_ids, parts, alpha,
+                                                            extra_length, pool, encoded):
             for row, index in enumerate(part):
                 results[index] = [(outputs[row, k].decode("utf-8", errors="replace"),
                                    float(scores[row, k])) for k in range(nbest)]
+            if unmet is not None:
+                stats.constraints_unmet += int(np.count_nonzero(unmet[:, 0]))
             done += len(part)
             if progress:
                 progress(done, len(texts))
@@ -297,13 +374,30 @@ def output_postprocessor(problem_name):
     return problem.postprocess_output if problem else _unchanged
 
 
+def _protect(texts, results, kinds, stats):
+    """results with every line's protected spans (protected_spans.py) kept exactly: each
+    hypothesis goes through protected_spans.restore, which repairs what the search changed
+    (on held-out format strings this scored higher BLEU than searching again with the lost
+    spans forced in: a span's subwords in context rarely match its own tokenization)."""
+    for i, text in enumerate(texts):
+        if not (results[i] and protected_spans.find_spans(text, kinds)):
+            continue
+        stats.protected += 1
+        restored = [(protected_spans.restore(text, output, kinds), score)
+                    for output, score in results[i]]
+        stats.protect_repaired += restored[0][0].changed
+        results[i] = [(fixed.text, score) for fixed, score in restored]
+    return results
+
+
 def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scores=False,
                  batch_tokens=4096, progress=None, postprocess=None, parallel_searches=1,
-                 stats=None, splitting=None):
+                 stats=None, splitting=None, constraints=None, protect=frozenset()):
     """Byte lines -> (output lines as str without newlines, DecodeStats); len(out) == len(in).
 
     postprocess(source, output) -> output: default, the translator's problem's hook.
-    parallel_searches, splitting: see translate_texts. stats: a DecodeStats to add this call's
+    parallel_searches, splitting, constraints: see translate_texts. protect: the kinds of
+    protected_spans to keep exactly (see _protect). stats: a DecodeStats to add this call's
     counts to.
     """
     if postprocess is None:
@@ -318,7 +412,10 @@ def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scor
         texts.append(text)
     results = translate_texts(translator, texts, alpha, extra_length, nbest=nbest,
                               batch_tokens=batch_tokens, progress=progress, stats=stats,
-                              parallel_searches=parallel_searches, splitting=splitting)
+                              parallel_searches=parallel_searches, splitting=splitting,
+                              constraints=constraints)
+    if protect:
+        results = _protect(texts, results, protect, stats)
     results = [[(postprocess(text, output), score) for output, score in hyps]
                for text, hyps in zip(texts, results)]
     outputs = [format_hypotheses(hyps, print_scores) for hyps in results]
@@ -329,21 +426,31 @@ def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scor
 
 def decode_stream(translator, line_input, output, chunk_lines, alpha, extra_length, nbest=1,
                   print_scores=False, batch_tokens=4096, parallel_searches=1, stream=sys.stderr,
-                  splitting=None):
+                  splitting=None, line_constraints=None, protect=frozenset()):
     """Translates `line_input` (line_input.LineInput) chunk by chunk into `output`
     (resume.ResumableOutput or resume.StreamOutput), continuing where `output` says a previous
     run stopped. Each chunk is tokenized, sorted and batched by length on its own, and its lines
     are appended in input order once all are done, so memory depends on the chunk, not the file.
-    Progress over the whole input goes to `stream`. Returns this run's DecodeStats."""
+    Progress over the whole input goes to `stream`. Returns this run's DecodeStats.
+
+    line_constraints(line number in this input, source text) -> the line's constraint line
+    (None: no constraints); protect: see decode_lines."""
     postprocess = output_postprocessor(settings(translator).get("problem"))
     stats = DecodeStats()
+    next_line = [output.lines_done]
 
     def decode_chunk(lines, progress):
+        constraints = None
+        if line_constraints is not None:
+            first = next_line[0]
+            constraints = [line_constraints(first + i, clean_line(raw)[0])
+                           for i, raw in enumerate(lines)]
+        next_line[0] += len(lines)
         outputs, _ = decode_lines(translator, lines, alpha, extra_length, nbest=nbest,
                                   print_scores=print_scores, batch_tokens=batch_tokens,
                                   progress=lambda done, _: progress(done), postprocess=postprocess,
                                   parallel_searches=parallel_searches, stats=stats,
-                                  splitting=splitting)
+                                  splitting=splitting, constraints=constraints, protect=protect)
         return outputs
 
     streaming.run_chunks(line_input, output, chunk_lines, decode_chunk, "decoded", "lines",

@@ -14,6 +14,10 @@ as TF Serving's row-format REST API requires):
                                                              0-padded), token_counts int32 [B]
     translate_ids            ids int32 [B, W], alpha, extra_length
                                                           -> outputs string [B, K], scores [B, K]
+    translate_constrained    inputs string [B], constraints string [B] (one constraint line
+                             each, see encode_constraints)
+                                                          -> outputs string [B], scores [B],
+                                                             unmet int32 [B]
     score                    inputs [B], targets [B]      -> log_prob, score float [B],
                                                              target_length int32 [B]
     attention                inputs [B], targets [B]      -> encoder_self [B, N, H, S, S],
@@ -36,7 +40,7 @@ import tensorflow as tf
 from t2t_lite.config import DecodeConfig
 from t2t_lite.decoding import precision as decode_precision
 from t2t_lite.decoding.beam_search import length_penalty
-from t2t_lite.decoding.translate import clamp_to_limit, translate
+from t2t_lite.decoding.translate import clamp_to_limit, translate, translate_constrained
 from t2t_lite.ids import EOS_ID, PAD_ID
 from t2t_lite.model_dir import check
 
@@ -156,6 +160,9 @@ class TranslationModule(tf.Module):
         """ids as `tokenize` gives them (rows may carry extra 0 padding) -> n-best texts."""
         sequences, scores = translate(self.decoder_model, ids, beam_size=self.beam_size,
                                       alpha=alpha, extra_length=extra_length)
+        return self._texts(ids, sequences, scores)
+
+    def _texts(self, ids, sequences, scores):
         shape = tf.shape(sequences)  # [B, K, L]
         texts = self.tokenizer.decode(tf.reshape(sequences, [-1, shape[2]]))
         texts = tf.reshape(texts, shape[:2])
@@ -164,6 +171,52 @@ class TranslationModule(tf.Module):
         empty = tf.reduce_all(ids <= EOS_ID, axis=1, keepdims=True)
         return {"outputs": tf.where(empty, tf.constant(""), texts),
                 "scores": tf.where(empty, 0.0, scores)}
+
+    # ---- constrained translation ---------------------------------------------------------------
+    @tf.function(autograph=False, input_signature=[STRINGS])
+    def encode_constraints(self, constraints):
+        """Constraint lines (constraints.py's text format: tab-separated phrases, `|` between a
+        phrase's alternatives, `!` before a phrase that must not appear; "" for none) -> target
+        ids: positive int32 [B, P, A, T] and negative int32 [B, Q, T], 0-padded (each
+        alternative of a negative phrase is a negative phrase of its own)."""
+        phrases = tf.strings.split(constraints, "\t")
+        phrases = tf.ragged.boolean_mask(phrases, tf.strings.length(tf.strings.strip(phrases)) > 0)
+        negative = tf.strings.regex_full_match(phrases, "!.*")
+        positive_phrases = tf.ragged.boolean_mask(phrases, tf.logical_not(negative))
+        negative_phrases = tf.ragged.map_flat_values(
+            tf.strings.regex_replace, tf.ragged.boolean_mask(phrases, negative), "^!", "")
+        positive_alternatives = tf.strings.split(positive_phrases, "|")
+        negative_alternatives = tf.strings.split(negative_phrases, "|").merge_dims(1, 2)
+
+        def ids(alternatives):
+            texts = tf.strings.strip(alternatives.flat_values)
+            return alternatives.with_flat_values(self.tokenizer.encode(texts)).to_tensor()
+
+        return {"positive": ids(positive_alternatives), "negative": ids(negative_alternatives)}
+
+    @tf.function(autograph=False, input_signature=[IDS, tf.TensorSpec([None, None, None, None],
+                                                                      tf.int32),
+                                                   tf.TensorSpec([None, None, None], tf.int32),
+                                                   ALPHA, EXTRA_LENGTH])
+    def translate_constrained_ids(self, ids, positive, negative, alpha, extra_length):
+        """translate_ids under constraints as encode_constraints gives them; adds unmet int32
+        [B, K], the positive phrases each hypothesis misses (0: it holds them all)."""
+        sequences, scores, unmet = translate_constrained(
+            self.decoder_model, ids, positive, negative, beam_size=self.beam_size, alpha=alpha,
+            extra_length=extra_length)
+        result = self._texts(ids, sequences, scores)
+        empty = tf.reduce_all(ids <= EOS_ID, axis=1, keepdims=True)
+        result["unmet"] = tf.where(empty, 0, unmet)
+        return result
+
+    @tf.function(autograph=False, input_signature=[STRINGS, STRINGS])
+    def translate_constrained(self, inputs, constraints):
+        """The best translation of each input under its constraint line (see
+        encode_constraints), with the export's alpha and extra length."""
+        encoded = self.encode_constraints(constraints)
+        result = self.translate_constrained_ids(self._ids_with_eos(inputs), encoded["positive"],
+                                                encoded["negative"], *self._defaults())
+        return {name: value[:, 0] for name, value in result.items()}
 
     def _defaults(self):
         return (tf.constant(self.default_alpha, tf.float32),
@@ -215,6 +268,7 @@ class TranslationModule(tf.Module):
             "attention": self.attention.get_concrete_function(),
             "tokenize": self.tokenize.get_concrete_function(),
             "translate_ids": self.translate_ids.get_concrete_function(),
+            "translate_constrained": self.translate_constrained.get_concrete_function(),
         }
 
 
