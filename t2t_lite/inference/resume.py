@@ -2,13 +2,19 @@
 
 `open_output` decides which, the way `sort -o` or `rsync` would treat the path:
 - none: stdout, a stream;
-- a device, FIFO or socket (/dev/null, a terminal, a named pipe), or a descriptor alias such as
-  /dev/stdout: written as a stream, never replaced, no progress record, not resumable;
+- a descriptor alias of this process (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N and
+  links to them): a stream written through that descriptor itself, so its offset is the one the
+  shell shares (`(decoder ...; echo done) > log` and `> log 2>&1` keep every byte);
+- a device, FIFO or socket (/dev/null, a terminal, a named pipe), or another process's
+  /proc/PID/fd/N: opened and written as a stream;
 - a symlink: written through (its target gets the output and the records; the link stays);
-- the input itself (same device and inode, whatever the names): refused before anything is
-  read or written;
+- the input itself (same device and inode, whatever the names, stdout included): refused
+  before anything is read or written; so is a closed descriptor, stdout closed with `>&-` too.
 - otherwise a regular file: a `ResumableOutput`, locked for this run (file_lock.py), so a second
   decoder or scorer on the same output refuses.
+
+A stream is never replaced, has no progress record and does not resume; each chunk is written to
+its last byte, however few bytes a pipe or device takes at once.
 
 `ResumableOutput` appends each finished chunk to OUT and then records, in OUT.progress.json beside
 it, how many input lines and output bytes are done, together with what identifies the run (the
@@ -23,9 +29,12 @@ keeps OUT as it is and ends in one line naming the record and --start_over. OUT 
 until the first chunk is done: that chunk replaces any older OUT whole. A finished run removes
 the progress record and the lock and leaves only OUT.
 """
+import fcntl
 import hashlib
 import json
 import os
+import re
+import select
 import stat
 import sys
 
@@ -108,22 +117,28 @@ def check_output_path(path, flag="--decode_to_file"):
 
 
 def _descriptor_alias(path):
-    """True for /dev/stdout, /dev/fd/N, /proc/self/fd/N and links to them: writing through to
-    what they resolve to would replace the file behind someone else's descriptor."""
+    """For /dev/stdout, /dev/fd/N, /proc/self/fd/N and links to them: (True, N), N being the
+    descriptor when it is this process's own, None when another process's (/proc/PID/fd/N);
+    (False, None) for any other path. Reopening what such a path resolves to would replace the
+    file behind someone's descriptor, or write it at an offset of its own."""
     current = os.path.abspath(path)
+    own = re.compile(rf"/(?:dev/fd|proc/(?:self|thread-self|{os.getpid()})/fd)/(\d+)")
     for _ in range(40):
+        match = own.fullmatch(current)
+        if match:
+            return True, int(match[1])
         if current.startswith(("/proc/", "/dev/fd/")):
-            return True
+            return True, None
         if not os.path.islink(current):
-            return False
-        current = os.path.join(os.path.dirname(current), os.readlink(current))
-    return False
+            return False, None
+        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
+    return False, None
 
 
 def is_stream_path(path):
     """True when `path` names something that is written as a stream, never replaced: a device,
     FIFO or socket, or a descriptor alias."""
-    if _descriptor_alias(path):
+    if _descriptor_alias(path)[0]:
         return True
     try:
         mode = os.stat(path).st_mode
@@ -139,10 +154,14 @@ def check_not_an_input(path, inputs, flag):
         output = os.stat(path)
     except FileNotFoundError:
         return
+    _refuse_an_input(output, f"{flag} {path}", inputs)
+
+
+def _refuse_an_input(output, name, inputs):
     for description, status in inputs:
         if (status is not None and stat.S_ISREG(status.st_mode)
                 and (status.st_dev, status.st_ino) == (output.st_dev, output.st_ino)):
-            raise UserError(f"{flag} {path} is the input {description}: writing it would destroy "
+            raise UserError(f"{name} is the input {description}: writing it would destroy "
                             "what is being read; write the output to another file")
 
 
@@ -150,45 +169,87 @@ def open_output(path, flag="--decode_to_file", inputs=()):
     """The output for `path` (None: stdout), as the module docstring says; `inputs` as in
     check_not_an_input. Use it as a context manager, so a lock is released on every exit."""
     if path is None:
-        return StreamOutput(sys.stdout.buffer)
-    if is_stream_path(path):
+        if sys.stdout is not None:
+            sys.stdout.flush()  # what was printed before goes first
+        return _stream(_given_descriptor(1, "stdout", f"; name an output file with {flag}"),
+                       "stdout", inputs)
+    name = f"{flag} {path}"
+    alias, descriptor = _descriptor_alias(path)
+    if descriptor is not None:
+        return _stream(_given_descriptor(descriptor, name), name, inputs)
+    if alias or is_stream_path(path):
         try:
-            return StreamOutput(open(path, "ab", buffering=0), path=path, owned=True, flag=flag)
+            descriptor = os.open(path, os.O_WRONLY | os.O_APPEND)
         except OSError as error:
-            raise UserError(f"{flag} {path}: cannot open ({error.strerror})") from None
+            raise UserError(f"{name}: cannot open ({error.strerror})") from None
+        return _stream(descriptor, name, inputs)
     target = os.path.realpath(path)
     check_output_path(target, flag)
     check_not_an_input(target, inputs, flag)
     return ResumableOutput(target, flag=flag)
 
 
+def _given_descriptor(descriptor, name, hint=""):
+    """A duplicate of `descriptor` (the same open file, so the shell's offset is shared), or a
+    UserError unless whoever started this process gave it open for writing."""
+    standard = (sys.__stdin__, sys.__stdout__, sys.__stderr__)
+    try:
+        # A standard stream closed at start is None; Python opens its own files close-on-exec:
+        # a descriptor of either kind here is not one the shell gave, whatever it holds now.
+        if ((descriptor < len(standard) and standard[descriptor] is None)
+                or not os.get_inheritable(descriptor)):
+            raise OSError
+        if fcntl.fcntl(descriptor, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY:
+            raise UserError(f"{name}: descriptor {descriptor} is open for reading only{hint}")
+        return os.dup(descriptor)
+    except OSError:
+        what = " is closed" if name == "stdout" else f": descriptor {descriptor} is not open"
+        raise UserError(f"{name}{what}{hint}") from None
+
+
+def _stream(descriptor, name, inputs):
+    try:
+        _refuse_an_input(os.fstat(descriptor), name, inputs)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return StreamOutput(descriptor, name)
+
+
 class StreamOutput:
-    """Finished chunks written to a binary stream and flushed at once: no resume."""
+    """Finished chunks written to a stream through a descriptor of its own, each to its last
+    byte before the next: no resume."""
 
     lines_done, offset, recorded_run, identity = 0, None, None, None
 
-    def __init__(self, stream, path=None, owned=False, flag=None):
-        self.stream, self.path, self._owned = stream, path, owned
-        self.name = f"{flag} {path}" if path else "stdout"
+    def __init__(self, descriptor, name):
+        self.descriptor, self.name = descriptor, name
 
     def begin(self, run_identity=None, start_over=False):
         """Streams do not resume: nothing to check."""
 
     def append(self, lines, offset=None):
+        data = memoryview(_encode(lines))
         try:
-            self.stream.write(_encode(lines))
-            self.stream.flush()
+            while data:  # a pipe or device may take fewer bytes than given (a signal, a full pipe)
+                try:
+                    data = data[os.write(self.descriptor, data):]
+                except BlockingIOError:  # a non-blocking descriptor: wait until it takes more
+                    poller = select.poll()
+                    poller.register(self.descriptor, select.POLLOUT)
+                    poller.poll()
         except BrokenPipeError:
             raise UserError(f"{self.name}: the reader closed the pipe") from None
         except OSError as error:
             raise UserError(f"{self.name}: cannot write ({error.strerror})") from None
 
     def finish(self):
-        self.stream.flush()
+        """Every byte is out already."""
 
     def close(self):
-        if self._owned:
-            self.stream.close()
+        if self.descriptor is not None:
+            os.close(self.descriptor)
+            self.descriptor = None
 
     def __enter__(self):
         return self

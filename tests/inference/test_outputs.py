@@ -6,6 +6,7 @@ Every case but the unit tests at the end goes through the real CLI on the sessio
 """
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -100,16 +101,16 @@ def test_a_character_device_stays_a_device(model_dir, source, tmp_path):
 
 @pytest.mark.slow
 def test_dev_stdout_is_the_stream_behind_it(model_dir, source, expected, tmp_path):
-    log = tmp_path / "log.txt"
-    log.write_bytes(b"kept\n")
-    with open(log, "ab") as stdout:  # stdout appends to a file that holds something already
-        result = subprocess.run(
-            _command("decoder", model_dir, f"--decode_from_file={source}",
-                     "--decode_to_file=/dev/stdout"), stdout=stdout, stderr=subprocess.PIPE,
-            env=ENV, cwd=REPO, timeout=300)
+    """/dev/stdout is written through fd 1 itself, at the offset the shell shares: what the
+    shell writes to the same descriptor next follows the translations."""
+    out = tmp_path / "out.txt"
+    decoder = shlex.join(_command("decoder", model_dir, f"--decode_from_file={source}",
+                                  "--decode_to_file=/dev/stdout"))
+    result = subprocess.run(["bash", "-c", f"({decoder}; echo DONE) > {shlex.quote(str(out))}"],
+                            stderr=subprocess.PIPE, env=ENV, cwd=REPO, timeout=300)
     assert result.returncode == 0, result.stderr.decode()[-3000:]
-    assert log.read_bytes() == b"kept\n" + expected
-    assert os.listdir(tmp_path) == ["log.txt"]
+    assert out.read_bytes() == expected + b"DONE\n"
+    assert os.listdir(tmp_path) == ["out.txt"]
 
 
 @pytest.mark.slow
