@@ -422,7 +422,7 @@ class DecoderTranslator:
                 decode_precision=self.options.decode_precision, engine=self.options.engine,
                 protect=",".join(sorted(kinds)) or "none"), progress=self.progress)
             self.resumed += len(lines) - stats.lines
-            repaired = getattr(stats, "repaired", None)
+            repaired = getattr(stats, "protect_repaired", None)
             if repaired is not None:
                 self.repaired = (self.repaired or 0) + repaired
         with open(output, encoding="utf-8", errors="replace", newline="") as f:
