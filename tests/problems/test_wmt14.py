@@ -5,6 +5,7 @@ import hashlib
 import importlib.util
 import io
 import pathlib
+import shutil
 import tarfile
 
 import pytest
@@ -270,3 +271,78 @@ def test_the_card_command_without_dirs_says_the_full_form_in_one_line():
     assert result.stderr.splitlines() == [
         "error: --data_dir and --model_dir are required: t2t-lite-trainer --problem=wmt14_ende "
         "--hparams_set=base --data_dir=DATA_DIR --model_dir=MODEL_DIR (see --helpshort)"]
+
+
+# The console script's own entry (t2t-lite-trainer is `t2t_lite.bin.trainer:run`) in a fresh
+# interpreter. The one change: when main starts, ARCHIVES points at the local server with the
+# fakes' checksums, as `archives=` does for the tests above (a test can reach neither statmt.org
+# nor the real checksums). Patched inside main, so TensorFlow loads where the tool loads it.
+_TRAINER = """
+import functools, json, sys
+from t2t_lite.bin import trainer
+table = json.loads(sys.argv.pop(1))
+tool_main = trainer.main
+
+@functools.wraps(tool_main)
+def main(argv):
+    from t2t_lite.data.download import RemoteFile
+    from t2t_lite.problems import wmt14
+    wmt14.ARCHIVES.update({key: RemoteFile(url, sha256=sha256, size=size)
+                           for key, (url, sha256, size) in table.items()})
+    return tool_main(argv)
+
+trainer.main = main
+sys.argv[0] = "t2t-lite-trainer"
+sys.exit(trainer.run())
+"""
+
+
+@pytest.mark.slow
+def test_the_card_command_trains_one_step(tmp_path):
+    """`t2t-lite-trainer --problem=wmt14_ende --hparams_set=base` as the card gives it, plus only
+    --generate_data, the two folders, one step and a small batch: it downloads the (fake)
+    corpora from the local server, writes the data and trains one step of the base model. The
+    long name then takes the same data and model_dir."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import tensorflow as tf
+
+    data_dir, model_dir = tmp_path / "D", tmp_path / "M"
+    # As a user runs it: the tool quiets TensorFlow itself.
+    env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    with http_fixture.LocalServer({}) as srv:
+        table = json.dumps({key: [remote.url, remote.sha256, remote.size]
+                            for key, remote in _served(srv, _corpus_archives()).items()})
+
+        def trainer(*command):
+            result = subprocess.run(
+                [sys.executable, "-c", _TRAINER, table, *command, "--generate_data",
+                 f"--data_dir={data_dir}", f"--model_dir={model_dir}", "--train_steps=1",
+                 "--gin_param=TrainConfig.batch_tokens=256"],
+                capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
+            assert result.returncode == 0, result.stderr[-3000:]
+            assert "Traceback" not in result.stderr, result.stderr[-3000:]
+            return result
+
+        result = trainer(*CARD_COMMAND)
+        assert "stopped at step 1 (train_steps)" in result.stdout, result.stdout[-2000:]
+        assert {path.split("/")[1] for path, _ in srv.requests} == {
+            "europarl_v7", "commoncrawl", "news_commentary_v9", "dev", "test_full"}
+        # The data and the model_dir carry the registered name, so the long name shares them:
+        # nothing downloaded again, the model_dir resumed at its step, not refused.
+        assert (data_dir / "translate_ende_wmt14.spm.model").is_file()
+        assert json.loads((model_dir / "run.json").read_text())["problem"] == \
+            "translate_ende_wmt14"
+        latest = tf.train.latest_checkpoint(str(model_dir))
+        assert latest is not None and latest.endswith("ckpt-1"), (latest, result.stderr[-2000:])
+        configs = json.loads((model_dir / "configs.json").read_text())
+        assert configs["model"]["d_model"] == 512 and configs["model"]["num_layers"] == 6
+
+        requests = len(srv.requests)
+        trainer("--problem=translate_ende_wmt14", "--hparams_set=base")
+        assert len(srv.requests) == requests
+    assert tf.train.latest_checkpoint(str(model_dir)) == latest
+    shutil.rmtree(model_dir)  # ~0.7 GB of base checkpoints: not worth pytest's keeping
