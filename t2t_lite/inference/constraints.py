@@ -109,7 +109,7 @@ class Glossary:
             if not line.strip() or line.startswith("#"):
                 continue
             columns = line.split(SEPARATOR)
-            if len(columns) != 2 or not columns[0].strip():
+            if len(columns) != 2 or not columns[0].strip() or not columns[1].strip():
                 raise UserError(f"{flag} {path}:{number}: expected 'source term<TAB>target "
                                 f"term[|alternative...]', got {line!r}")
             try:
