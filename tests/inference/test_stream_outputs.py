@@ -3,7 +3,7 @@ shell writes next follows every byte; to the last byte however few a pipe takes 
 into their own input; and a closed stdout is one line.
 
 The CLI cases run the real tools through bash on the session's tiny model; the units at the end
-call resume.open_output on pipes of this process.
+call resume.open_output on descriptors, pipes and FIFOs of this process.
 """
 import os
 import re
@@ -160,7 +160,26 @@ def test_a_closed_output_descriptor_is_one_line(model_dir, source, tmp_path, too
     assert os.listdir(tmp_path) == []
 
 
-# Units: every byte of a chunk reaches the reader, whatever each write() takes.
+# Units: the descriptor itself, every byte of a chunk, whatever each write() takes.
+
+@pytest.mark.parametrize("alias", ["/dev/fd/{}", "/proc/self/fd/{}", "/proc/thread-self/fd/{}",
+                                   "/proc/{pid}/fd/{}", "link"])
+def test_every_alias_writes_at_the_descriptors_own_offset(tmp_path, alias):
+    out = tmp_path / "out.txt"
+    descriptor = os.open(out, os.O_WRONLY | os.O_CREAT)  # not appending: the offset decides
+    os.set_inheritable(descriptor, True)
+    os.write(descriptor, b"before\n")
+    path = alias.format(descriptor, pid=os.getpid())
+    if alias == "link":
+        path = tmp_path / "link"
+        path.symlink_to(f"/dev/fd/{descriptor}")
+    with resume.open_output(str(path)) as output:
+        output.append(["one", "two"])
+        output.finish()
+    os.write(descriptor, b"after\n")
+    os.close(descriptor)
+    assert out.read_bytes() == b"before\none\ntwo\nafter\n"
+
 
 def _given(descriptor):
     """`descriptor` as a shell would give it: inheritable, named by /dev/fd/N."""
