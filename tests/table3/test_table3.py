@@ -290,7 +290,10 @@ def test_the_dev_decode_is_the_decoders_call_its_stats_printed_and_kept(tmp_path
                                     alpha=0.6, decode_from_file=table.path(DEV_SOURCE),
                                     decode_to_file="T", start_over=True)
     summary = tmp_path / "out" / "base" / "decode_summary.json"
-    assert json.loads(summary.read_text()) == dict(stats, lines_per_second=6.0)
+    from t2t_lite.inference.batch_decode import DecodeStats
+
+    assert json.loads(summary.read_text()) == DecodeStats(**stats).as_dict()
+    assert DecodeStats(**stats).as_dict()["lines_per_second"] == 6.0
     assert lines == [
         f"[base] $ t2t-lite-decoder --model_dir=M --checkpoint_path=M/ckpt-30 --beam_size=4 "
         f"--alpha=0.6 --decode_from_file={table.path(DEV_SOURCE)} --decode_to_file=T "
