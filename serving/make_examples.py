@@ -1,7 +1,8 @@
 """Writes TF Serving REST request/response examples for an export (serving/examples/*.json).
 
     python serving/make_examples.py --export_dir=E [--out_dir=serving/examples] \
-        --sentence="Directory not found" --target="Ordner nicht gefunden" ...
+        --sentence="Directory not found" --target="Ordner nicht gefunden" \
+        --constraints='Ordner\t!Verzeichnis' ...
 
 The responses are computed with tf.saved_model.load on this machine and written in the JSON
 layout TF Serving's REST API returns ("instances" in, "predictions" out; the columnar "inputs"
@@ -17,6 +18,8 @@ flags.DEFINE_string("export_dir", None, "Export (version folder or folder of ver
 flags.DEFINE_string("out_dir", os.path.join(os.path.dirname(__file__), "examples"), "Output.")
 flags.DEFINE_multi_string("sentence", [], "Source sentences for the requests.")
 flags.DEFINE_multi_string("target", [], "Target sentences for score/attention requests.")
+flags.DEFINE_multi_string("constraints", [], "Constraint lines for translate_constrained, one "
+                          "per --sentence (docs/terminology.md's format; \\t for a tab).")
 flags.mark_flags_as_required(["export_dir"])
 
 
@@ -69,6 +72,13 @@ def main(argv):
                 inputs=strings(sources), alpha=tf.constant(1.0),
                 extra_length=tf.constant(10)).items()}}),
     }
+    if FLAGS.constraints:
+        constraints = [line.replace("\\t", "\t") for line in FLAGS.constraints]
+        examples["translate_constrained"] = (
+            {"signature_name": "translate_constrained",
+             "instances": [{"inputs": s, "constraints": c} for s, c in zip(sources, constraints)]},
+            {"predictions": _rows(sig["translate_constrained"](
+                inputs=strings(sources), constraints=strings(constraints)))})
     os.makedirs(FLAGS.out_dir, exist_ok=True)
     for name, (request, response) in examples.items():
         for kind, body in (("request", request), ("response", response)):
