@@ -269,6 +269,49 @@ def _at_least_one_token(phrases):
     return tf.pad(phrases, padding)
 
 
+def _with_constraints(state, positive, negative, batch_size, beam_size):
+    """The search's initial state with the constraints and empty extras added."""
+    positive, negative = _at_least_one_token(positive), _at_least_one_token(negative)
+    sizes = _phrase_sizes(positive)
+    met = tf.broadcast_to(tf.equal(sizes, 0)[:, None, :],
+                          [batch_size, beam_size, tf.shape(positive)[1]])
+    constraints = _Constraints(positive, negative, sizes, _duplicates(positive, sizes), met)
+
+    def no_extra(nbest):
+        shape = tf.shape(nbest.scores)
+        return nbest._replace(extra=_Extra(tf.fill(shape, NEG_INF), tf.zeros(shape, tf.int32)))
+
+    return state._replace(beams=state.beams._replace(
+        constraints=constraints, finished=no_extra(state.beams.finished)),
+        results=no_extra(state.results))
+
+
+def _next_beams(beams, log_probs, index, beam_size, vocab_size, alpha, eos_id):
+    """One step's choice: (beams with the new alive and finished hypotheses, the alive ones'
+    parent beams for the cache's gather)."""
+    new_length = index + 1
+    scores, cand_beams, tokens, repeated = _candidates(log_probs, beams, index, beam_size,
+                                                       vocab_size, eos_id)
+    met, banks = _step_state(beams, cand_beams, tokens, index, eos_id)
+    seqs = _write_position(_gather_beams(beams.alive_seqs, cand_beams), tokens, new_length)
+    is_eos = tf.equal(tokens, eos_id)
+    real = scores > _DEAD
+    # An EOS finishes when its bank would keep it in a width-K beam.
+    finishing = is_eos & real & (
+        _rank_in_bank(scores, banks, tf.logical_not(repeated)) < beam_size)
+    finished = _merge_finished(beams.finished, seqs, scores, met, finishing, new_length, alpha,
+                               beam_size)
+    # The top 2K stay eligible even when dead, as in beam_search; other candidates only when
+    # they are real.
+    top = tf.range(tf.shape(scores)[1])[None, :] < 2 * beam_size
+    picks = _choose(scores, banks, tf.logical_not(is_eos) & (top | real), beam_size)
+    beams = beams._replace(
+        alive_seqs=tf.gather(seqs, picks, batch_dims=1),
+        alive_log_probs=tf.gather(scores, picks, batch_dims=1), finished=finished,
+        constraints=beams.constraints._replace(met=tf.gather(met, picks, batch_dims=1)))
+    return beams, tf.gather(cand_beams, picks, batch_dims=1)
+
+
 def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, positive,
                             negative, beam_size=DecodeConfig.beam_size, alpha=DecodeConfig.alpha,
                             max_decode_length=ModelConfig.max_length, decode_lengths=None,
@@ -290,24 +333,10 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
         decode_lengths = tf.fill([batch_size], max_decode_length)
     decode_lengths = tf.clip_by_value(tf.cast(decode_lengths, tf.int32), 1, max_decode_length)
     alpha = tf.cast(alpha, tf.float32)
-    max_penalty = tf.maximum(length_penalty(decode_lengths, alpha),
-                             length_penalty(1, alpha))
-    seq_width = max_decode_length + 1
-    state = _initial_state(cache, static, batch_size, beam_size, seq_width,
-                                  decode_lengths, max_penalty, tile_static)
-    positive, negative = _at_least_one_token(positive), _at_least_one_token(negative)
-    sizes = _phrase_sizes(positive)
-    phrases = tf.shape(positive)[1]
-    met = tf.broadcast_to(tf.equal(sizes, 0)[:, None, :], [batch_size, beam_size, phrases])
-    constraints = _Constraints(positive, negative, sizes, _duplicates(positive, sizes), met)
-
-    def no_extra(nbest):
-        shape = tf.shape(nbest.scores)
-        return nbest._replace(extra=_Extra(tf.fill(shape, NEG_INF), tf.zeros(shape, tf.int32)))
-
-    state = state._replace(beams=state.beams._replace(
-        constraints=constraints, finished=no_extra(state.beams.finished)),
-        results=no_extra(state.results))
+    max_penalty = tf.maximum(length_penalty(decode_lengths, alpha), length_penalty(1, alpha))
+    state = _initial_state(cache, static, batch_size, beam_size, max_decode_length + 1,
+                           decode_lengths, max_penalty, tile_static)
+    state = _with_constraints(state, positive, negative, batch_size, beam_size)
 
     def not_done(state):
         return (state.index < max_decode_length) & (tf.shape(state.beams.rows)[0] > 0)
@@ -316,46 +345,23 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
         beams = state.beams
         ids = tf.reshape(tf.gather(beams.alive_seqs, state.index, axis=2), [-1])
         logits, cache = tokens_to_logits(ids, state.index, state.cache, state.static)
-        new_length = state.index + 1
-        must_end = tf.greater_equal(new_length, beams.decode_lengths)
-        banned = _banned(_windows(beams.alive_seqs, state.index,
-                                  tf.shape(beams.constraints.negative)[2]),
-                         beams.constraints.negative)
+        must_end = tf.greater_equal(state.index + 1, beams.decode_lengths)
+        negative = beams.constraints.negative
+        banned = _banned(_windows(beams.alive_seqs, state.index, tf.shape(negative)[2]),
+                         negative)
         log_probs = _log_probs(logits, must_end, beam_size, eos_id, banned)
-        scores, cand_beams, tokens, repeated = _candidates(log_probs, beams, state.index,
-                                                           beam_size, vocab_size, eos_id)
-        met, banks = _step_state(beams, cand_beams, tokens, state.index, eos_id)
-        seqs = _write_position(_gather_beams(beams.alive_seqs, cand_beams),
-                                      tokens, new_length)
-        is_eos = tf.equal(tokens, eos_id)
-        real = scores > _DEAD
-        # An EOS finishes when its bank would keep it in a width-K beam.
-        finishing = is_eos & real & (
-            _rank_in_bank(scores, banks, tf.logical_not(repeated)) < beam_size)
-        finished = _merge_finished(beams.finished, seqs, scores, met, finishing, new_length,
-                                   alpha, beam_size)
-        top = tf.range(tf.shape(scores)[1])[None, :] < 2 * beam_size
-        # The top 2K stay eligible even when dead, as in beam_search; other candidates only
-        # when they are real.
-        picks = _choose(scores, banks, tf.logical_not(is_eos) & (top | real), beam_size)
-        alive_log_probs = tf.gather(scores, picks, batch_dims=1)
-        cache_beams = tf.gather(cand_beams, picks, batch_dims=1)
-        beams = beams._replace(
-            alive_seqs=tf.gather(seqs, picks, batch_dims=1), alive_log_probs=alive_log_probs,
-            finished=finished,
-            constraints=beams.constraints._replace(met=tf.gather(met, picks, batch_dims=1)))
+        beams, cache_beams = _next_beams(beams, log_probs, state.index, beam_size, vocab_size,
+                                         alpha, eos_id)
         done = _examples_done(beams, early_stopping)
         keep = tf.cast(tf.where(tf.logical_not(done))[:, 0], tf.int32)
         cache = _gather_flat_beams(cache, cache_beams, beam_size, keep)
         beams, static, results = _leave(beams, state.static, state.results, done, keep,
-                                               beam_size, tile_static)
-        return (_SearchState(new_length, beams, cache, static, results),)
+                                        beam_size, tile_static)
+        return (_SearchState(state.index + 1, beams, cache, static, results),)
 
-    invariants = _shape_invariants(state)
     final, = tf.while_loop(not_done, step, (state,), maximum_iterations=max_decode_length,
-                           shape_invariants=(invariants,))
-    results = _write_results(final.results, final.beams,
-                                    tf.range(tf.shape(final.beams.rows)[0]))
+                           shape_invariants=(_shape_invariants(state),))
+    results = _write_results(final.results, final.beams, tf.range(tf.shape(final.beams.rows)[0]))
     sequences = tf.where(results.flags[:, :, None], results.seqs[:, :, 1:], 0)
     scores = tf.where(results.flags, results.extra.scores, float("-inf"))
     unmet = tf.where(results.flags, results.extra.unmet, 0)
