@@ -37,9 +37,12 @@ def read_settings(folder):
                         f"--format=ctranslate2 (model.bin and {METADATA_NAME} missing)")
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            settings = json.load(f)
     except (OSError, ValueError) as error:
         raise UserError(f"{path}: cannot read ({error})") from None
+    if not isinstance(settings, dict):  # before any setting is read or overridden
+        check.check_settings(settings, path)  # says it holds no settings
+    return settings
 
 
 def import_ctranslate2(purpose="--engine=ctranslate2"):

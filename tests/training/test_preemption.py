@@ -109,15 +109,31 @@ def test_the_lost_worker_line_names_the_peer_from_tensorflows_message(tmp_path, 
 
 
 def test_a_second_signal_while_saving_is_only_recorded():
+    # Whatever this process started with (default_int_handler in a terminal, SIG_IGN in a
+    # background job such as `nohup ... &`) is what restore() must put back.
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
     signals = preemption.Signals().install()
     try:
-        signals.arm()
+        signals.arm()  # installs again: what was there before is still the first handler
         os.kill(os.getpid(), signal.SIGTERM)
         os.kill(os.getpid(), signal.SIGINT)  # e.g. Ctrl-C during the save: no KeyboardInterrupt
         assert signals.received == signal.SIGTERM
     finally:
         signals.restore()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert {signum: signal.getsignal(signum) for signum in before} == before
+
+
+@pytest.mark.parametrize("starting", [signal.SIG_IGN, signal.SIG_DFL, signal.default_int_handler])
+def test_restore_puts_back_the_disposition_the_process_had(starting):
+    before = signal.signal(signal.SIGINT, starting)
+    try:
+        signals = preemption.Signals().install()
+        signals.arm()
+        assert signal.getsignal(signal.SIGINT) == signals._handle
+        signals.restore()
+        assert signal.getsignal(signal.SIGINT) == starting
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_a_signal_before_arming_exits_with_its_status():
