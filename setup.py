@@ -49,6 +49,7 @@ setup(
     name="t2t_lite",
     version="0.1.0",
     description='The Transformer of "Attention Is All You Need" for TensorFlow 2 / Keras 3',
+    license="Apache-2.0",
     long_description=(ROOT / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",

@@ -16,7 +16,8 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("run_dir", DemoOptions.run_dir, "Folder for everything this run writes.")
 flags.DEFINE_string("problem", DemoOptions.problem, "Registered problem.")
 flags.DEFINE_multi_string("problem_param", [], "key=value for the problem's constructor.")
-flags.DEFINE_string("hparams_set", DemoOptions.hparams_set, "gin hparams set.")
+flags.DEFINE_string("hparams_set", DemoOptions.hparams_set, "Hparams set by name "
+                    "(t2t-lite-trainer --registry_help lists them).")
 flags.DEFINE_multi_string("gin_param", [], "gin binding overriding one value (repeatable).")
 flags.DEFINE_float("train_minutes", DemoOptions.train_minutes,
                    "Training wall-clock budget (total, across re-runs); 0: none, train "

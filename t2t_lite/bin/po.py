@@ -23,7 +23,7 @@ from t2t_lite.po_catalog import PoOptions
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input", None, "The catalog to translate: a .po or .pot file.")
 flags.DEFINE_string("output", None, "The translated catalog to write (never the input).")
-flags.DEFINE_string("model_dir", None, "Trained model_dir (checkpoint path).")
+flags.DEFINE_string("model_dir", None, "Trained model_dir (run.json, configs.json, checkpoints).")
 flags.DEFINE_string("export_dir", None,
                     "Exported SavedModel: a version folder or the folder of versions (newest).")
 flags.DEFINE_string("checkpoint_path", None, "With --model_dir: checkpoint to load "

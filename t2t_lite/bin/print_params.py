@@ -5,7 +5,7 @@ from t2t_lite import cli, hparams
 from t2t_lite.models import params
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("hparams_set", "base", "gin hparams set name (see gin/)")
+flags.DEFINE_string("hparams_set", "base", "hparams set name (t2t-lite-trainer --registry_help lists them)")
 flags.DEFINE_integer("vocab_size", 37000, "shared source/target vocabulary size")
 flags.DEFINE_multi_string("gin_param", [], "gin binding overriding one value of the set")
 flags.DEFINE_bool("build", False, "also build the Keras model and count its variables")

@@ -16,8 +16,9 @@ from t2t_lite import cli
 FLAGS = flags.FLAGS
 cli.define_problem_flags("Where the problem's vocabulary and TFRecords are (t2t-lite-datagen).")
 flags.DEFINE_string("out_dir", None, "Folder of the table: one model_dir per row, the results.")
-flags.DEFINE_string("rows", "all", "Comma-separated rows: set names under table3/ (base, "
-                    "A_heads1_dk512, ...), group letters A-E, or all.")
+flags.DEFINE_string("rows", "all", "Comma-separated rows: the names of the table3/ sets without "
+                    "that prefix (base, A_heads1_dk512, ...; --print_mapping lists them), group "
+                    "letters A-E, or all.")
 flags.DEFINE_enum("scale", None, ["cpu", "paper"], "cpu: every row mapped to a size a 2-core CPU "
                   "trains in minutes (see --print_mapping); paper: the sets as they are (GPUs). "
                   "Default: the out_dir's table's, else cpu.")

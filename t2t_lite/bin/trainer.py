@@ -15,7 +15,8 @@ from t2t_lite import cli
 FLAGS = flags.FLAGS
 cli.define_problem_flags("Where the problem's vocabulary and TFRecords are.")
 flags.DEFINE_string("model_dir", None, "Checkpoints, config and vocabulary of this run.")
-flags.DEFINE_string("hparams_set", "base", "gin hparams set (gin/<name>.gin).")
+flags.DEFINE_string("hparams_set", "base", "Hparams set by name (--registry_help lists "
+                    "them).")
 flags.DEFINE_multi_string("gin_file", [], "Your own gin file, read after the set "
                           "(repeatable); the set itself is named by --hparams_set.")
 flags.DEFINE_multi_string("gin_param", [], "gin binding overriding one value (repeatable).")
