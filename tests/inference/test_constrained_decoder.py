@@ -99,3 +99,22 @@ def test_the_export_translates_under_constraints(export_version_dir):
     assert "the" not in outputs[0].split() and result["unmet"].numpy().tolist() == [0, 0]
     plain = loaded.signatures["serving_default"](inputs=tf.constant(["we read books"]))
     assert outputs[1] == plain["outputs"].numpy()[0].decode()
+
+
+def test_shards_with_constraints_join_into_the_whole_files_output(model_dir, source, tmp_path):
+    lines = ["der Hund", "", "Katze|Matte\t!the", "", "", "books"]
+    constraints = tmp_path / "c.txt"
+    constraints.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    whole = _decode(model_dir, f"--decode_from_file={source}",
+                    f"--constraints_file={constraints}", "--parallel_searches=1")
+    assert whole.returncode == 0, whole.stderr.decode()[-3000:]
+    parts = []
+    for index in range(2):
+        out = tmp_path / f"out.{index}"
+        result = _decode(model_dir, f"--decode_from_file={source}",
+                         f"--constraints_file={constraints}", "--num_shards=2",
+                         f"--shard_index={index}", f"--decode_to_file={out}", "--chunk_lines=2",
+                         "--parallel_searches=2")
+        assert result.returncode == 0, result.stderr.decode()[-3000:]
+        parts.append(out.read_bytes())
+    assert b"".join(parts) == whole.stdout
