@@ -27,7 +27,9 @@ import subprocess
 import sys
 
 SIGNATURES = ("serving_default", "nbest", "translate_with_settings", "score", "tokenize",
-              "translate_ids", "attention")
+              "translate_ids", "attention", "translate_constrained")
+# translate_constrained: every other sentence with a phrase to place and a word to avoid.
+CONSTRAINTS = ("Datei\t!Ordner", "")
 SETTINGS = {"alpha": 1.0, "extra_length": 10}  # translate_with_settings / translate_ids
 ATTENTION_SENTENCES = 4  # attention outputs grow with B x layers x heads x T x S
 DEFAULT_SENTENCES = ["Could not open the file.", "The printer is out of paper.",
@@ -73,6 +75,9 @@ def _signature_inputs(name, sentences, targets, ids):
         return {"inputs": sources, "targets": paired}
     if name == "translate_ids":
         return {"ids": ids, **SETTINGS}
+    if name == "translate_constrained":
+        return {"inputs": sources,
+                "constraints": [CONSTRAINTS[i % 2] for i in range(len(sources))]}
     raise ValueError(name)
 
 
