@@ -42,6 +42,8 @@ from t2t_lite import atomic, file_lock
 from t2t_lite.errors import UserError
 
 PROGRESS_SUFFIX = ".progress.json"
+# The longest name written beside an output: its progress record while being replaced.
+SIDECAR_SUFFIX = PROGRESS_SUFFIX + atomic.TMP_SUFFIX
 START_OVER_FLAG = "--start_over"
 # Resolved from `auto`/`default` when a run starts, and reused when it resumes: the machine's
 # probe may choose otherwise on the next start, and the output would switch mid-file.
@@ -108,12 +110,34 @@ def model_identity(model_dir=None, checkpoint_path=None, export_dir=None, engine
 
 
 def check_output_path(path, flag="--decode_to_file"):
-    """UserError unless `path` can become an output file: its folder exists, it is no folder."""
-    if os.path.isdir(path):
-        raise UserError(f"{flag} {path} is a directory; name a file")
+    """UserError unless `path` can become an output file: its folder exists and is a folder, it
+    is no folder, its name can be looked up (no link loop) and is short enough for the files
+    written beside it (OUT.progress.json.incomplete)."""
     folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise UserError(f"{flag}: folder {folder} does not exist")
+    try:
+        folder_mode = os.stat(folder).st_mode
+    except FileNotFoundError:
+        raise UserError(f"{flag}: folder {folder} does not exist") from None
+    except OSError as error:
+        raise UserError(f"{flag} {path}: cannot write in {folder} ({error.strerror})") from None
+    if not stat.S_ISDIR(folder_mode):
+        raise UserError(f"{flag} {path}: {folder} is not a folder")
+    try:
+        if stat.S_ISDIR(os.stat(path).st_mode):
+            raise UserError(f"{flag} {path} is a directory; name a file")
+    except FileNotFoundError:
+        pass
+    except OSError as error:  # a link loop, a name too long
+        raise UserError(f"{flag} {path}: cannot write ({error.strerror})") from None
+    try:
+        name_max = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    longest = len(os.fsencode(os.path.basename(path)) + os.fsencode(SIDECAR_SUFFIX))
+    if 0 < name_max < longest:
+        raise UserError(f"{flag} {path}: the name is too long for the files written beside it "
+                        f"(they add up to {len(SIDECAR_SUFFIX)} characters to it, and {folder} "
+                        f"allows {name_max}); use a shorter name")
 
 
 def _descriptor_alias(path):
@@ -142,8 +166,8 @@ def is_stream_path(path):
         return True
     try:
         mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return False
+    except (OSError, ValueError):  # nothing there, or a name that cannot be looked up, which
+        return False  # check_output_path then names
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
@@ -154,6 +178,8 @@ def check_not_an_input(path, inputs, flag):
         output = os.stat(path)
     except FileNotFoundError:
         return
+    except OSError as error:  # a link loop, a name too long, a file that is not a folder
+        raise UserError(f"{flag} {path}: cannot write ({error.strerror})") from None
     _refuse_an_input(output, f"{flag} {path}", inputs)
 
 
