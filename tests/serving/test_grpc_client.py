@@ -16,7 +16,8 @@ pytestmark = pytest.mark.slow
 
 def _client_code():
     text = open(PAGE, encoding="utf-8").read()
-    blocks = re.findall(r"^\*tested with a gRPC server\*\n```python\n(.*?)^```", text, re.M | re.S)
+    blocks = re.findall(r"^\*tested against the stand-in gRPC server\*\n```python\n(.*?)^```",
+                        text, re.M | re.S)
     assert len(blocks) == 1
     return blocks[0]
 
