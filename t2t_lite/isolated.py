@@ -11,20 +11,51 @@ returns (a dataclass or JSON values) as JSON; `call` returns those values. The c
 streamed line by line with `prefix`, TensorFlow's start-up noise dropped. A UserError in the
 child, or the child dying, raises Failed.
 
-`stream` runs any command the same way (the tools a caller runs as a user would).
+The child runs the code the caller runs: it is started with the caller's own sys.path (given
+explicitly, before anything is imported) and never with its working directory on it, so a
+source clone's `t2t_lite/` in the working directory cannot stand in for the installed package
+the caller imported (`python -m` would put it first). If the caller dies without a word (kill
+-9), the child is killed too (Linux): it must not outlive its caller, holding a model_dir's lock.
+
+`stream` runs any command the same way (the tools a caller runs as a user would). While the
+child runs (in the main thread), SIGTERM and SIGINT sent to the caller are passed to the child,
+which has a process group of its own so that a terminal's Ctrl-C reaches it once, through the
+caller. The caller waits for the child to do what it does with them (the trainer: save, then
+exit 143), keeps echoing its output, and then stops as the signal asked: a SIGTERM ends it with
+the child's exit status and one line on stderr; a SIGINT raises KeyboardInterrupt (the caller's
+own handler, if it set one, runs then, and decides). A second SIGINT stops at once: the child is
+killed and KeyboardInterrupt raised. A second SIGTERM is only noted (the save goes on). A signal
+the caller ignores (SIG_IGN, as under `nohup ... &`) stays ignored.
 """
 import dataclasses
 import importlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 
 from t2t_lite import atomic, stderr_filter
 from t2t_lite.errors import UserError
 
 TAIL_LINES = 40
+FORWARDED = (signal.SIGTERM, signal.SIGINT)
+
+# The child's first lines: the caller's sys.path (argv[1] entries from argv[2]) before any import
+# (`-P`, Python 3.11+, keeps the working directory off sys.path; on 3.10 `-c` puts it first only
+# after site has run, and it is replaced here before the next import); then, on Linux, death with
+# the caller (PR_SET_PDEATHSIG, checked against the caller's pid for a caller already gone).
+_BOOTSTRAP = """\
+import sys
+count = int(sys.argv[1])
+sys.path[:] = sys.argv[2:2 + count]
+del sys.argv[1:2 + count]
+from t2t_lite import isolated
+isolated._die_with_parent(int(sys.argv[1]))
+isolated._child(sys.argv[2])
+"""
 
 
 class Failed(Exception):
@@ -55,8 +86,8 @@ def call(function, options, prefix, echo):
     request = {"function": _name(function), "options_type": _name(type(options)),
                "options": dataclasses.asdict(options), "result": result_path}
     try:
-        returncode, tail = stream([sys.executable, "-m", __name__, json.dumps(request)],
-                                  prefix, echo)
+        returncode, tail = stream(child_command(json.dumps(request)), prefix, echo,
+                                  name=request["function"])
         outcome = _read(result_path)
     finally:
         if os.path.exists(result_path):
@@ -66,30 +97,134 @@ def call(function, options, prefix, echo):
     return outcome["value"]
 
 
-def stream(command, prefix, echo, merge_stderr=True):
+def child_command(*args):
+    """The command line of a Python child that runs with this process' sys.path (each entry
+    made absolute, as this process resolves it now), never its working directory's."""
+    path = [os.path.abspath(entry) for entry in sys.path]
+    safe = ["-P"] if sys.version_info >= (3, 11) else []
+    return [sys.executable, *safe, "-c", _BOOTSTRAP, str(len(path)), *path, str(os.getpid()),
+            *args]
+
+
+def stream(command, prefix, echo, merge_stderr=True, name=None):
     """Runs `command`, echoing its output lines with `prefix` (stderr merged in unless not
-    `merge_stderr`: then it goes straight to this process's stderr); (exit status, last lines)."""
+    `merge_stderr`: then it goes straight to this process's stderr); (exit status, last lines).
+    SIGTERM and SIGINT are passed to it (the module's docstring); `name` is the child's in the
+    line a SIGTERM ends with (default: the command's program)."""
     tail = []
-    process = subprocess.Popen(command, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT if merge_stderr else None, text=True,
-                               bufsize=1, errors="replace")
+    forwarding = _Forwarding(name or os.path.basename(command[0]))
+    forwarding.install()
     try:
-        for line in process.stdout:
-            if stderr_filter.is_noise(line.encode("utf-8")):
-                continue
-            tail = (tail + [line.rstrip("\n")])[-TAIL_LINES:]
-            echo(f"{prefix} {line.rstrip()}" if prefix else line.rstrip("\n"), flush=True)
-        process.wait()
+        group = ({} if not forwarding.active else {"process_group": 0}
+                 if sys.version_info >= (3, 11) else {"start_new_session": True})
+        process = subprocess.Popen(command, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT if merge_stderr else None,
+                                   text=True, bufsize=1, errors="replace", **group)
+        forwarding.started(process)
+        try:
+            for line in process.stdout:
+                if stderr_filter.is_noise(line.encode("utf-8")):
+                    continue
+                tail = (tail + [line.rstrip("\n")])[-TAIL_LINES:]
+                echo(f"{prefix} {line.rstrip()}" if prefix else line.rstrip("\n"), flush=True)
+            process.wait()
+        finally:
+            if process.poll() is None:  # interrupted: the child must not outlive its caller
+                process.terminate()
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+            process.stdout.close()
     finally:
-        if process.poll() is None:  # interrupted: the child must not outlive its caller
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        process.stdout.close()
+        forwarding.restore()
+    forwarding.deliver(process.returncode)
     return process.returncode, tail
+
+
+class _Forwarding:
+    """SIGTERM and SIGINT passed to a child while it runs, then acted on here (see the module's
+    docstring). Python runs signal handlers in the main thread only: called from another
+    thread, the child is left in this process group and nothing is installed."""
+
+    def __init__(self, name):
+        self.name = name
+        self.active = threading.current_thread() is threading.main_thread()
+        self.previous = {}  # the handlers replaced while the child runs
+        self.process = None
+        self.received = None  # the first signal's number
+        self.forwarded = False
+
+    def install(self):
+        if not self.active:
+            return
+        for signum in FORWARDED:
+            handler = signal.getsignal(signum)
+            if handler is signal.SIG_IGN or handler is None:  # ignored, or not Python's to set
+                continue
+            self.previous[signum] = signal.signal(signum, self._handle)
+
+    def restore(self):
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+
+    def started(self, process):
+        self.process = process
+        if self.received is not None:  # it came between the handlers and the child
+            self._forward()
+
+    def _handle(self, signum, frame):
+        if self.received is None:
+            self.received = signum
+            if self.process is not None:
+                self._forward()
+            return
+        if signum == signal.SIGINT:  # a second Ctrl-C: stop at once
+            if self.process is not None and self.process.poll() is None:
+                self.process.kill()
+            raise KeyboardInterrupt
+        # A second SIGTERM: the child is already stopping; it saves, then ends.
+
+    def _forward(self):
+        if self.forwarded:
+            return
+        self.forwarded = True
+        try:
+            self.process.send_signal(self.received)
+        except ProcessLookupError:
+            pass
+
+    def deliver(self, returncode):
+        """After the child ended: the signal it was passed, acted on here."""
+        signum = self.received
+        if signum is None:
+            return
+        previous = self.previous.get(signum)
+        if callable(previous):  # the caller's own handler (for SIGINT, Python's: KeyboardInterrupt)
+            previous(signum, None)
+            return
+        status = (returncode if returncode and returncode > 0 else
+                  128 - returncode if returncode else 128 + signum)
+        print(f"{signal.Signals(signum).name}: passed to the child process ({self.name}), which "
+              f"ended with status {status}; exiting with it", file=sys.stderr, flush=True)
+        raise SystemExit(status)
+
+
+def _die_with_parent(parent):
+    """The child's side, on Linux: SIGKILL when the caller (`parent`'s thread that started it)
+    dies; and at once if it already has."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _name(obj):
@@ -125,7 +260,3 @@ def _child(request):
     if dataclasses.is_dataclass(value):
         value = dataclasses.asdict(value)
     atomic.write_json(request["result"], {"value": value})
-
-
-if __name__ == "__main__":
-    _child(sys.argv[1])

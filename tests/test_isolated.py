@@ -1,7 +1,12 @@
 """isolated.call: a library call in a child process, its options and result as JSON, its output
 streamed with a prefix, a UserError or a crash as Failed with the reason a table row records."""
 import importlib
+import os
+import signal
+import subprocess
+import sys
 import textwrap
+import time
 
 import pytest
 
@@ -41,7 +46,8 @@ PROBE = textwrap.dedent('''
 def probe(tmp_path, monkeypatch):
     (tmp_path / "isolated_probe.py").write_text(PROBE)
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.chdir(tmp_path)  # the child finds the module in its working directory
+    monkeypatch.chdir(tmp_path)
+    # The child finds the module through the caller's sys.path, handed to it.
     return importlib.import_module("isolated_probe")
 
 
@@ -65,3 +71,179 @@ def test_a_user_error_and_a_crash_are_failures_with_their_reason(probe):
     assert crashed.value.reason("adding") == "adding: exit 3: adding 1 numbers"
     assert isolated.Failed(-9, None, []).reason("t2t-lite-trainer") == (
         "t2t-lite-trainer: killed by signal 9 (out of memory?)")
+
+
+# ---- the caller's t2t_lite, whatever the working directory holds --------------------------------
+
+ORIGIN = textwrap.dedent('''
+    import dataclasses
+    import os
+    import sys
+
+
+    @dataclasses.dataclass
+    class Nothing:
+        pass
+
+
+    def origin(nothing):
+        import t2t_lite
+        return {"t2t_lite": t2t_lite.__file__, "cwd": os.getcwd(), "path": sys.path}
+''')
+
+
+def test_the_child_runs_the_callers_t2t_lite_not_a_clone_in_its_working_directory(
+        tmp_path, monkeypatch):
+    import t2t_lite
+
+    modules, clone = tmp_path / "modules", tmp_path / "clone"
+    modules.mkdir()
+    (modules / "isolated_origin.py").write_text(ORIGIN)
+    # A source clone's package in the working directory, which must not be the one imported.
+    (clone / "t2t_lite").mkdir(parents=True)
+    (clone / "t2t_lite" / "__init__.py").write_text(
+        'raise ImportError("the working directory\'s t2t_lite was imported")\n')
+    monkeypatch.syspath_prepend(str(modules))
+    monkeypatch.chdir(clone)
+    origin = importlib.import_module("isolated_origin")
+    value = isolated.call(origin.origin, origin.Nothing(), "", lambda *a, **k: None)
+    assert value["t2t_lite"] == t2t_lite.__file__
+    assert value["cwd"] == str(clone)
+    assert str(clone) not in value["path"] and "" not in value["path"]
+    assert value["path"][0] == str(modules)
+
+
+# ---- signals: passed to the child, waited for, the caller ends as they ask ----------------------
+
+SIGNAL_PROBE = textwrap.dedent('''
+    import dataclasses
+    import os
+    import signal
+
+
+    @dataclasses.dataclass
+    class Folder:
+        path: str
+        slow_save: bool = False  # after the first signal, never finishes saving
+
+
+    def note(folder, name, text=""):
+        with open(os.path.join(folder.path, name + ".tmp"), "w") as f:
+            f.write(text)
+        os.replace(os.path.join(folder.path, name + ".tmp"), os.path.join(folder.path, name))
+
+
+    def wait(folder):
+        """A trainer's shape: ready, then on SIGTERM / SIGINT "save", say so and exit 128+n."""
+        signals = {signal.SIGTERM, signal.SIGINT}
+        signal.pthread_sigmask(signal.SIG_BLOCK, signals)  # held for sigwait: no race
+        note(folder, "ready", str(os.getpid()))
+        received = signal.sigwait(signals)
+        note(folder, "saving", signal.Signals(received).name)
+        if folder.slow_save:
+            signal.sigwait(signals)  # a save that does not end, whatever comes
+        print(f"{signal.Signals(received).name}: saved, exiting", flush=True)
+        note(folder, "saved", signal.Signals(received).name)
+        raise SystemExit(128 + received)
+''')
+
+PARENT = textwrap.dedent('''
+    import sys
+
+    sys.path.insert(0, sys.argv[1])
+    import isolated_signal_probe as probe
+    from t2t_lite import isolated
+
+    try:
+        isolated.call(probe.wait, probe.Folder(sys.argv[2], slow_save=sys.argv[3] == "slow"),
+                      "[child]", print)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+    print("returned", file=sys.stderr)
+''')
+
+
+def _wait_for(condition, what, process, seconds=120):
+    """Until `condition()`; fails if `process` ends first or after `seconds` (a bound on a
+    broken run, not a guess at timing)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if process.poll() is not None:
+            raise AssertionError(f"{what}: the parent ended first: {process.communicate()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {seconds} s")
+        time.sleep(0.01)
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.fixture
+def parent(tmp_path):
+    """Starts a caller process running isolated.call(wait) from tmp_path (its own process group,
+    as a shell's job); returns (process, folder)."""
+    modules, folder = tmp_path / "modules", tmp_path / "folder"
+    modules.mkdir()
+    folder.mkdir()
+    (modules / "isolated_signal_probe.py").write_text(SIGNAL_PROBE)
+    started = []
+
+    def start(mode="quick"):
+        process = subprocess.Popen([sys.executable, "-c", PARENT, str(modules), str(folder), mode],
+                                   cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, start_new_session=True)
+        started.append(process)
+        _wait_for((folder / "ready").exists, "the child's ready file", process)
+        return process, folder, int((folder / "ready").read_text())
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@pytest.mark.parametrize("signum, status, line", [
+    (signal.SIGTERM, 143, "SIGTERM: passed to the child process "
+                          "(isolated_signal_probe:wait), which ended with status 143; exiting "
+                          "with it"),
+    (signal.SIGINT, 130, "interrupted")])
+def test_a_signal_is_passed_to_the_child_waited_for_and_ends_the_caller(
+        parent, signum, status, line):
+    process, folder, child = parent()
+    process.send_signal(signum)
+    out, err = process.communicate(timeout=120)
+    assert (folder / "saved").read_text() == signal.Signals(signum).name
+    assert process.returncode == status, (out, err)
+    assert err.splitlines() == [line]  # SIGINT: KeyboardInterrupt, raised after the child ended
+    assert f"[child] {signal.Signals(signum).name}: saved, exiting" in out.splitlines()
+    assert not _alive(child)
+
+
+def test_a_second_sigint_stops_at_once_and_kills_the_child(parent):
+    process, folder, child = parent("slow")
+    process.send_signal(signal.SIGINT)
+    _wait_for((folder / "saving").exists, "the child's save", process)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130 and err.splitlines() == ["interrupted"], (out, err)
+    assert not (folder / "saved").exists()
+    assert not _alive(child)
+
+
+def test_a_caller_killed_outright_takes_its_child_with_it(parent):
+    process, folder, child = parent()
+    process.kill()
+    process.wait()
+    deadline = time.monotonic() + 120
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not _alive(child)
+    assert not (folder / "saving").exists()
