@@ -142,21 +142,34 @@ def _row_top_k(logits, k, vocab_size):
     return values, tokens
 
 
-def _top_candidates(logits, alive_log_probs, must_end, beam_size, vocab_size, eos_id):
+def log_normaliser(logits):
+    """(row max, log sum of exp(logits - max)), each [N, 1]: log_softmax(x) = (x - max) - log_sum,
+    as the LogSoftmax kernel computes it."""
+    row_max = tf.reduce_max(logits, axis=1, keepdims=True)
+    return row_max, tf.math.log(tf.reduce_sum(tf.exp(logits - row_max), axis=1, keepdims=True))
+
+
+def _top_candidates(logits, alive_log_probs, must_end, beam_size, vocab_size, eos_id,
+                    normaliser=None):
     """The top 2K (alive log prob + next-token log prob) over every beam and token.
 
     logits [B*K, V]; alive_log_probs [B, K]; must_end bool [B]: only EOS is allowed (with its own
     log probability). Returns log probs, beam indices and tokens, each [B, 2K], best first; the
     same as top_k over the [B, K*V] table of alive_log_probs + log_softmax(logits), ties
-    included (lower beam, then lower token first).
+    included (lower beam, then lower token first). normaliser: log_normaliser of other logits
+    to score with (the constrained search ranks logits with barred tokens pushed down, and
+    scores them with the model's own distribution).
     """
     logits = tf.cast(logits, tf.float32)
     row_k = min(2 * beam_size, vocab_size)
     row_top, row_tokens = _row_top_k(logits, row_k, vocab_size)
     # log_softmax as the LogSoftmax kernel computes it, (x - max) - log(sum(exp(x - max))),
     # for the few entries kept.
-    row_max = row_top[:, :1]
-    log_sum = tf.math.log(tf.reduce_sum(tf.exp(logits - row_max), axis=1, keepdims=True))
+    if normaliser is None:
+        row_max = row_top[:, :1]
+        log_sum = tf.math.log(tf.reduce_sum(tf.exp(logits - row_max), axis=1, keepdims=True))
+    else:
+        row_max, log_sum = normaliser
     row_log_probs = (row_top - row_max) - log_sum
     eos_log_probs = (logits[:, eos_id:eos_id + 1] - row_max) - log_sum
 

@@ -36,7 +36,8 @@ from t2t_lite.config import DecodeConfig, ModelConfig
 # alike.
 from t2t_lite.decoding.beam_search import (
     _DEAD, NEG_INF, _examples_done, _gather_beams, _gather_flat_beams, _initial_state, _leave,
-    _NBest, _SearchState, _shape_invariants, _write_position, _write_results, length_penalty)
+    _NBest, _SearchState, _shape_invariants, _top_candidates, _write_position, _write_results,
+    length_penalty, log_normaliser)
 
 # Ranks a finished hypothesis that misses a phrase below any that meets all, whatever the scores
 # (real scores stay far above -UNMET_PENALTY; 16 misses stay far above the search's _DEAD).
@@ -155,18 +156,14 @@ def _banned(windows, negative):
                     axis=1)
 
 
-def _log_probs(logits, must_end, beam_size, eos_id, banned):
-    """log_softmax of logits [B*K, V] as beam_search computes it (so unconstrained examples
-    rank exactly as there), the banned tokens dead, only EOS where an example must end."""
+def _barred(logits, banned):
+    """(logits [B*K, V] float32 with the banned tokens dead, to rank by; the model's own
+    log_normaliser, to score with): a barred token is never taken, and scores stay the model's
+    log probabilities."""
     logits = tf.cast(logits, tf.float32)
-    row_max = tf.reduce_max(logits, axis=1, keepdims=True)
-    log_sum = tf.math.log(tf.reduce_sum(tf.exp(logits - row_max), axis=1, keepdims=True))
-    log_probs = (logits - row_max) - log_sum
-    log_probs = tf.tensor_scatter_nd_min(log_probs, banned,
-                                         tf.fill([tf.shape(banned)[0]], NEG_INF))
-    row_must_end = tf.reshape(tf.repeat(must_end, beam_size), [-1, 1])
-    only_eos = tf.equal(tf.range(tf.shape(logits)[1]), eos_id)[None, :]
-    return tf.where(row_must_end & tf.logical_not(only_eos), NEG_INF, log_probs)
+    normaliser = log_normaliser(logits)
+    return tf.tensor_scatter_nd_update(logits, banned, tf.fill([tf.shape(banned)[0]], NEG_INF)), \
+        normaliser
 
 
 def _rank_in_bank(scores, banks, eligible):
@@ -181,17 +178,15 @@ def _rank_in_bank(scores, banks, eligible):
     return tf.reduce_sum(tf.cast(counted, tf.int32), axis=2)
 
 
-def _candidates(log_probs, beams, index, beam_size, vocab_size, eos_id):
-    """Every candidate of this step: (scores, beams, tokens), each [B, M]; invalid ones dead.
-    The top 2K come first, best first, as in beam_search, so an example without constraints
-    ranks exactly as there; then the phrases' tokens, then each beam's EOS."""
+def _candidates(logits, normaliser, must_end, beams, index, beam_size, vocab_size, eos_id):
+    """Every candidate of this step: (scores, beams, tokens, repeated), each [B, M]; invalid
+    ones dead. The top 2K come first, best first, exactly as beam_search finds them, so an
+    example without constraints ranks exactly as there; then the phrases' tokens, then each
+    beam's EOS. logits, normaliser: as _barred gives them."""
     constraints = beams.constraints
     batch_size = tf.shape(beams.alive_log_probs)[0]
-    table = beams.alive_log_probs[:, :, None] + tf.reshape(log_probs,
-                                                          [batch_size, beam_size, vocab_size])
-    flat = tf.reshape(table, [batch_size, beam_size * vocab_size])
-    top_scores, picks = tf.math.top_k(flat, k=2 * beam_size)
-    top_beams, top_tokens = picks // vocab_size, picks % vocab_size
+    top_scores, top_beams, top_tokens = _top_candidates(
+        logits, beams.alive_log_probs, must_end, beam_size, vocab_size, eos_id, normaliser)
 
     positive = constraints.positive
     width = tf.shape(positive)[3]
@@ -202,14 +197,18 @@ def _candidates(log_probs, beams, index, beam_size, vocab_size, eos_id):
     first_tokens = per_beam_phrases[..., 0]
     forced = tf.stack([next_tokens, first_tokens], axis=-1)  # [B, K, P, A, 2]
     usable = (forced > 0) & tf.logical_not(constraints.met)[:, :, :, None, None]
+    usable &= tf.logical_not(must_end)[:, None, None, None, None]
     forced = tf.reshape(forced, [batch_size, beam_size, -1])
     usable = tf.reshape(usable, [batch_size, beam_size, -1])
-    forced_scores = tf.where(usable, tf.gather(table, forced, batch_dims=2), NEG_INF)
-    per_beam = tf.shape(forced)[2]
-    forced_beams = tf.repeat(tf.range(beam_size)[None, :, None], per_beam, axis=2)
-    forced_beams = tf.broadcast_to(forced_beams, tf.shape(forced))
+    row_max, log_sum = (tf.reshape(t, [batch_size, beam_size, 1]) for t in normaliser)
+    by_beam = tf.reshape(logits, [batch_size, beam_size, vocab_size])
+    forced_log_probs = (tf.gather(by_beam, forced, batch_dims=2) - row_max) - log_sum
+    forced_scores = tf.where(usable, beams.alive_log_probs[:, :, None] + forced_log_probs,
+                             NEG_INF)
+    forced_beams = tf.broadcast_to(tf.range(beam_size)[None, :, None], tf.shape(forced))
 
-    eos_scores = table[:, :, eos_id]
+    eos_scores = beams.alive_log_probs + ((by_beam[:, :, eos_id:eos_id + 1] - row_max)
+                                          - log_sum)[:, :, 0]
     eos_beams = tf.broadcast_to(tf.range(beam_size)[None, :], tf.shape(eos_scores))
     scores = tf.concat([top_scores, tf.reshape(forced_scores, [batch_size, -1]), eos_scores], 1)
     cand_beams = tf.concat([top_beams, tf.reshape(forced_beams, [batch_size, -1]), eos_beams], 1)
@@ -286,12 +285,13 @@ def _with_constraints(state, positive, negative, batch_size, beam_size):
         results=no_extra(state.results))
 
 
-def _next_beams(beams, log_probs, index, beam_size, vocab_size, alpha, eos_id):
+def _next_beams(beams, logits, normaliser, must_end, index, beam_size, vocab_size, alpha,
+                eos_id):
     """One step's choice: (beams with the new alive and finished hypotheses, the alive ones'
     parent beams for the cache's gather)."""
     new_length = index + 1
-    scores, cand_beams, tokens, repeated = _candidates(log_probs, beams, index, beam_size,
-                                                       vocab_size, eos_id)
+    scores, cand_beams, tokens, repeated = _candidates(logits, normaliser, must_end, beams, index,
+                                                       beam_size, vocab_size, eos_id)
     met, banks = _step_state(beams, cand_beams, tokens, index, eos_id)
     seqs = _write_position(_gather_beams(beams.alive_seqs, cand_beams), tokens, new_length)
     is_eos = tf.equal(tokens, eos_id)
@@ -349,9 +349,9 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
         negative = beams.constraints.negative
         banned = _banned(_windows(beams.alive_seqs, state.index, tf.shape(negative)[2]),
                          negative)
-        log_probs = _log_probs(logits, must_end, beam_size, eos_id, banned)
-        beams, cache_beams = _next_beams(beams, log_probs, state.index, beam_size, vocab_size,
-                                         alpha, eos_id)
+        logits, normaliser = _barred(logits, banned)
+        beams, cache_beams = _next_beams(beams, logits, normaliser, must_end, state.index,
+                                         beam_size, vocab_size, alpha, eos_id)
         done = _examples_done(beams, early_stopping)
         keep = tf.cast(tf.where(tf.logical_not(done))[:, 0], tf.int32)
         cache = _gather_flat_beams(cache, cache_beams, beam_size, keep)
