@@ -45,6 +45,7 @@ from t2t_lite.data.lines import without_line_end
 from t2t_lite.decoding.translate import clamp_to_limit
 from t2t_lite.errors import UserError
 from t2t_lite.ids import PAD_ID
+from t2t_lite.inference import constraints as constraints_lib
 from t2t_lite.inference import parallel_search, protected_spans, streaming
 from t2t_lite.model_dir import check
 
@@ -374,18 +375,31 @@ def output_postprocessor(problem_name):
     return problem.postprocess_output if problem else _unchanged
 
 
-def _protect(texts, results, kinds, stats):
+def _breaks_a_phrase(line, before, after):
+    """True when a repair took a positive phrase of constraint line `line` out of a
+    translation that held it."""
+    return any(not negative and any(a in before for a in alternatives)
+               and not any(a in after for a in alternatives)
+               for negative, alternatives in constraints_lib.split_line(line))
+
+
+def _protect(texts, results, kinds, stats, constraints):
     """results with every line's protected spans (protected_spans.py) kept exactly: each
     hypothesis goes through protected_spans.restore, which repairs what the search changed
     (on held-out format strings this scored higher BLEU than searching again with the lost
-    spans forced in: a span's subwords in context rarely match its own tokenization)."""
+    spans forced in: a span's subwords in context rarely match its own tokenization). A line
+    whose repair breaks one of its phrases counts as not meeting them."""
     for i, text in enumerate(texts):
         if not (results[i] and protected_spans.find_spans(text, kinds)):
             continue
         stats.protected += 1
         restored = [(protected_spans.restore(text, output, kinds), score)
                     for output, score in results[i]]
-        stats.protect_repaired += restored[0][0].changed
+        best = restored[0][0]
+        stats.protect_repaired += best.changed
+        if best.changed and constraints and _breaks_a_phrase(constraints[i], results[i][0][0],
+                                                             best.text):
+            stats.constraints_unmet += 1
         results[i] = [(fixed.text, score) for fixed, score in restored]
     return results
 
@@ -415,7 +429,7 @@ def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scor
                               parallel_searches=parallel_searches, splitting=splitting,
                               constraints=constraints)
     if protect:
-        results = _protect(texts, results, protect, stats)
+        results = _protect(texts, results, protect, stats, constraints)
     results = [[(postprocess(text, output), score) for output, score in hyps]
                for text, hyps in zip(texts, results)]
     outputs = [format_hypotheses(hyps, print_scores) for hyps in results]

@@ -86,3 +86,17 @@ def test_a_resume_identity_holds_the_constraints_and_the_glossary(tmp_path):
     assert before["constraints_sha256"] != after["constraints_sha256"]
     assert before["glossary_sha256"] != after["glossary_sha256"]
     assert _settings(DecodeOptions(model_dir="M"), "float32", "default")["glossary_sha256"] is None
+
+
+def test_a_span_repair_that_breaks_a_phrase_counts_the_line_as_unmet():
+    from t2t_lite.inference import batch_decode
+
+    stats = batch_decode.DecodeStats(constraints_unmet=0)
+    texts = ["arp: %s: unknown address family.", "%d files", "%d files"]
+    results = [[("arp: % unbekannte Adressfamilie.", -1.0)], [("%d Dateien", -1.0)],
+               [("Dateien", -1.0)]]
+    lines = ["unbekannte Adressfamilie.", "Dateien", "Dateien"]
+    fixed = batch_decode._protect(texts, results, frozenset({"printf"}), stats, lines)
+    assert "%s" in fixed[0][0][0] and "unbekannte Adressfamilie." not in fixed[0][0][0]
+    assert fixed[2][0][0] == "%d Dateien" or "%d" in fixed[2][0][0]
+    assert (stats.protected, stats.protect_repaired, stats.constraints_unmet) == (3, 2, 1)
