@@ -183,8 +183,9 @@ def _constraint_lines(options, source):
     if not options.constraints_file:
         return None
     if source.path is None:
-        raise UserError("--constraints_file needs --decode_from_file (or stdin redirected from "
-                        "a file): its lines are matched to the input's by number")
+        raise UserError("--constraints_file needs a regular file as the input (--decode_from_file"
+                        " or stdin redirected from a file; a pipe or device is read as a stream): "
+                        "its lines are matched to the input's by number")
     total = line_input.count_lines(source.path)
     return constraints.read_constraints_file(options.constraints_file, source.first_line,
                                              source.total_lines, total)
