@@ -13,12 +13,15 @@ with --decode_to_file re-run with the same command continues after its last fini
 Progress and a final summary (empty, truncated and invalid-UTF-8 line counts) go to stderr.
 """
 import dataclasses
+import os
+import stat
 import sys
 
 from absl import flags
 
 from t2t_lite import cli
 from t2t_lite.data import sentences
+from t2t_lite.errors import UserError
 from t2t_lite.file_decoding import DecodeOptions
 
 FLAGS = flags.FLAGS
@@ -96,13 +99,57 @@ flags.DEFINE_string("protect", DecodeOptions.protect,
 def main(argv):
     from t2t_lite.file_decoding import decode_file
 
+    # Checked before the first line is read: a summary that cannot be written would otherwise
+    # fail the run after all its work.
+    summary_path = _summary_path(FLAGS.summary_file) if FLAGS.summary_file else None
     stats = decode_file(DecodeOptions(**{field.name: FLAGS[field.name].value
                                          for field in dataclasses.fields(DecodeOptions)}))
     print(stats.summary(), file=sys.stderr)
-    if FLAGS.summary_file:
+    if summary_path:
         from t2t_lite import atomic
 
-        atomic.write_json(FLAGS.summary_file, stats.as_dict(), indent=1, sort_keys=True)
+        atomic.write_json(summary_path, stats.as_dict(), indent=1, sort_keys=True)
+
+
+def _summary_path(path):
+    """Where --summary_file's JSON goes (through a link to its target), or a UserError now when
+    it could not be written there at the end: its folder missing or not writable, a directory,
+    a stream (the summary replaces its file whole; it is on stderr too), or a file this run
+    reads or writes (the input, the translations)."""
+    from t2t_lite.inference import resume
+
+    flag = "--summary_file"
+    if resume.is_stream_path(path):
+        raise UserError(f"{flag} {path} is not a regular file: the summary replaces its file "
+                        "whole when the run ends (it is also printed on stderr); name a file")
+    target = os.path.realpath(path)
+    resume.check_output_path(target, flag)
+    folder = os.path.dirname(target)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UserError(f"{flag} {path}: folder {folder} is not writable")
+
+    def status(name=None, descriptor=None):
+        try:
+            return os.stat(name) if name else os.fstat(descriptor)
+        except (OSError, ValueError):
+            return None
+
+    output = FLAGS.decode_to_file
+    if output and os.path.realpath(output) == target:
+        raise UserError(f"{flag} {path} is also --decode_to_file; name another file")
+    others = [("the input --decode_from_file",
+               status(FLAGS.decode_from_file) if FLAGS.decode_from_file else None),
+              ("the input on stdin", None if FLAGS.decode_from_file else status(descriptor=0)),
+              ("the output --decode_to_file", status(output) if output else None),
+              ("the file on stdout", None if output else status(descriptor=1)),
+              ("the file on stderr", status(descriptor=2))]
+    summary = status(target)
+    for name, other in others:
+        if (summary and other and stat.S_ISREG(other.st_mode)
+                and (other.st_dev, other.st_ino) == (summary.st_dev, summary.st_ino)):
+            raise UserError(f"{flag} {path} is {name}: the summary would replace it; name "
+                            "another file")
+    return target
 
 
 def run():

@@ -77,17 +77,28 @@ def _sha256(paths):
 
 
 def model_identity(model_dir=None, checkpoint_path=None, export_dir=None, engine="tensorflow"):
-    """What identifies the model a resumed run must use: the file that holds its weights (a
-    checkpoint's index, an export's saved_model.pb, a CTranslate2 model.bin) with its size and
-    mtime, and a digest of the settings the model carries (configs.json; an export's graph,
-    which holds its metadata; a CTranslate2 folder's t2t_lite.json and config.json), so an
-    edited decode setting is caught too."""
-    if model_dir:
-        from t2t_lite.model_dir import checkpoint_reader, files
+    """What identifies the model a resumed run must use, and a digest of the settings that shape
+    its outputs, so an edited decode setting is caught too.
 
-        path = checkpoint_reader.resolve_checkpoint(model_dir, checkpoint_path) + ".index"
-        settings = [os.path.join(model_dir, files.CONFIGS)]
-    elif engine == "ctranslate2":
+    A model_dir's checkpoint (the one --checkpoint_path names, else the one the decoder would
+    load) is identified by its own files alone: its index's digest (the index holds each
+    tensor's checksum) and size, and its data files' total size; the settings are configs.json's
+    model and decode sections, run.json's vocabulary and the vocabulary's bytes. The model_dir
+    training on (new checkpoints, a longer --train_steps in configs.json's train section) or a
+    re-run that rewrote nothing leaves a pinned checkpoint's identity as it was. An export is
+    identified by its saved_model.pb (a CTranslate2 folder by its model.bin), size and mtime,
+    with a digest of its graph, which holds its metadata (a CTranslate2 folder's t2t_lite.json
+    and config.json)."""
+    if model_dir:
+        from t2t_lite.model_dir import checkpoint_reader
+
+        prefix = checkpoint_reader.resolve_checkpoint(model_dir, checkpoint_path)
+        try:
+            return _checkpoint_identity(model_dir, prefix)
+        except OSError as error:
+            raise UserError(f"cannot read the model at {error.filename or prefix} "
+                            f"({error.strerror})") from None
+    if engine == "ctranslate2":
         from t2t_lite.inference import ctranslate2_engine, saved_model
 
         ctranslate2_engine.read_settings(export_dir)  # not a CTranslate2 folder: said as such
@@ -107,6 +118,45 @@ def model_identity(model_dir=None, checkpoint_path=None, export_dir=None, engine
                         f"({error.strerror})") from None
     return {"path": os.path.abspath(path), "size": status.st_size, "mtime_ns": status.st_mtime_ns,
             "settings_sha256": digest}
+
+
+def _checkpoint_identity(model_dir, prefix):
+    """model_identity's answer for the checkpoint at `prefix` in `model_dir` (OSError when a file
+    cannot be read)."""
+    import glob
+
+    from t2t_lite.model_dir import files
+
+    index = prefix + ".index"
+    data = sorted(glob.glob(glob.escape(prefix) + ".data-*-of-*"))
+    settings = hashlib.sha256()
+    with open(os.path.join(model_dir, files.CONFIGS), "rb") as f:
+        configs = f.read()
+    try:
+        # Only what shapes a decode's output: the train section records run settings
+        # (--train_steps, ...) that a later run of the model_dir may change.
+        values = json.loads(configs)
+        configs = json.dumps({key: values[key] for key in ("model", "decode")},
+                             sort_keys=True).encode("utf-8")
+    except (ValueError, TypeError, KeyError):
+        pass  # not the trainer's configs.json: the loader says what is wrong with it
+    settings.update(configs)
+    # The vocabulary run.json names (loading the model checks run.json itself), and its bytes.
+    try:
+        with open(os.path.join(model_dir, files.RUN_INFO), "rb") as f:
+            info = json.loads(f.read())
+        vocab = {key: info.get(key) for key in ("vocab_file", "vocab_size")}
+    except (OSError, ValueError, AttributeError):
+        vocab = {}
+    settings.update(json.dumps(vocab, sort_keys=True).encode("utf-8"))
+    if isinstance(vocab.get("vocab_file"), str):
+        vocab_file = os.path.join(model_dir, os.path.basename(vocab["vocab_file"]))
+        if os.path.isfile(vocab_file):
+            settings.update(_sha256([vocab_file]).encode("ascii"))
+    return {"path": os.path.abspath(index), "size": os.stat(index).st_size,
+            "index_sha256": _sha256([index]),
+            "data_size": sum(os.stat(path).st_size for path in data),
+            "settings_sha256": settings.hexdigest()}
 
 
 def check_output_path(path, flag="--decode_to_file"):

@@ -9,7 +9,7 @@ import time
 import tensorflow as tf
 
 from t2t_lite.errors import UserError
-from t2t_lite.model_dir.checkpoint_reader import listed_paths, restore
+from t2t_lite.model_dir.checkpoint_reader import listed_paths, restore, step_number
 
 
 class CheckpointKeeper:
@@ -19,7 +19,7 @@ class CheckpointKeeper:
         self.manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=keep)
         self.minutes, self.steps = minutes, steps
         self._last_time = time.monotonic()
-        self._last_step = None
+        self._last_step = self._last_path = None  # the step and path last saved (or restored)
 
     def restore_latest(self):
         """Restores the newest listed checkpoint; returns its path (None when nothing is listed).
@@ -36,7 +36,16 @@ class CheckpointKeeper:
             raise UserError(f"cannot resume: {error}. Put the file back; or, to resume from an "
                             f"older checkpoint, delete {os.path.basename(path)}'s lines from "
                             f"{state} and name that one in its model_checkpoint_path") from None
+        self.saved_as(path)
         return path
+
+    def saved_as(self, path):
+        """Records that the checkpoint at `path` (restored, maybe from another folder) holds the
+        weights of its step: a save at that step writes nothing and returns `path`. So a run that
+        trains no step past a restored checkpoint (a finished command re-run, a signal before
+        the first step) leaves it as it was: rewritten, its files' times and training-time
+        counter would change, and a paused decode of that checkpoint would refuse to resume."""
+        self._last_step, self._last_path = step_number(path), path
 
     def due(self, step):
         if self.steps and step % self.steps == 0:
@@ -45,7 +54,7 @@ class CheckpointKeeper:
 
     def save(self, step):
         if step == self._last_step:
-            return self.manager.latest_checkpoint
+            return self._last_path
         path = self.manager.save(checkpoint_number=step)
-        self._last_time, self._last_step = time.monotonic(), step
+        self._last_time, self._last_step, self._last_path = time.monotonic(), step, path
         return path

@@ -13,12 +13,16 @@ Layout:
     M/ckpt-N.*          checkpoints (tf.train.CheckpointManager)
     M/.lock             held by the running trainer (fcntl), so a second trainer refuses
 
+Each of these files is written only when its content changes: a re-run with the same settings
+leaves them, times included, as they were.
+
 A model_dir is data: someone may send you one. Tools build the configs from configs.json's values;
 they never bind config.gin, whose `import` lines would run code on the reader's machine.
 run.json names the vocabulary by file name, never a path out of the model_dir.
 """
 import dataclasses
 import fcntl
+import filecmp
 import json
 import os
 
@@ -118,14 +122,38 @@ def write_run_info(model_dir, problem_name, hparams_set, gin_params, vocab_path,
                             f"{os.path.join(model_dir, CONFIGS)}); resume with the same "
                             "--hparams_set/--gin_param or use another --model_dir")
     vocab_copy = os.path.join(model_dir, info["vocab_file"])
-    if os.path.abspath(vocab_path) != os.path.abspath(vocab_copy):
+    if (os.path.abspath(vocab_path) != os.path.abspath(vocab_copy)
+            and not _same_bytes(vocab_path, vocab_copy)):
         atomic.copy_file(vocab_path, vocab_copy)
-    atomic.write_text(os.path.join(model_dir, CONFIG), config_text)
-    atomic.write_text(os.path.join(model_dir, CONFIGS), json.dumps(
+    write_if_changed(os.path.join(model_dir, CONFIG), config_text)
+    write_if_changed(os.path.join(model_dir, CONFIGS), json.dumps(
         {key: dataclasses.asdict(config) for key, config in zip(_CONFIG_KEYS, configs)},
         indent=2) + "\n")
-    atomic.write_text(existing_path, json.dumps(info, indent=2) + "\n")
+    write_if_changed(existing_path, json.dumps(info, indent=2) + "\n")
     return info
+
+
+def write_if_changed(path, text):
+    """Writes `text` to `path` (atomically) unless the file holds it already: a re-run that
+    changes no setting leaves the model_dir's files, their times included, as they were (a paused
+    decode checks the settings it was started with; rsync and make compare times)."""
+    data = text.encode("utf-8")
+    try:
+        with open(path, "rb") as f:
+            if f.read(len(data) + 1) == data:
+                return False
+    except OSError:
+        pass  # absent or unreadable: written (an unreadable one fails there, in one line)
+    atomic.write_text(path, text)
+    return True
+
+
+def _same_bytes(path, other):
+    """Whether two files hold the same bytes (False when either cannot be read)."""
+    try:
+        return filecmp.cmp(path, other, shallow=False)
+    except OSError:
+        return False
 
 
 def _same_model(old_values, config):
@@ -166,9 +194,8 @@ def _read_configs_json(model_dir):
 
 def write_operative_config(model_dir, configs=None):
     """gin's operative config; for a run given its `configs` (gin bound none), their values."""
-    atomic.write_text(os.path.join(model_dir, OPERATIVE_CONFIG),
-                      hparams.operative_config_text() if configs is None
-                      else configs_gin(configs))
+    write_if_changed(os.path.join(model_dir, OPERATIVE_CONFIG),
+                     hparams.operative_config_text() if configs is None else configs_gin(configs))
 
 
 def configs_where(model_dir):

@@ -289,6 +289,8 @@ def _build_and_train(options, problem, tokenizer, strategy, chief, model_config,
     restored = (keeper if chief else CheckpointKeeper(parts.checkpoint, options.model_dir,
                                                       keep=train_config.keep_checkpoints)
                 ).restore_latest()
+    if restored and not chief:
+        keeper.saved_as(restored)  # as the chief's keeper: no save at the restored step
     if not restored and warm_start:
         # The parent's model weights only: the optimizer, its iterations (the step) and
         # trained_seconds stay fresh, so the child runs its own schedule from step 0.
@@ -547,7 +549,21 @@ def _evaluation(options, problem, tokenizer, model, model_config, train_config, 
     return [Evaluation(evaluator, os.path.join(options.model_dir, "best"), when,
                        early_stopping_evals=options.early_stopping_evals,
                        history_dir=options.model_dir),
-            Summaries(os.path.join(options.model_dir, "train"))]
+            _Summaries(os.path.join(options.model_dir, "train"))]
+
+
+class _Summaries(Summaries):
+    """Summaries whose events file is created at the first write, not when the hook is made: a
+    run that trains no step (a finished command re-run) leaves no new file in the model_dir."""
+
+    def __init__(self, summary_dir):  # pylint: disable=super-init-not-called
+        self._summary_dir, self._writer = summary_dir, None
+
+    @property
+    def writer(self):
+        if self._writer is None:
+            self._writer = tf.summary.create_file_writer(self._summary_dir)
+        return self._writer
 
 
 def _estimate_flops(model_config, vocab_size, progress):
