@@ -95,7 +95,7 @@ ALLOWED = {
     "file_decoding.py": {
         "needs --engine=tensorflow": FLAG_PAIR,
         "must be >= 1, got": FLAG_VALUE,
-        "--constraints_file needs --decode_from_file": FLAG_PAIR,
+        "--constraints_file needs a regular file as the input": FLAG_PAIR,
     },
     "file_lock.py": {
         "its lock {} cannot be created": OS_ERROR,
