@@ -247,3 +247,51 @@ def test_a_caller_killed_outright_takes_its_child_with_it(parent):
         time.sleep(0.01)
     assert not _alive(child)
     assert not (folder / "saving").exists()
+
+
+@pytest.mark.slow
+def test_sigterm_to_table3_saves_the_rows_trainer_and_exits_with_its_status(tmp_path):
+    """Through the real CLI: the table's trainer child saves, both end, 143, one stderr line."""
+    from t2t_lite import problems
+
+    params = ["num_symbols=8", "max_length=8", "train_samples=2000", "eval_samples=24"]
+    tiny = ["ModelConfig.num_layers = 1", "ModelConfig.d_model = 16", "ModelConfig.d_ff = 32",
+            "ModelConfig.num_heads = 2", "ModelConfig.d_k = 8", "ModelConfig.d_v = 8",
+            "MAX_LENGTH = 24", "TrainConfig.batch_tokens = 512",
+            "TrainConfig.max_tokens_per_replica = 512", "TrainConfig.checkpoint_steps = 5",
+            "TrainConfig.checkpoint_minutes = 0.0", "TrainConfig.mixed_precision = 'float32'"]
+    data, out = tmp_path / "data", tmp_path / "out"
+    problems.build("algorithmic_copy", params).generate_data(str(data))
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # as a user's
+    table = subprocess.Popen(
+        [sys.executable, "-m", "t2t_lite.bin.table3", "--problem=algorithmic_copy",
+         *[f"--problem_param={p}" for p in params], f"--data_dir={data}", f"--out_dir={out}",
+         *[f"--gin_param={g}" for g in tiny], "--rows=base", "--scale=cpu",
+         "--train_steps=100000"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+        start_new_session=True)
+    try:
+        checkpoint = out / "base" / "model" / "checkpoint"
+        _wait_for(checkpoint.exists, "the row's first checkpoint", table, seconds=300)
+        trainers = [int(pid) for pid in os.listdir("/proc") if pid.isdigit() and _parent_of(
+            int(pid)) == table.pid]
+        table.send_signal(signal.SIGTERM)
+        out_text, err = table.communicate(timeout=300)
+    finally:
+        if table.poll() is None:
+            os.killpg(table.pid, signal.SIGKILL)
+            table.wait()
+    assert table.returncode == 143, (out_text[-2000:], err)
+    assert err.splitlines() == ["SIGTERM: passed to the child process "
+                                "(t2t_lite.training.trainer:train), which ended with status "
+                                "143; exiting with it"]
+    assert "[base] SIGTERM: saved " in out_text
+    assert trainers and not any(_alive(pid) for pid in trainers)
+
+
+def _parent_of(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
