@@ -464,7 +464,7 @@ class WorkFolder:
             if start_over:
                 self.remove()
             elif recorded.get("run") != identity:
-                difference = _difference(recorded.get("run"), identity)
+                difference = resume.first_difference(recorded.get("run"), identity)
                 raise UserError(f"{path} holds an unfinished run of another catalog, model or "
                                 f"setting ({difference}); re-run with --start_over to translate "
                                 "from the start")
@@ -494,17 +494,6 @@ def _read_marker(path):
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) and record.get("kind") == _WORK_KIND else None
-
-
-def _difference(recorded, current, prefix=""):
-    if isinstance(recorded, dict) and isinstance(current, dict):
-        for key in sorted(set(recorded) | set(current)):
-            found = _difference(recorded.get(key), current.get(key), f"{prefix}{key}.")
-            if found:
-                return found
-        return None
-    return None if recorded == current else \
-        f"{prefix.rstrip('.')} was {recorded!r}, now {current!r}"
 
 
 # ---- the model's language and problem ---------------------------------------------------------

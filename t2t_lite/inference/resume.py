@@ -54,11 +54,11 @@ def _encode(lines):
     return "".join(line + "\n" for line in lines).encode("utf-8")
 
 
-def _first_difference(recorded, current, prefix=""):
+def first_difference(recorded, current, prefix=""):
     """The first key path where two JSON-like values differ, with both values, or None."""
     if isinstance(recorded, dict) and isinstance(current, dict):
         for key in sorted(set(recorded) | set(current)):
-            found = _first_difference(recorded.get(key), current.get(key), f"{prefix}{key}.")
+            found = first_difference(recorded.get(key), current.get(key), f"{prefix}{key}.")
             if found:
                 return found
         return None
@@ -370,7 +370,7 @@ class ResumableOutput:
                             "and an input on a pipe cannot be recognised as that one; give it "
                             f"as the input file to resume, or re-run with {START_OVER_FLAG} to "
                             f"replace {self.path} from the start")
-        difference = _first_difference(record.get("run"), run_identity)
+        difference = first_difference(record.get("run"), run_identity)
         if difference:
             raise UserError(f"{self.progress_path} is from another run ({difference}); re-run "
                             f"with {START_OVER_FLAG} to translate from the start")
