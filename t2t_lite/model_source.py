@@ -52,12 +52,28 @@ def load(model_dir=None, export_dir=None, checkpoint_path=None, engine="tensorfl
 
 
 def _ctranslate2(model_dir, export_dir, checkpoint_path, beam_size, compute_type, searches):
-    from t2t_lite.export import ctranslate2_export
     from t2t_lite.inference import ctranslate2_engine
 
     folder, keep_alive = export_dir, None
     if model_dir:
-        folder, keep_alive = ctranslate2_export.export_temporary(model_dir, checkpoint_path)
+        folder, keep_alive = _converted(model_dir, checkpoint_path)
     return ctranslate2_engine.CTranslate2Translator(
         folder, compute_type=compute_type, beam_size=beam_size, keep_alive=keep_alive,
         searches=searches)
+
+
+def _converted(model_dir, checkpoint_path=None):
+    """A model_dir's checkpoint converted into a temporary CTranslate2 folder: (the model
+    folder, the TemporaryDirectory that removes it when dropped or at exit)."""
+    import os
+    import tempfile
+
+    from t2t_lite.export import exporters
+    from t2t_lite.inference.ctranslate2_engine import import_ctranslate2
+
+    import_ctranslate2()  # before the conversion imports it
+    keep_alive = tempfile.TemporaryDirectory(prefix="t2t_lite_ct2_")
+    folder = os.path.join(keep_alive.name, "model")
+    exporters.make_exporter("ctranslate2").export(model_dir, folder,
+                                                  checkpoint_path=checkpoint_path)
+    return folder, keep_alive

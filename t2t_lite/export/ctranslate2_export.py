@@ -236,16 +236,3 @@ def convert(model, tokens, output_dir, vocab_path=None, quantization=None, metad
     finally:
         shutil.rmtree(tmp_dir, ignore_errors=True)
     return output_dir
-
-
-def export_temporary(model_dir, checkpoint_path=None):
-    """Converts a model_dir's checkpoint into a temporary folder; returns (the model folder, the
-    TemporaryDirectory that removes it when dropped or at exit)."""
-    from t2t_lite.export import exporters
-
-    import_ctranslate2()  # before the conversion imports it
-    folder = tempfile.TemporaryDirectory(prefix="t2t_lite_ct2_")
-    output = os.path.join(folder.name, "model")
-    exporters.make_exporter("ctranslate2").export(model_dir, output,
-                                                  checkpoint_path=checkpoint_path)
-    return output, folder
