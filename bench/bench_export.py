@@ -22,7 +22,7 @@ harness.tensorflow_env()
 
 import tensorflow as tf  # noqa: E402
 
-from t2t_lite.export import exporter  # noqa: E402
+from t2t_lite.export import saved_model_versions  # noqa: E402
 from t2t_lite.inference import batch_decode, translation_module  # noqa: E402
 
 
@@ -67,7 +67,7 @@ def run(args, root):
     sorted_batches(module)(texts[:8])  # trace once
     results = {"checkpoint": timed(sorted_batches(module), texts)}
 
-    loaded = tf.saved_model.load(exporter.save(module, os.path.join(root, "export")))
+    loaded = tf.saved_model.load(saved_model_versions.save(module, os.path.join(root, "export")))
     sorted_batches(loaded)(texts[:8])
     results["savedmodel"] = timed(sorted_batches(loaded), texts)
     lengths = [len(t.split()) for t in texts]

@@ -132,7 +132,7 @@ def measure(args):
 
     from t2t_lite import cpu, hparams
     from t2t_lite.data import tokenizers
-    from t2t_lite.export import exporter
+    from t2t_lite.export import saved_model_versions
     from t2t_lite.inference import batch_decode, parallel_search, translation_module
 
     # t2t-lite-decoder's threads: set before TensorFlow's first op, or in a fresh process.
@@ -184,7 +184,7 @@ def measure(args):
     if "checkpoint" in engines:
         runs["t2t_lite checkpoint"] = tf_engine(module)
     if "savedmodel" in engines:
-        version_dir = exporter.save(module, os.path.join(root, "export"))
+        version_dir = saved_model_versions.save(module, os.path.join(root, "export"))
         runs["t2t_lite SavedModel"] = tf_engine(tf.saved_model.load(version_dir))
     if "checkpoint_bf16" in engines:
         if harness.bf16_units():

@@ -90,7 +90,7 @@ ALLOWED = {
         "exists and is not an empty directory": SAYS_FIX,
         "cannot convert to CTranslate2: {}": "the converter's own reason is in the line",
     },
-    "export/exporter.py": {"exists and is not a directory": SAYS_FIX},
+    "export/saved_model_versions.py": {"exists and is not a directory": SAYS_FIX},
     "export/exporters.py": {"unknown export format": "the line lists the known formats"},
     "file_decoding.py": {
         "needs --engine=tensorflow": FLAG_PAIR,

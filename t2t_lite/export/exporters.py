@@ -47,7 +47,7 @@ class Exporter:
 
 @register_exporter("savedmodel")
 class SavedModelExporter(Exporter):
-    """A versioned text-in/text-out SavedModel E/<n>/ (export/exporter.py), for TF Serving.
+    """A versioned text-in/text-out SavedModel E/<n>/ (export/saved_model_versions.py), for TF Serving.
 
     precision: the exported beam search's, "float32" (default) or the opt-in "bfloat16"."""
 
@@ -56,13 +56,13 @@ class SavedModelExporter(Exporter):
 
     def export(self, model_dir, export_dir, checkpoint_path=None, beam_size=None, alpha=None,
                extra_length=None):
-        from t2t_lite.export import exporter
+        from t2t_lite.export import saved_model_versions
         from t2t_lite.inference import translation_module
 
         module = translation_module.from_model_dir(model_dir, checkpoint_path, beam_size=beam_size,
                                            alpha=alpha, extra_length=extra_length,
                                            precision=self.precision)
-        return exporter.save(module, export_dir)
+        return saved_model_versions.save(module, export_dir)
 
 
 @register_exporter("ctranslate2")

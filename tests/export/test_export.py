@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.errors import UserError
-from t2t_lite.export import exporter, exporters
+from t2t_lite.export import exporters, saved_model_versions
 from t2t_lite.inference import saved_model
 from t2t_lite.inference import batch_decode
 from t2t_lite.model_dir import loaded
@@ -74,6 +74,10 @@ result = {
                            for k, v in sig["attention"](inputs=strings(sources[:1]),
                                                         targets=strings(targets[:1])).items()
                            if v.dtype == tf.float32],
+    "unconstrained": out(sig["translate_constrained"](
+        inputs=strings(sources), constraints=strings([""] * len(sources)))),
+    "constrained_empty_batch": {k: list(v.shape) for k, v in sig["translate_constrained"](
+        inputs=tf.zeros([0], tf.string), constraints=tf.zeros([0], tf.string)).items()},
     "describe": json.loads(loaded.describe().numpy().decode()),
     "session": session_serving_default(version_dir, sources),
     "blocked_modules_loaded": sorted(m for m in sys.modules
@@ -117,8 +121,8 @@ def test_version_folders(tmp_path):
         (tmp_path / name).mkdir()
     (tmp_path / "7").write_text("a file, not a version")
     assert saved_model.versions(str(tmp_path)) == [1, 3]
-    assert exporter.next_version(str(tmp_path)) == 4
-    assert exporter.next_version(str(tmp_path / "missing")) == 1
+    assert saved_model_versions.next_version(str(tmp_path)) == 4
+    assert saved_model_versions.next_version(str(tmp_path / "missing")) == 1
     assert saved_model.latest_version_dir(str(tmp_path)) == str(tmp_path / "3")
     with pytest.raises(UserError, match="no SavedModel"):
         saved_model.latest_version_dir(str(tmp_path / "notaversion"))
@@ -130,7 +134,8 @@ def test_export_layout(export_version_dir):
     assert sorted(os.listdir(export_dir)) == ["1"]  # no temporary folder left behind
     assert os.path.isfile(os.path.join(export_version_dir, "saved_model.pb"))
     assert os.listdir(os.path.join(export_version_dir, "assets")) == ["vocab.spm.model"]
-    with open(os.path.join(export_version_dir, exporter.METADATA_FILE), encoding="utf-8") as f:
+    with open(os.path.join(export_version_dir, saved_model_versions.METADATA_FILE),
+              encoding="utf-8") as f:
         metadata = json.load(f)
     assert metadata["problem"] == "translate_export_test"
     assert metadata["hparams_set"] == "tiny"
@@ -142,8 +147,17 @@ def test_export_layout(export_version_dir):
 def test_loads_without_t2t_lite(fresh):
     assert fresh["blocked_modules_loaded"] == []
     assert fresh["signatures"] == ["attention", "nbest", "score", "serving_default",
-                                   "tokenize", "translate_ids", "translate_with_settings"]
+                                   "tokenize", "translate_constrained", "translate_ids",
+                                   "translate_with_settings"]
     assert fresh["describe"]["beam_size"] == 2
+
+
+@pytest.mark.slow
+def test_constrained_signature_without_constraints_is_serving_default(fresh):
+    assert fresh["unconstrained"]["outputs"] == fresh["serving_default"]["outputs"]
+    assert fresh["unconstrained"]["scores"] == fresh["serving_default"]["scores"]
+    assert fresh["unconstrained"]["unmet"] == [0] * len(fresh["serving_default"]["outputs"])
+    assert fresh["constrained_empty_batch"] == {"outputs": [0], "scores": [0], "unmet": [0]}
 
 
 @pytest.mark.slow
@@ -229,7 +243,7 @@ def test_saved_model_cli_show(export_version_dir):
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = proc.stdout
     for name in ("serving_default", "nbest", "score", "attention", "translate_with_settings",
-                 "tokenize", "translate_ids"):
+                 "tokenize", "translate_ids", "translate_constrained"):
         assert f"signature_def['{name}']" in text
     assert "inputs['inputs'] tensor_info:\n        dtype: DT_STRING\n        shape: (-1)" in text
     assert "outputs['outputs'] tensor_info:\n        dtype: DT_STRING" in text
