@@ -114,7 +114,10 @@ class TranslationModule(tf.Module):
         metadata.update(beam_size=self.beam_size, alpha=self.default_alpha,
                         vocab_size=int(model.vocab_size),
                         extra_length=self.default_extra_length, max_length=self.max_length,
-                        max_source_tokens=self.max_length - 1)
+                        max_source_tokens=self.max_length - 1,
+                        # The widths a batch's search memory follows (batch_decode.search_budget).
+                        num_layers=int(model.config.num_layers), d_model=int(model.config.d_model),
+                        num_heads=int(model.config.num_heads))
         self._settings = _Untracked(metadata)  # untracked: tf.Module would wrap a dict
         # Python attributes are lost in a SavedModel; the constant describe() returns survives.
         self.metadata_json = json.dumps(metadata, sort_keys=True, indent=2)

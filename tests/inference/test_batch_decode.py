@@ -94,3 +94,191 @@ def test_a_long_line_is_translated_sentence_by_sentence(model_dir):
     assert batch_decode.translate_texts(module, texts, 0.6, 6, nbest=2,
                                         splitting=splitting) == (
         batch_decode.translate_texts(module, texts, 0.6, 6, nbest=2))
+
+
+# ---- the search's memory budget (search_budget) --------------------------------------------------
+def _old_fits(batch_tokens, beam_size, vocab_size, extra_length, max_length):
+    """The budget before bytes were counted: logits and beam steps, each within its share."""
+    def fits(rows, width):
+        beams = rows * beam_size
+        steps = max(1, min(width + extra_length, max_length))
+        return beams * vocab_size <= batch_tokens * (1 << 16) and beams * steps <= batch_tokens * 64
+    return fits
+
+
+# The demo's model (gin/small.gin, its 8,000-token vocabulary) and decode (beam 4, extra 50).
+DEMO = dict(beam_size=4, vocab_size=8000, extra_length=50, max_length=128)
+DEMO_DIMS = dict(num_layers=3, d_model=256, num_heads=4)
+# Token counts of the demo's test split (562 gettext messages: {tokens: lines}).
+DEMO_TEST_LENGTHS = {
+    1: 9, 2: 17, 3: 21, 4: 43, 5: 53, 6: 50, 7: 52, 8: 61, 9: 46, 10: 37, 11: 37, 12: 29, 13: 17,
+    14: 12, 15: 11, 16: 9, 17: 7, 18: 8, 19: 6, 20: 6, 21: 7, 22: 2, 24: 1, 25: 2, 27: 4, 28: 1,
+    30: 1, 31: 2, 32: 1, 36: 2, 37: 1, 38: 2, 57: 1, 59: 1, 70: 1, 87: 1, 110: 1}
+
+
+def _demo_plans(lengths, batch_tokens=4096):
+    new = batch_decode.search_budget(batch_tokens, **DEMO, **DEMO_DIMS)
+    old = _old_fits(batch_tokens, *DEMO.values())
+    return (batch_decode.plan_batches(lengths, batch_tokens, fits=new),
+            batch_decode.plan_batches(lengths, batch_tokens, fits=old))
+
+
+def test_the_demos_batches_are_as_before_at_the_default_batch_tokens():
+    import random
+
+    rng = random.Random(7)
+    realistic = [n for n, count in DEMO_TEST_LENGTHS.items() for _ in range(count)]
+    rng.shuffle(realistic)
+    for lengths in (realistic, realistic * 8, [1] * 3000, [3] * 3000, [127] * 50,
+                    [rng.randint(1, 127) for _ in range(5000)]):
+        new, old = _demo_plans(lengths)
+        assert new == old
+    # At every width and the rows the source budget allows, the demo's step holds < 2 GiB.
+    budget = batch_decode.search_budget(4096, **DEMO, **DEMO_DIMS)
+    for width in range(2, 129):
+        rows = min(1024, 4096 // width)
+        assert budget(rows, width)
+        assert sum(budget.search_bytes(rows, width).values()) < 1.6 * 2 ** 30
+        budget.check_line(width)
+
+
+def test_the_byte_formula():
+    budget = batch_decode.search_budget(4096, **DEMO, **DEMO_DIMS)
+    rows, width = 10, 21  # 20 tokens and EOS: a decode of 71 steps
+    beams, steps = 40, 71
+    assert budget.search_bytes(rows, width) == {
+        "logits": 2 * beams * 8000 * 4,
+        "cache": (beams * steps + rows * width) * 3 * 2 * 256 * 4,
+        "attention": (beams * 4 * (steps + width) + rows * 4 * width * width) * 4}
+    assert budget.limit == 4096 * batch_decode.SEARCH_BYTES_PER_TOKEN == 2 * 2 ** 30
+
+
+# The issue's export: each setting within its bound, the product not.
+HUGE_VOCABULARY = dict(beam_size=1024, vocab_size=1 << 22, extra_length=50, max_length=1024)
+
+
+def test_a_beam_over_a_huge_vocabulary_is_refused_naming_the_beam():
+    from t2t_lite.errors import UserError
+    from t2t_lite.model_dir import check
+
+    check.check_bounds({name: value for name, value in HUGE_VOCABULARY.items()
+                        if name != "extra_length"}, "the export")
+    check.check_beam_steps(1024, 1024, "the export")
+    budget = batch_decode.search_budget(4096, **HUGE_VOCABULARY, num_layers=1, d_model=2,
+                                        num_heads=1)
+    assert budget.search_bytes(1, 2)["logits"] == 2 * 16 * 2 ** 30
+    assert not budget(1, 2)
+    with pytest.raises(UserError) as error:
+        budget.check_line(2)
+    message = str(error.value)
+    assert message.startswith("--beam_size=1024 with a 4,194,304-token vocabulary needs 16.0 GiB "
+                              "of logits per search step for one line")
+    assert "more than the 2.0 GiB --batch_tokens=4096 allows one line" in message
+    assert message.endswith("lower --beam_size, or raise --batch_tokens")
+    assert "\n" not in message
+    # plan_batches refuses it before any batch, even a row that would run alone.
+    with pytest.raises(UserError, match="lower --beam_size"):
+        batch_decode.plan_batches([1, 1, 5], 4096, fits=budget)
+    # Beam 1 over the same vocabulary fits (32 MiB of logits).
+    small = batch_decode.search_budget(4096, **dict(HUGE_VOCABULARY, beam_size=1),
+                                       num_layers=1, d_model=2, num_heads=1)
+    small.check_line(1024)
+    assert batch_decode.plan_batches([1, 1, 5], 4096, fits=small) == [[2, 0, 1]]
+
+
+def test_a_long_decode_on_a_wide_model_is_refused_naming_the_cache():
+    from t2t_lite.errors import UserError
+
+    budget = batch_decode.search_budget(4096, beam_size=64, vocab_size=32000, extra_length=1024,
+                                        max_length=2048, num_layers=24, d_model=4096,
+                                        num_heads=32)
+    with pytest.raises(UserError, match=r"^--beam_size=64 on a 100-token line decoding up to "
+                                        r"1,125 tokens with 24 layers of d_model 4096 needs "
+                                        r"[\d.,]+ GiB of decode cache .* lower --beam_size or "
+                                        r"--extra_length, or raise --batch_tokens$"):
+        budget.check_line(101)
+
+
+def test_a_small_batch_tokens_does_not_refuse_what_the_default_decodes():
+    base = dict(beam_size=4, vocab_size=37000, extra_length=50, max_length=256, num_layers=6,
+                d_model=512, num_heads=8)
+    budget = batch_decode.search_budget(1, **base)
+    budget.check_line(256)  # the longest line, alone
+    assert batch_decode.plan_batches([255, 3, 3], 1, fits=budget) == [[0], [1], [2]]
+    # --batch_tokens past the default raises what one line may hold.
+    assert batch_decode.search_budget(8192, **base).line_limit == 4 * 2 ** 30
+
+
+def test_model_dims_come_from_the_settings_or_their_model_config():
+    assert batch_decode.model_dims({"num_layers": 3, "d_model": 256, "num_heads": 4}) == DEMO_DIMS
+    assert batch_decode.model_dims({"model_config": dict(DEMO_DIMS, d_ff=1024)}) == DEMO_DIMS
+    assert batch_decode.model_dims({"model_config": "?", "d_model": True}) == {}
+
+
+class _HugeVocabularyTranslator:
+    """The issue's export as the decoder sees it: its settings, a tokenizer, and a search that
+    must never run."""
+
+    settings = dict(HUGE_VOCABULARY, alpha=0.6, max_source_tokens=1023, num_layers=1, d_model=2,
+                    num_heads=1)
+
+    def __init__(self):
+        self.searches = 0
+
+    def tokenize(self, texts):
+        counts = [len(t.split()) for t in texts.numpy()]
+        ids = [[5] * c + [1] + [0] * (max(counts) - c) for c in counts]
+        return {"ids": tf.constant(ids, tf.int32), "token_counts": tf.constant(counts, tf.int32)}
+
+    def translate_ids(self, *args):
+        self.searches += 1
+        raise AssertionError("searched")
+
+
+def test_the_decoder_refuses_an_over_budget_line_before_searching():
+    from t2t_lite.errors import UserError
+
+    translator = _HugeVocabularyTranslator()
+    with pytest.raises(UserError, match=r"^--beam_size=1024 with a 4,194,304-token vocabulary "
+                                        r"needs 16.0 GiB of logits per search step"):
+        batch_decode.decode_lines(translator, [b"a b c", b"d"], alpha=0.6, extra_length=50,
+                                  postprocess=lambda source, output: output)
+    assert translator.searches == 0
+
+
+@pytest.mark.slow
+def test_an_absurd_beam_on_the_tiny_model_is_one_error_line(model_dir, tmp_path):
+    """Through the decoder CLI, with the byte budget scaled down (the tiny model cannot reach
+    the real one): --beam_size=1024 is refused in one line naming it, nothing is written;
+    its own beam decodes within the same budget."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = ("import sys; from t2t_lite.inference import batch_decode; "
+            "batch_decode.SEARCH_BYTES_PER_TOKEN = 1 << 10; "
+            "from t2t_lite.bin import decoder; sys.argv[0] = 't2t-lite-decoder'; decoder.run()")
+    out = tmp_path / "out.txt"
+
+    def decoder(*args):
+        return subprocess.run([sys.executable, "-c", code, f"--model_dir={model_dir}",
+                               f"--decode_to_file={out}", *args], input=b"the house\nthe dog\n",
+                              capture_output=True, cwd=REPO, timeout=300,
+                              env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+
+    result = decoder("--beam_size=1024")
+    stderr = result.stderr.decode()
+    assert result.returncode == 1, stderr[-2000:]
+    assert "Traceback" not in stderr, stderr[-2000:]
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors == stderr.strip().splitlines()[-1:], stderr[-2000:]
+    assert re.match(r"error: --beam_size=1024 on a \d+-token line decoding up to \d+ tokens "
+                    r"with 2 layers of d_model 32 needs [\d.]+ MiB of decode cache", errors[0])
+    assert "lower --beam_size or --extra_length, or raise --batch_tokens" in errors[0]
+    assert not out.exists() or out.read_bytes() == b""
+    result = decoder("--beam_size=2")
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    assert len(out.read_bytes().splitlines()) == 2
