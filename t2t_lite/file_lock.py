@@ -1,26 +1,49 @@
-"""One writer per file: an exclusive lock file beside what is written, released on exit.
+"""One writer per file: an exclusive lock file beside what is written.
 
-The lock is an fcntl.flock on the lock file, which the OS drops when its holder exits, even
-after kill -9. The file records its holder (pid, host, start time): that names the holder in
-the message a second writer gets, and decides whether a lock file nobody flocks is stale. It is
-taken over only when its holder is provably gone: nobody flocks it and it names this host
-(where flock is unavailable, its pid must no longer run). A holder on another host cannot be
-checked from here (a shared file system may not pass flocks on), so its lock is left for the
-user to remove. A file at the lock's path that is not such a record is someone else's and is
-never touched.
+The lock file records its holder (pid, host, start time), written and fsync'd when the lock is
+taken; the record names the holder in the message a second writer gets. How a lock holds depends
+on what the file system's flock can prove:
+
+- flock works and is seen by every machine that can reach the file (a local file system; NFS
+  with its locks passed to the server): the lock is an fcntl.flock on the file, which the OS drops
+  when its holder exits, even after kill -9. So a lock file that nobody flocks is stale whatever
+  it holds: a record naming another host (a pod's hostname changes on every restart), an empty
+  file, or the NUL bytes a power loss can leave. It is taken over, with one line on stderr.
+- flock fails (ENOLCK, EOPNOTSUPP, ENOSYS), or its locks stay on one machine (NFS mounted
+  `nolock` or `local_lock=all|flock`, SMB/CIFS, FUSE, 9p, ...): the lock file's existence is the
+  lock. It is created with O_CREAT|O_EXCL, so of two runs started together one creates it and
+  the other finds it. Such a lock is stale only when it names this host and its holder is gone:
+  its pid no longer runs, or, where flock works on this machine, nobody here flocks it. One
+  naming another host cannot be checked from here and is left for the user to remove; so is an
+  empty one (a run may be creating it). A stale lock is renamed away before it is replaced, so
+  of two runs taking it over at once only one wins.
+
+A file at the lock's path that is not such a record is someone else's and is never touched.
 """
 import datetime
 import errno
 import fcntl
 import json
 import os
+import re
 import socket
 import sys
+import time
 
 from t2t_lite.errors import UserError
 
 LOCK_SUFFIX = ".lock"
 _KIND = "t2t_lite lock"
+_NO_FLOCK = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS)
+_TRIES = 8
+_EMPTY = "empty"  # _take's answer for an empty record it cannot judge yet
+
+# Where the mounts are listed (a test points it at a file of its own).
+MOUNTINFO = "/proc/self/mountinfo"
+# File systems whose flocks other machines may not see (NFS is judged by its mount options).
+_SHARED_WITHOUT_SHARED_FLOCK = frozenset({
+    "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre", "beegfs", "ncpfs",
+    "coda", "fuse"})
 
 
 def _alive(pid):
@@ -42,8 +65,9 @@ def _read(descriptor):
 
 
 def _parse(data):
-    """The holder record of a lock file's bytes; {} for an empty file; None if it is not one."""
-    if not data.strip():
+    """The holder record of a lock file's bytes; {} for an empty or NUL-filled file (never
+    written, or its record lost in a power cut); None if it is not a t2t_lite lock."""
+    if not data.strip(b"\0 \t\r\n"):
         return {}
     try:
         record = json.loads(data)
@@ -58,89 +82,214 @@ def _parse(data):
 def _holder(record):
     if not record:
         return "another process"
+    if record.get("host") is None:  # a record without a host: an old trainer's "pid N"
+        return f"pid {record['pid']}"
     return f"pid {record['pid']} on host {record['host']} since {record.get('started', '?')}"
+
+
+def _unescape(field):
+    return re.sub(r"\\([0-7]{3})", lambda match: chr(int(match.group(1), 8)), field)
+
+
+def mount_of(path, mountinfo):
+    """(file system type, its options) of the mount holding `path` (absolute, links resolved),
+    from the text of /proc/self/mountinfo; None when no mount holds it."""
+    found, longest = None, -1
+    for line in mountinfo.splitlines():
+        left, separator, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if not separator or len(fields) < 5 or not tail:
+            continue
+        mount = _unescape(fields[4])
+        inside = (mount == "/" or path == mount
+                  or path.startswith(mount.rstrip("/") + "/"))
+        if inside and len(mount) >= longest:  # the longest; of equals, the last mounted
+            found, longest = (tail[0], tail[2] if len(tail) > 2 else ""), len(mount)
+    return found
+
+
+def flock_is_shared(fstype, options):
+    """Whether a flock on this file system is seen by every machine that can reach the file."""
+    if fstype in ("nfs", "nfs4"):
+        options = options.split(",")
+        return not ("nolock" in options or "local_lock=all" in options
+                    or "local_lock=flock" in options)
+    return fstype.split(".")[0] not in _SHARED_WITHOUT_SHARED_FLOCK
+
+
+def _flock_proves_gone(path):
+    """Whether a free flock on `path` proves that its holder, on whatever host, has exited."""
+    try:
+        with open(MOUNTINFO, encoding="utf-8", errors="replace") as f:
+            mountinfo = f.read()
+    except OSError:
+        return False  # unknown: keep to what this host can check
+    mount = mount_of(os.path.realpath(os.path.dirname(os.path.abspath(path))), mountinfo)
+    return mount is not None and flock_is_shared(*mount)
 
 
 class FileLock:
     """Exclusive lock file `path`; `what` names what it guards in messages ("--decode_to_file
-    out.de"). acquire() raises UserError when another live writer holds it."""
+    out.de"). acquire() raises UserError when another live writer holds it. release() removes
+    the file, unless the class keeps it (_keep) where flock proves its holders gone."""
+
+    _keep = False
 
     def __init__(self, path, what):
         self.path, self.what = path, what
         self._descriptor = None
+        self._flock_proves = False
 
     def acquire(self):
-        for _ in range(8):  # a holder that removes its file between our open and flock: retry
+        empty = False
+        for attempt in range(_TRIES):
+            if empty:  # the run creating it writes its record next
+                time.sleep(0.02 * attempt)
+            created = True
             try:
-                descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                created = False
+                try:
+                    descriptor = os.open(self.path, os.O_RDWR)
+                except FileNotFoundError:  # its holder removed it meanwhile: again
+                    continue
+                except OSError as error:
+                    raise self._cannot_create(error) from None
             except OSError as error:
-                raise UserError(f"cannot write {self.what}: its lock {self.path} cannot be "
-                                f"created ({error.strerror})") from None
+                raise self._cannot_create(error) from None
             try:
-                if self._take(descriptor):
-                    self._descriptor = descriptor
-                    return self
+                taken = self._take(descriptor, created)
             except BaseException:
                 os.close(descriptor)
                 raise
+            if taken is True:
+                self._descriptor = descriptor
+                return self
             os.close(descriptor)
-        raise UserError(f"{self.path}: cannot take the lock (it keeps changing); is another "
-                        f"run starting on {self.what}?")
+            empty = taken == _EMPTY
+        if empty:
+            raise UserError(f"{self.path} is empty, and on this file system it cannot show "
+                            f"whether a run is starting; if no run is writing {self.what}, "
+                            f"remove it")
+        raise self._keeps_changing()
 
-    def _take(self, descriptor):
-        """True when `descriptor` is now this process's lock on the file at self.path."""
-        flocked = True
+    def _cannot_create(self, error):
+        return UserError(f"cannot write {self.what}: its lock {self.path} cannot be "
+                         f"created ({error.strerror})")
+
+    def _keeps_changing(self):
+        return UserError(f"{self.path}: cannot take the lock (it keeps changing); is another "
+                         f"run starting on {self.what}?")
+
+    def _busy(self, record):
+        """The error for a live holder (`record` may be {}: unknown)."""
+        return UserError(f"{self.what} is being written by another run ({_holder(record)}); "
+                         f"wait for it or stop it (its lock: {self.path})")
+
+    def _parse(self, data):
+        return _parse(data)
+
+    def _take(self, descriptor, created):
+        """True when `descriptor` is now this process's lock on the file at self.path; False to
+        try again; _EMPTY for an empty record that may still be being written."""
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            flocked = True
         except BlockingIOError:
-            raise UserError(f"{self.what} is being written by another run "
-                            f"({_holder(_parse(_read(descriptor)))}); wait for it or stop it "
-                            f"(its lock: {self.path})") from None
+            raise self._busy(self._parse(_read(descriptor)) or {}) from None
         except OSError as error:
-            if error.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
+            if error.errno not in _NO_FLOCK:
                 raise
-            flocked = False  # a file system without flock: the record alone decides
+            flocked = False  # a file system without flock: O_EXCL and the record decide
+        self._flock_proves = flocked and _flock_proves_gone(self.path)
         try:
-            if os.fstat(descriptor).st_ino != os.stat(self.path).st_ino:
-                return False
+            mine, there = os.fstat(descriptor), os.stat(self.path)
         except FileNotFoundError:
             return False
-        record = _parse(_read(descriptor))
-        if record is None:
-            raise UserError(f"{self.path} exists and is not a t2t_lite lock; move it away to "
-                            f"write {self.what}")
-        if record:
-            self._check_stale(record, flocked)
-        os.ftruncate(descriptor, 0)
-        os.lseek(descriptor, 0, os.SEEK_SET)
-        os.write(descriptor, json.dumps({
-            "kind": _KIND, "pid": os.getpid(), "host": socket.gethostname(),
-            "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        }).encode() + b"\n")
+        if (mine.st_dev, mine.st_ino) != (there.st_dev, there.st_ino):
+            return False
+        if not created:
+            record = self._parse(_read(descriptor))
+            if record is None:
+                raise UserError(f"{self.path} exists and is not a t2t_lite lock; move it away "
+                                f"to write {self.what}")
+            if not record and not self._flock_proves:
+                return _EMPTY
+            if record:
+                self._check_stale(record, flocked)
+            if not self._flock_proves:  # the file is the lock: replace it, exclusively
+                return self._move_aside(descriptor, record)
+            self._taking_over(record)
+        self._write(descriptor)
         return True
 
     def _check_stale(self, record, flocked):
-        """UserError unless the recorded holder is provably gone; says so when taking over."""
-        pid, host = record["pid"], record["host"]
-        if host != socket.gethostname():
+        """UserError unless the recorded holder is provably gone."""
+        if self._flock_proves or record.get("host") is None:
+            # Nobody flocks it: its holder has exited, whatever host or pid it names (pids are
+            # reused, in containers soon). A record without a host is an old trainer's, which
+            # only ever ran under flock.
+            return
+        if record["host"] != socket.gethostname():
             raise UserError(f"{self.what} has a lock from {_holder(record)}, another machine "
                             f"that cannot be checked from here; if that run has ended, remove "
                             f"{self.path}")
-        # Where flock works, a free lock means its holder has exited, whatever runs under its
-        # pid now (pids are reused, in containers soon); the pid decides only without flock.
-        if not flocked and pid != os.getpid() and _alive(pid):
-            raise UserError(f"{self.what} is being written by another run ({_holder(record)}); "
-                            f"wait for it or stop it (its lock: {self.path})")
-        print(f"taking over the lock {self.path} of a run that has ended ({_holder(record)})",
+        if not flocked and record["pid"] != os.getpid() and _alive(record["pid"]):
+            raise self._busy(record)
+
+    def _taking_over(self, record):
+        if self._keep and self._flock_proves:
+            return  # a kept lock file is the normal state between runs
+        holder = _holder(record) if record else "its record is empty: never written, or lost"
+        print(f"taking over the lock {self.path} of a run that has ended ({holder})",
               file=sys.stderr, flush=True)
 
+    def _move_aside(self, descriptor, record):
+        """Removes the stale lock file open at `descriptor` by renaming it to a name of this
+        process's first, so that of two runs taking it over only one removes it; False (the
+        caller creates the lock afresh)."""
+        aside = f"{self.path}.stale.{socket.gethostname()}.{os.getpid()}"
+        try:
+            os.rename(self.path, aside)
+        except FileNotFoundError:  # another run moved it first
+            return False
+        mine, moved = os.fstat(descriptor), os.stat(aside)
+        if (mine.st_dev, mine.st_ino) == (moved.st_dev, moved.st_ino):
+            os.remove(aside)
+            self._taking_over(record)
+            return False
+        try:  # the lock another run has just created: put it back
+            os.link(aside, self.path)
+        except FileExistsError:
+            os.remove(aside)
+            raise self._keeps_changing() from None
+        except OSError:  # no hard links here
+            os.rename(aside, self.path)
+            return False
+        os.remove(aside)
+        return False
+
+    def _write(self, descriptor):
+        data = json.dumps({
+            "kind": _KIND, "pid": os.getpid(), "host": socket.gethostname(),
+            "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        }).encode() + b"\n"
+        os.ftruncate(descriptor, 0)
+        os.lseek(descriptor, 0, os.SEEK_SET)
+        while data:
+            data = data[os.write(descriptor, data):]
+        os.fsync(descriptor)  # never a lock file of NUL bytes after a power cut
+
     def release(self):
-        """Removes the lock file (while still holding it, so nobody takes a file about to go)."""
+        """Closes the lock; removes its file first (while still holding it, so nobody takes a
+        file about to go) unless it is kept."""
         if self._descriptor is None:
             return
         try:
-            if os.stat(self.path).st_ino == os.fstat(self._descriptor).st_ino:
-                os.remove(self.path)
+            if not (self._keep and self._flock_proves):
+                if os.stat(self.path).st_ino == os.fstat(self._descriptor).st_ino:
+                    os.remove(self.path)
         except FileNotFoundError:
             pass
         finally:

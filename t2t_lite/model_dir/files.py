@@ -11,7 +11,7 @@ Layout:
                         configs' values again for a run given its configs
     M/<vocabulary file> a copy of the problem's vocabulary
     M/ckpt-N.*          checkpoints (tf.train.CheckpointManager)
-    M/.lock             held by the running trainer (fcntl), so a second trainer refuses
+    M/.lock             held by the running trainer (file_lock.py), so a second trainer refuses
 
 Each of these files is written only when its content changes: a re-run with the same settings
 leaves them, times included, as they were.
@@ -21,12 +21,12 @@ they never bind config.gin, whose `import` lines would run code on the reader's 
 run.json names the vocabulary by file name, never a path out of the model_dir.
 """
 import dataclasses
-import fcntl
 import filecmp
 import json
 import os
+import re
 
-from t2t_lite import atomic, hparams, registry
+from t2t_lite import atomic, file_lock, hparams, registry
 from t2t_lite.data import vocab
 from t2t_lite.config import DecodeConfig, ModelConfig, TrainConfig
 from t2t_lite.errors import UserError
@@ -38,39 +38,29 @@ OPERATIVE_CONFIG = "operative_config.gin"
 LOCK = ".lock"
 
 
-class TrainerLock:
-    """An exclusive lock on model_dir; released by the OS even after kill -9."""
+class TrainerLock(file_lock.FileLock):
+    """The trainer's exclusive lock on model_dir (M/.lock): file_lock.FileLock's rules, with the
+    trainer's message. Where a free flock proves its holder gone, the file stays between runs
+    (M's listing does not change) and is taken over silently. A trainer before this one wrote
+    "pid N" in it: such a file whose flock is free is taken over, one whose flock is held
+    refuses as a running trainer."""
+
+    _keep = True
 
     def __init__(self, model_dir):
-        self.path = os.path.join(model_dir, LOCK)
-        self._file = None
+        super().__init__(os.path.join(model_dir, LOCK), f"--model_dir {model_dir}")
+        self.model_dir = model_dir
 
-    def acquire(self):
-        self._file = open(self.path, "a+")
-        try:
-            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._file.seek(0)
-            holder = self._file.read().strip() or "another process"
-            self._file.close()
-            raise UserError(f"{os.path.dirname(self.path)} is in use by another trainer "
-                            f"({holder}); stop it or use another --model_dir") from None
-        self._file.seek(0)
-        self._file.truncate()
-        self._file.write(f"pid {os.getpid()}\n")
-        self._file.flush()
-        return self
+    def _parse(self, data):
+        old = re.fullmatch(rb"pid (\d+)\s*", data)
+        if old:
+            return {"pid": int(old.group(1)), "host": None}
+        return super()._parse(data)
 
-    def release(self):
-        if self._file:
-            fcntl.flock(self._file, fcntl.LOCK_UN)
-            self._file.close()
-            self._file = None
-
-    __enter__ = acquire
-
-    def __exit__(self, *exc):
-        self.release()
+    def _busy(self, record):
+        holder = f"pid {record['pid']}" if record else "another process"
+        return UserError(f"{self.model_dir} is in use by another trainer ({holder}); stop it or "
+                         f"use another --model_dir")
 
 
 def read_run_info(model_dir):
