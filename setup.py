@@ -64,8 +64,10 @@ setup(
         # pytest-xdist: the quick tier runs on both cores (`-n 2`).
         # import-linter: the layering contract (.importlinter), run from the tests.
         # tensorflow-serving-api: the gRPC client of docs/decoding.md (and its test).
+        # kubernetes-validate: deploy/kubernetes/ against the API schemas it bundles (offline).
         "test": ["pytest==9.2.0", "pytest-xdist==3.8.0", "matplotlib==3.11.2",
-                 "ctranslate2==4.8.5", "import-linter==2.17", "tensorflow-serving-api==2.21.0"],
+                 "ctranslate2==4.8.5", "import-linter==2.17", "tensorflow-serving-api==2.21.0",
+                 "kubernetes-validate==1.37.0", "PyYAML==6.0.4"],
         "ctranslate2": ["ctranslate2==4.8.5"],
         # The client's release is the tensorflow pin's: it requires tensorflow>=2.21.0,<3.
         "serving": ["tensorflow-serving-api==2.21.0"],

@@ -1,29 +1,102 @@
-"""Choosing a tf.distribute strategy: several workers, several GPUs, or the default."""
+"""Choosing a tf.distribute strategy: several workers, several GPUs, or the default.
+
+TF_CONFIG is checked here before TensorFlow reads it (tf_config): a mistake in it ends with one
+`error:` line, not TensorFlow's traceback or an endless wait. Under several workers the cluster
+must form within T2T_LITE_CLUSTER_TIMEOUT seconds (default 600), or the trainer ends naming the
+addresses that refused connections, with status 1 (make_strategy).
+"""
 import json
 import os
+import socket
+import sys
 
 import tensorflow as tf
 
 from t2t_lite.errors import UserError
 
+CLUSTER_TIMEOUT_ENV = "T2T_LITE_CLUSTER_TIMEOUT"
+DEFAULT_CLUSTER_TIMEOUT = 600  # seconds: pods or nodes that start minutes apart still meet
+_JOBS = ("chief", "worker")  # the tasks of a MultiWorkerMirroredStrategy run
+_EXAMPLE = '{"cluster": {"worker": ["host0:2222", "host1:2222"]}, "task": {"type": "worker", ' \
+           '"index": 0}}'
+
+
+def tf_config():
+    """TF_CONFIG as a dict ({} when unset), checked: JSON, a cluster of "host:port" lists with
+    no address twice, and, when it names more than one task, this process's task (a type of the
+    cluster and an index in range). Raises UserError naming the mistake."""
+    raw = os.environ.get("TF_CONFIG", "")
+    if not raw.strip():
+        return {}
+    try:
+        config = json.loads(raw)
+    except ValueError as error:
+        raise UserError(f"TF_CONFIG is not valid JSON: {error}") from None
+    if not isinstance(config, dict) or not isinstance(config.get("cluster"), dict):
+        raise UserError(f"TF_CONFIG has no \"cluster\" object; it looks like {_EXAMPLE}")
+    cluster = config["cluster"]
+    seen = {}
+    for task_type, addresses in cluster.items():
+        if not isinstance(addresses, list) or not addresses:
+            raise UserError(f"TF_CONFIG's cluster.{task_type} is not a list of \"host:port\" "
+                            f"addresses: {json.dumps(addresses)}")
+        for index, address in enumerate(addresses):
+            host, _, port = str(address).rpartition(":")
+            if not isinstance(address, str) or not host or not port.isdigit():
+                raise UserError(f"TF_CONFIG's {task_type} {index} is {json.dumps(address)}, "
+                                "not a \"host:port\" address")
+            key = address.lower()
+            if key in seen:
+                raise UserError(f"TF_CONFIG lists {address} twice ({seen[key]} and {task_type} "
+                                f"{index}): each worker needs an address of its own")
+            seen[key] = f"{task_type} {index}"
+    if sum(len(cluster.get(job, [])) for job in _JOBS) > 1:
+        _check_task(config, cluster)
+    return config
+
+
+def _check_task(config, cluster):
+    task = config.get("task")
+    if not isinstance(task, dict) or "type" not in task or "index" not in task:
+        raise UserError("TF_CONFIG has no \"task\" with a type and an index: each worker's "
+                        "TF_CONFIG names its own, as in \"task\": {\"type\": \"worker\", "
+                        "\"index\": 0}")
+    task_type, index = task["type"], task["index"]
+    if task_type not in _JOBS or task_type not in cluster:
+        raise UserError(f"TF_CONFIG's task type {json.dumps(task_type)} is not one of the "
+                        f"cluster's {' or '.join(j for j in _JOBS if j in cluster)}")
+    size = len(cluster[task_type])
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < size:
+        raise UserError(f"TF_CONFIG's task index {json.dumps(index)} is out of range: the "
+                        f"cluster has {size} {task_type}(s), indices 0 to {size - 1}")
+
 
 def cluster_workers():
     """Number of workers named in TF_CONFIG (0 when unset)."""
-    raw = os.environ.get("TF_CONFIG")
+    cluster = tf_config().get("cluster", {})
+    return sum(len(cluster.get(job, [])) for job in _JOBS)
+
+
+def cluster_timeout():
+    """Seconds the workers have to find each other (T2T_LITE_CLUSTER_TIMEOUT, default 600)."""
+    raw = os.environ.get(CLUSTER_TIMEOUT_ENV, "").strip()
     if not raw:
-        return 0
+        return DEFAULT_CLUSTER_TIMEOUT
     try:
-        cluster = json.loads(raw).get("cluster", {})
-    except ValueError as error:
-        raise UserError(f"TF_CONFIG is not valid JSON: {error}") from None
-    return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
+        seconds = float(raw)
+    except ValueError:
+        seconds = 0
+    if not seconds > 0:
+        raise UserError(f"{CLUSTER_TIMEOUT_ENV}={raw} is not a positive number of seconds")
+    return seconds
 
 
 def make_strategy(num_gpus=None):
     """MultiWorkerMirroredStrategy when TF_CONFIG names several workers; MirroredStrategy over
     `num_gpus` (None: all visible GPUs) when there are two or more; else the default strategy."""
+    config = tf_config()
     if cluster_workers() > 1:
-        return tf.distribute.MultiWorkerMirroredStrategy()
+        return _multi_worker_strategy(config)
     gpus = tf.config.list_logical_devices("GPU")
     if num_gpus is not None and num_gpus > len(gpus):
         raise UserError(f"--num_gpus={num_gpus} but only {len(gpus)} GPU(s) are visible")
@@ -50,3 +123,64 @@ def is_chief(strategy):
 def worker_id(strategy):
     resolver = getattr(strategy, "cluster_resolver", None)
     return 0 if resolver is None else int(resolver.task_id or 0)
+
+
+def _multi_worker_strategy(config):
+    """MultiWorkerMirroredStrategy, with TensorFlow's coordination service configured as the
+    strategy would (its leader, its jobs) but for the wait: every task registers at a barrier
+    that times out after cluster_timeout() seconds, where TensorFlow's own waits far longer on
+    the chief. A cluster that does not form in time is one UserError naming the addresses that
+    refuse connections, then the process ends (_leave)."""
+    from tensorflow.compiler.xla.tsl.protobuf import coordination_config_pb2
+    from tensorflow.python.eager import context
+
+    timeout = cluster_timeout()
+    cluster = config["cluster"]
+    jobs = [job for job in _JOBS if job in cluster]
+    if context.context().coordination_service is None:
+        context.context().configure_coordination_service(
+            service_type="standalone", service_leader=f"/job:{jobs[0]}/replica:0/task:0",
+            coordinated_jobs=[coordination_config_pb2.CoordinatedJob(
+                name=job, num_tasks=len(cluster[job])) for job in jobs],
+            cluster_register_timeout_in_ms=int(timeout * 1000))
+        # Set on the config the context keeps: configure_coordination_service has no argument
+        # for it. Without it the chief's wait for the others ignores the timeout.
+        context.context().coordination_service.cluster_register_with_barrier = True
+    try:
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    except (tf.errors.DeadlineExceededError, tf.errors.UnavailableError) as error:
+        task = config["task"]
+        own = (task["type"], task["index"])
+        silent = [f"{job} {index} ({address})" for job in jobs
+                  for index, address in enumerate(cluster[job])
+                  if (job, index) != own and not _accepts(address)]
+        seconds = f"{timeout:g} s ({CLUSTER_TIMEOUT_ENV})"
+        if silent:
+            _leave(f"{', '.join(silent)} refused connections for {seconds}: start every worker "
+                   "with the same TF_CONFIG cluster and its own task index, or fix the address")
+        _leave(f"the workers of TF_CONFIG did not all join within {seconds} "
+               f"({_first_line(error)}): start every worker with the same TF_CONFIG cluster and "
+               "its own task index")
+
+
+def _leave(message):
+    """The line cli.run prints for a UserError, then out at once with status 1: TensorFlow's
+    teardown of a coordination agent that failed to register adds its own complaint after the
+    line, and nothing can run TensorFlow in this process any more."""
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(1)
+
+
+def _accepts(address, timeout=2.0):
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _first_line(error):
+    text = getattr(error, "message", None) or str(error)
+    return next((line.strip() for line in text.splitlines() if line.strip()), type(error).__name__)
