@@ -25,7 +25,7 @@ from t2t_lite.errors import UserError
 from t2t_lite.file_decoding import DecodeOptions
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("model_dir", None, "Trained model_dir (checkpoint path).")
+flags.DEFINE_string("model_dir", None, "Trained model_dir (run.json, configs.json, checkpoints).")
 flags.DEFINE_string("export_dir", None,
                     "Exported SavedModel: a version folder or the folder of versions (newest).")
 flags.DEFINE_string("checkpoint_path", None, "With --model_dir: checkpoint to load "
