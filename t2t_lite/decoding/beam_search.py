@@ -301,6 +301,28 @@ def _outputs(final):
     return sequences, scores
 
 
+def _start(cache, static, batch_size, beam_size, alpha, max_decode_length, decode_lengths,
+           tile_static):
+    """The arguments both searches share, checked and cast, and the initial state:
+    (beam_size, alpha, max_decode_length, state)."""
+    beam_size = int(beam_size)
+    if beam_size < 1:
+        raise ValueError(f"beam_size must be at least 1, got {beam_size}")
+    if not tf.is_tensor(max_decode_length):
+        max_decode_length = int(max_decode_length)
+    if decode_lengths is None:
+        decode_lengths = tf.fill([batch_size], max_decode_length)
+    decode_lengths = tf.clip_by_value(tf.cast(decode_lengths, tf.int32), 1, max_decode_length)
+    alpha = tf.cast(alpha, tf.float32)
+    # Best possible penalty for any future finished hypothesis: the penalty is monotonic in length,
+    # so it is largest at the longest allowed length (alpha >= 0) or at the shortest (alpha < 0).
+    max_penalty = tf.maximum(length_penalty(decode_lengths, alpha), length_penalty(1, alpha))
+    seq_width = max_decode_length + 1  # column 0 holds the start token
+    state = _initial_state(cache, static, batch_size, beam_size, seq_width, decode_lengths,
+                           max_penalty, tile_static)
+    return beam_size, alpha, max_decode_length, state
+
+
 def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size,
                 beam_size=DecodeConfig.beam_size, alpha=DecodeConfig.alpha,
                 max_decode_length=ModelConfig.max_length, decode_lengths=None, eos_id=1,
@@ -328,21 +350,9 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size,
       scores: float32 [B, K], log probability / length penalty; -inf where fewer than K
         hypotheses exist (e.g. a decode length of 1 allows only one).
     """
-    beam_size = int(beam_size)
-    if beam_size < 1:
-        raise ValueError(f"beam_size must be at least 1, got {beam_size}")
-    if not tf.is_tensor(max_decode_length):
-        max_decode_length = int(max_decode_length)
-    if decode_lengths is None:
-        decode_lengths = tf.fill([batch_size], max_decode_length)
-    decode_lengths = tf.clip_by_value(tf.cast(decode_lengths, tf.int32), 1, max_decode_length)
-    alpha = tf.cast(alpha, tf.float32)
-    # Best possible penalty for any future finished hypothesis: the penalty is monotonic in length,
-    # so it is largest at the longest allowed length (alpha >= 0) or at the shortest (alpha < 0).
-    max_penalty = tf.maximum(length_penalty(decode_lengths, alpha), length_penalty(1, alpha))
-    seq_width = max_decode_length + 1  # column 0 holds the start token
-    state = _initial_state(cache, static, batch_size, beam_size, seq_width, decode_lengths,
-                           max_penalty, tile_static)
+    beam_size, alpha, max_decode_length, state = _start(
+        cache, static, batch_size, beam_size, alpha, max_decode_length, decode_lengths,
+        tile_static)
 
     def not_done(state):
         # Done examples have already left: go on while any is left.

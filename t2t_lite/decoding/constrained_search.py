@@ -35,8 +35,8 @@ from t2t_lite.config import DecodeConfig, ModelConfig
 # The unconstrained search's state and steps, shared so both searches leave, gather and stop
 # alike.
 from t2t_lite.decoding.beam_search import (
-    _DEAD, NEG_INF, _examples_done, _gather_beams, _gather_flat_beams, _initial_state, _leave,
-    _NBest, _SearchState, _shape_invariants, _top_candidates, _write_position, _write_results,
+    _DEAD, NEG_INF, _examples_done, _gather_beams, _gather_flat_beams, _leave, _NBest,
+    _SearchState, _shape_invariants, _start, _top_candidates, _write_position, _write_results,
     length_penalty, log_normaliser)
 
 # Ranks a finished hypothesis that misses a phrase below any that meets all, whatever the scores
@@ -324,18 +324,9 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
     Returns sequences int32 [B, K, L], scores float32 [B, K] (log probability / length penalty,
     -inf for empty slots) and unmet int32 [B, K] (positive phrases each hypothesis misses).
     """
-    beam_size = int(beam_size)
-    if beam_size < 1:
-        raise ValueError(f"beam_size must be at least 1, got {beam_size}")
-    if not tf.is_tensor(max_decode_length):
-        max_decode_length = int(max_decode_length)
-    if decode_lengths is None:
-        decode_lengths = tf.fill([batch_size], max_decode_length)
-    decode_lengths = tf.clip_by_value(tf.cast(decode_lengths, tf.int32), 1, max_decode_length)
-    alpha = tf.cast(alpha, tf.float32)
-    max_penalty = tf.maximum(length_penalty(decode_lengths, alpha), length_penalty(1, alpha))
-    state = _initial_state(cache, static, batch_size, beam_size, max_decode_length + 1,
-                           decode_lengths, max_penalty, tile_static)
+    beam_size, alpha, max_decode_length, state = _start(
+        cache, static, batch_size, beam_size, alpha, max_decode_length, decode_lengths,
+        tile_static)
     state = _with_constraints(state, positive, negative, batch_size, beam_size)
 
     def not_done(state):
