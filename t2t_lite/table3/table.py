@@ -70,7 +70,11 @@ def read_json(path):
 
 
 def table_identity(options, scale, budget):
-    return {"problem": options.problem, "problem_params": list(options.problem_params),
+    from t2t_lite import problems, registry  # noqa: F401  (problems registers the aliases)
+
+    # An alias is the same problem: a table started under wmt14_ende resumes under its name.
+    return {"problem": registry.canonical_name(options.problem),
+            "problem_params": list(options.problem_params),
             "scale": scale, "data_dir": os.path.abspath(options.data_dir),
             "gin_params": list(options.gin_params), "budget": budget,
             "dev_sentences": int(options.dev_sentences)}

@@ -377,3 +377,15 @@ def test_a_finished_rows_missing_translation_is_named_in_one_error(data_dir, tmp
         run_table(options, echo=lambda *a, **k: None)
     assert str(error.value) == ("cannot check the paper's findings on row E_learned_positions: "
                                 f"translation file not found: {translation}")
+
+
+def test_a_table_is_the_same_under_a_problems_alias(tmp_path):
+    from t2t_lite.table3.table import table_identity
+
+    def identity(problem):
+        return table_identity(TableOptions(problem=problem, data_dir=str(tmp_path),
+                                           out_dir=str(tmp_path / "O")), "cpu", None)
+
+    assert identity("wmt14_ende") == identity("translate_ende_wmt14")
+    assert identity("wmt14_ende")["problem"] == "translate_ende_wmt14"
+    assert identity("translate_ende_gettext")["problem"] == "translate_ende_gettext"
