@@ -148,8 +148,12 @@ SIGNAL_PROBE = textwrap.dedent('''
 ''')
 
 PARENT = textwrap.dedent('''
+    import signal
     import sys
 
+    # A caller in a terminal: a background job (nohup, CI) starts with SIGINT ignored, which
+    # isolated.call rightly leaves alone, so the disposition under test is set here.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path.insert(0, sys.argv[1])
     import isolated_signal_probe as probe
     from t2t_lite import isolated
