@@ -323,6 +323,37 @@ def _start(cache, static, batch_size, beam_size, alpha, max_decode_length, decod
     return beam_size, alpha, max_decode_length, state
 
 
+def _loop(state, tokens_to_logits, choose, beam_size, max_decode_length, early_stopping,
+          tile_static):
+    """The loop both searches run; returns its last state. Each step feeds every alive beam's
+    token, `choose(beams, logits, index, must_end)` returns the beams with their new alive and
+    finished hypotheses and the alive ones' parent beams, and the examples that are done
+    leave."""
+
+    def not_done(state):
+        # Done examples have already left: go on while any is left.
+        return (state.index < max_decode_length) & (tf.shape(state.beams.rows)[0] > 0)
+
+    def step(state):
+        beams = state.beams
+        ids = tf.reshape(tf.gather(beams.alive_seqs, state.index, axis=2), [-1])
+        logits, cache = tokens_to_logits(ids, state.index, state.cache, state.static)
+        must_end = tf.greater_equal(state.index + 1, beams.decode_lengths)
+        beams, cache_beams = choose(beams, logits, state.index, must_end)
+        # A done example leaves: the beam reorder's one gather of the cache keeps only the
+        # examples still searching.
+        done = _examples_done(beams, early_stopping)
+        keep = tf.cast(tf.where(tf.logical_not(done))[:, 0], tf.int32)
+        cache = _gather_flat_beams(cache, cache_beams, beam_size, keep)
+        beams, static, results = _leave(beams, state.static, state.results, done, keep,
+                                        beam_size, tile_static)
+        return (_SearchState(state.index + 1, beams, cache, static, results),)
+
+    final, = tf.while_loop(not_done, step, (state,), maximum_iterations=max_decode_length,
+                           shape_invariants=(_shape_invariants(state),))
+    return final
+
+
 def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size,
                 beam_size=DecodeConfig.beam_size, alpha=DecodeConfig.alpha,
                 max_decode_length=ModelConfig.max_length, decode_lengths=None, eos_id=1,
@@ -354,16 +385,8 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size,
         cache, static, batch_size, beam_size, alpha, max_decode_length, decode_lengths,
         tile_static)
 
-    def not_done(state):
-        # Done examples have already left: go on while any is left.
-        return (state.index < max_decode_length) & (tf.shape(state.beams.rows)[0] > 0)
-
-    def step(state):
-        beams = state.beams
-        ids = tf.reshape(tf.gather(beams.alive_seqs, state.index, axis=2), [-1])
-        logits, cache = tokens_to_logits(ids, state.index, state.cache, state.static)
-        new_length = state.index + 1
-        must_end = tf.greater_equal(new_length, beams.decode_lengths)
+    def choose(beams, logits, index, must_end):
+        new_length = index + 1
         top_log_probs, top_beams, top_tokens = _top_candidates(
             logits, beams.alive_log_probs, must_end, beam_size, vocab_size, eos_id)
         top_seqs = _write_position(_gather_beams(beams.alive_seqs, top_beams), top_tokens,
@@ -373,17 +396,9 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size,
             top_seqs, top_log_probs, top_beams, top_is_eos, beam_size)
         finished = _merge_finished(beams.finished, top_seqs, top_log_probs, top_is_eos,
                                    new_length, alpha, beam_size)
-        beams = beams._replace(alive_seqs=alive_seqs, alive_log_probs=alive_log_probs,
-                               finished=finished)
-        # A done example leaves: the beam reorder's one gather of the cache keeps only the
-        # examples still searching.
-        done = _examples_done(beams, early_stopping)
-        keep = tf.cast(tf.where(tf.logical_not(done))[:, 0], tf.int32)
-        cache = _gather_flat_beams(cache, cache_beams, beam_size, keep)
-        beams, static, results = _leave(beams, state.static, state.results, done, keep,
-                                        beam_size, tile_static)
-        return (_SearchState(new_length, beams, cache, static, results),)
+        return beams._replace(alive_seqs=alive_seqs, alive_log_probs=alive_log_probs,
+                              finished=finished), cache_beams
 
-    final, = tf.while_loop(not_done, step, (state,), maximum_iterations=max_decode_length,
-                           shape_invariants=(_shape_invariants(state),))
+    final = _loop(state, tokens_to_logits, choose, beam_size, max_decode_length, early_stopping,
+                  tile_static)
     return _outputs(final)

@@ -35,9 +35,8 @@ from t2t_lite.config import DecodeConfig, ModelConfig
 # The unconstrained search's state and steps, shared so both searches leave, gather and stop
 # alike.
 from t2t_lite.decoding.beam_search import (
-    _DEAD, NEG_INF, _examples_done, _gather_beams, _gather_flat_beams, _leave, _NBest,
-    _SearchState, _shape_invariants, _start, _top_candidates, _write_position, _write_results,
-    length_penalty, log_normaliser)
+    _DEAD, NEG_INF, _gather_beams, _loop, _NBest, _start, _top_candidates, _write_position,
+    _write_results, length_penalty, log_normaliser)
 
 # Ranks a finished hypothesis that misses a phrase below any that meets all, whatever the scores
 # (real scores stay far above -UNMET_PENALTY; 16 misses stay far above the search's _DEAD).
@@ -329,29 +328,15 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
         tile_static)
     state = _with_constraints(state, positive, negative, batch_size, beam_size)
 
-    def not_done(state):
-        return (state.index < max_decode_length) & (tf.shape(state.beams.rows)[0] > 0)
-
-    def step(state):
-        beams = state.beams
-        ids = tf.reshape(tf.gather(beams.alive_seqs, state.index, axis=2), [-1])
-        logits, cache = tokens_to_logits(ids, state.index, state.cache, state.static)
-        must_end = tf.greater_equal(state.index + 1, beams.decode_lengths)
+    def choose(beams, logits, index, must_end):
         negative = beams.constraints.negative
-        banned = _banned(_windows(beams.alive_seqs, state.index, tf.shape(negative)[2]),
-                         negative)
+        banned = _banned(_windows(beams.alive_seqs, index, tf.shape(negative)[2]), negative)
         logits, normaliser = _barred(logits, banned)
-        beams, cache_beams = _next_beams(beams, logits, normaliser, must_end, state.index,
-                                         beam_size, vocab_size, alpha, eos_id)
-        done = _examples_done(beams, early_stopping)
-        keep = tf.cast(tf.where(tf.logical_not(done))[:, 0], tf.int32)
-        cache = _gather_flat_beams(cache, cache_beams, beam_size, keep)
-        beams, static, results = _leave(beams, state.static, state.results, done, keep,
-                                        beam_size, tile_static)
-        return (_SearchState(state.index + 1, beams, cache, static, results),)
+        return _next_beams(beams, logits, normaliser, must_end, index, beam_size, vocab_size,
+                           alpha, eos_id)
 
-    final, = tf.while_loop(not_done, step, (state,), maximum_iterations=max_decode_length,
-                           shape_invariants=(_shape_invariants(state),))
+    final = _loop(state, tokens_to_logits, choose, beam_size, max_decode_length, early_stopping,
+                  tile_static)
     results = _write_results(final.results, final.beams, tf.range(tf.shape(final.beams.rows)[0]))
     sequences = tf.where(results.flags[:, :, None], results.seqs[:, :, 1:], 0)
     scores = tf.where(results.flags, results.extra.scores, float("-inf"))
