@@ -93,7 +93,7 @@ def decode_file(options, progress=sys.stderr):
         defaults = batch_decode.settings(translator)
         protect = protected_spans.resolve(options.protect, defaults.get("problem"), po=False)
         line_constraints, glossary_terms = _line_constraints(
-            translator, file_constraints, glossary, options, getattr(source, "first_line", 0))
+            translator, file_constraints, glossary, options, source.first_line)
         stats = batch_decode.decode_stream(
             translator, source, output, options.chunk_lines,
             alpha=defaults["alpha"] if options.alpha is None else options.alpha,
@@ -186,9 +186,8 @@ def _constraint_lines(options, source):
         raise UserError("--constraints_file needs a regular file as the input (--decode_from_file"
                         " or stdin redirected from a file; a pipe or device is read as a stream): "
                         "its lines are matched to the input's by number")
-    total = line_input.count_lines(source.path)
     return constraints.read_constraints_file(options.constraints_file, source.first_line,
-                                             source.total_lines, total)
+                                             source.total_lines, source.file_lines)
 
 
 def _line_constraints(translator, file_constraints, glossary, options, first_line):

@@ -57,12 +57,12 @@ class SentenceSplitting:
         parts = [part for part in self._splitter.split(text) if part.strip()]
         return parts if len(parts) > 1 else [text]
 
-    def split_all(self, texts):
+    def split_all(self, texts, whole=None):
         """(pieces, spans): every text's sentences in order, and per text its (start, end) in
-        pieces. A text that is not split is one piece, itself."""
+        pieces. A text that is not split is one piece, itself; so is text i where whole[i]."""
         pieces, spans = [], []
-        for text in texts:
-            parts = self.split(text)
+        for i, text in enumerate(texts):
+            parts = [text] if whole is not None and whole[i] else self.split(text)
             spans.append((len(pieces), len(pieces) + len(parts)))
             pieces.extend(parts)
         return pieces, spans

@@ -354,19 +354,6 @@ def translate_parts(translator, rows, parts, alpha, extra_length, pool=None, con
     return parallel_search.map_parts(translate_part, parts, pool)
 
 
-def _split_unconstrained(splitting, texts, constraints):
-    """splitting.split_all over the texts without constraints; a constrained text stays whole
-    (its phrases belong to the line, not to one of its sentences). Returns (pieces, the pieces'
-    constraint lines, spans)."""
-    pieces, piece_constraints, spans = [], [], []
-    for text, line in zip(texts, constraints):
-        parts = [text] if line.strip() else splitting.split(text)
-        spans.append((len(pieces), len(pieces) + len(parts)))
-        pieces.extend(parts)
-        piece_constraints.extend([line] * len(parts))
-    return pieces, piece_constraints, spans
-
-
 def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_tokens=4096,
                     progress=None, stats=None, parallel_searches=1, splitting=None,
                     constraints=None):
@@ -384,7 +371,10 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
     stats = stats if stats is not None else DecodeStats()
     constraints = constraints if constraints is not None else [""] * len(texts)
     if splitting is not None and nbest == 1:
-        pieces, piece_constraints, spans = _split_unconstrained(splitting, texts, constraints)
+        # A constrained text stays whole: its phrases belong to the line, not to one sentence.
+        pieces, spans = splitting.split_all(texts, whole=[line.strip() for line in constraints])
+        piece_constraints = [constraints[i] for i, (start, end) in enumerate(spans)
+                             for _ in range(start, end)]
         if len(pieces) > len(texts):
             stats.split += sum(1 for start, end in spans if end - start > 1)
             piece_progress = progress and (
@@ -514,13 +504,15 @@ def _protect(texts, results, kinds, stats, constraints):
 
 def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scores=False,
                  batch_tokens=4096, progress=None, postprocess=None, parallel_searches=1,
-                 stats=None, splitting=None, constraints=None, protect=frozenset()):
+                 stats=None, splitting=None, line_constraints=None, first_line=0,
+                 protect=frozenset()):
     """Byte lines -> (output lines as str without newlines, DecodeStats); len(out) == len(in).
 
     postprocess(source, output) -> output: default, the translator's problem's hook.
-    parallel_searches, splitting, constraints: see translate_texts. protect: the kinds of
-    protected_spans to keep exactly (see _protect). stats: a DecodeStats to add this call's
-    counts to.
+    parallel_searches, splitting: see translate_texts. line_constraints(n, source text) -> line
+    n's constraint line (translate_texts' constraints), n counted from first_line. protect: the
+    kinds of protected_spans to keep exactly (see _protect). stats: a DecodeStats to add this
+    call's counts to.
     """
     if postprocess is None:
         postprocess = output_postprocessor(settings(translator).get("problem"))
@@ -532,6 +524,8 @@ def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scor
         text, invalid = clean_line(raw)
         stats.invalid_utf8 += invalid
         texts.append(text)
+    constraints = None if line_constraints is None else [
+        line_constraints(first_line + i, text) for i, text in enumerate(texts)]
     results = translate_texts(translator, texts, alpha, extra_length, nbest=nbest,
                               batch_tokens=batch_tokens, progress=progress, stats=stats,
                               parallel_searches=parallel_searches, splitting=splitting,
@@ -559,20 +553,16 @@ def decode_stream(translator, line_input, output, chunk_lines, alpha, extra_leng
     (None: no constraints); protect: see decode_lines."""
     postprocess = output_postprocessor(settings(translator).get("problem"))
     stats = DecodeStats()
-    next_line = [output.lines_done]
+    next_line = [output.lines_done]  # the chunk's first line in this input
 
     def decode_chunk(lines, progress):
-        constraints = None
-        if line_constraints is not None:
-            first = next_line[0]
-            constraints = [line_constraints(first + i, clean_line(raw)[0])
-                           for i, raw in enumerate(lines)]
-        next_line[0] += len(lines)
         outputs, _ = decode_lines(translator, lines, alpha, extra_length, nbest=nbest,
                                   print_scores=print_scores, batch_tokens=batch_tokens,
                                   progress=lambda done, _: progress(done), postprocess=postprocess,
                                   parallel_searches=parallel_searches, stats=stats,
-                                  splitting=splitting, constraints=constraints, protect=protect)
+                                  splitting=splitting, line_constraints=line_constraints,
+                                  first_line=next_line[0], protect=protect)
+        next_line[0] += len(lines)
         return outputs
 
     streaming.run_chunks(line_input, output, chunk_lines, decode_chunk, "decoded", "lines",

@@ -107,13 +107,13 @@ class LineInput:
             if note:
                 _say_streamed([self.name])
         if self.path is None:
-            self.total_lines, self.first_line = None, 0
+            self.total_lines, self.first_line, self.file_lines = None, 0, None
             return
         try:
-            file_lines = count_lines(path)
+            self.file_lines = count_lines(path)  # the whole file's, whatever the shard
         except OSError as error:
             raise UserError(f"{flag} {path}: cannot read ({error.strerror})") from None
-        self.first_line, end = shard_range(file_lines, num_shards, shard_index)
+        self.first_line, end = shard_range(self.file_lines, num_shards, shard_index)
         self.total_lines = end - self.first_line
 
     def described_statuses(self):
