@@ -5,11 +5,12 @@ not the table; TensorFlow's state and the GPU's memory leave with the child).
     result = isolated.call(train, TrainOptions(...), prefix="[base]", echo=print)
 
 `function` is a module-level function of one dataclass argument; `options` is that dataclass.
-The child gets the options as JSON (dataclasses.asdict: a field holding dataclasses arrives as
-their values, for the options' class to build back), runs `function(options)` and writes what it
-returns (a dataclass or JSON values) as JSON; `call` returns those values. The child's output is
-streamed line by line with `prefix`, TensorFlow's start-up noise dropped. A UserError in the
-child, or the child dying, raises Failed.
+The child gets the options as JSON (dataclasses.asdict) and builds them back (`rebuild`: nested
+dataclasses too, by the fields' type hints), runs `function(options)` and writes what it returns
+(a dataclass or JSON values) as JSON; `call` builds the result back as `result_type`, by default
+the function's return annotation (`-> TrainResult`), and returns the JSON values as they are
+when there is neither. The child's output is streamed line by line with `prefix`, TensorFlow's
+start-up noise dropped. A UserError in the child, or the child dying, raises Failed.
 
 The child runs the code the caller runs: it is started with the caller's own sys.path (given
 explicitly, before anything is imported) and never with its working directory on it, so a
@@ -27,6 +28,7 @@ own handler, if it set one, runs then, and decides). A second SIGINT stops at on
 killed and KeyboardInterrupt raised. A second SIGTERM is only noted (the save goes on). A signal
 the caller ignores (SIG_IGN, as under `nohup ... &`) stays ignored.
 """
+import collections.abc
 import dataclasses
 import importlib
 import json
@@ -36,6 +38,8 @@ import subprocess
 import sys
 import tempfile
 import threading
+import types
+import typing
 
 from t2t_lite import atomic, stderr_filter
 from t2t_lite.errors import UserError
@@ -78,8 +82,9 @@ class Failed(Exception):
         return f"{what}: {how}" + (f": {last.strip()[:300]}" if last else "")
 
 
-def call(function, options, prefix, echo):
-    """`function(options)` in a child process; its result's JSON values (Failed if none)."""
+def call(function, options, prefix, echo, result_type=None):
+    """`function(options)` in a child process; its result built back as `result_type` (default:
+    `function`'s return annotation; neither: the JSON values). Failed if there is none."""
     handle, result_path = tempfile.mkstemp(prefix="t2t_lite_call_", suffix=".json")
     os.close(handle)
     os.remove(result_path)  # the child writes it (atomically) only when the call returns
@@ -94,7 +99,46 @@ def call(function, options, prefix, echo):
             os.remove(result_path)
     if returncode or outcome is None or "error" in outcome:
         raise Failed(returncode or 1, (outcome or {}).get("error"), tail)
-    return outcome["value"]
+    kind = result_type if result_type is not None else _return_type(function)
+    return outcome["value"] if kind is None else rebuild(kind, outcome["value"])
+
+
+def rebuild(kind, values):
+    """`values` (what dataclasses.asdict gave, through JSON) built back as the type hint `kind`:
+    a dataclass from its dict, field by field by the fields' own hints (nested dataclasses,
+    Optional[...], lists, tuples and dicts of them); a value of any other hint as it is. A dict
+    that does not fit the dataclass (a missing or unknown field) is a TypeError."""
+    if values is None or kind is typing.Any:
+        return values
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin is typing.Union or (hasattr(types, "UnionType") and origin is types.UnionType):
+        inner = [arg for arg in args if arg is not type(None)]
+        return rebuild(inner[0], values) if len(inner) == 1 else values
+    if dataclasses.is_dataclass(kind) and isinstance(kind, type):
+        if not isinstance(values, dict):
+            raise TypeError(f"{kind.__name__} from {type(values).__name__}, not a dict")
+        hints = typing.get_type_hints(kind)
+        return kind(**{name: rebuild(hints.get(name, typing.Any), value)
+                       for name, value in values.items()})
+    if isinstance(values, list) and (origin or kind) in (list, tuple, collections.abc.Sequence):
+        if (origin or kind) is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+            items = ([rebuild(arg, value) for arg, value in zip(args, values)]
+                     if len(args) == len(values) else values)
+            return tuple(items)
+        item = args[0] if args else typing.Any
+        built = [rebuild(item, value) for value in values]
+        return tuple(built) if (origin or kind) is tuple else built
+    if isinstance(values, dict) and (origin or kind) in (dict, collections.abc.Mapping):
+        item = args[1] if len(args) == 2 else typing.Any
+        return {key: rebuild(item, value) for key, value in values.items()}
+    return values
+
+
+def _return_type(function):
+    try:
+        return typing.get_type_hints(function).get("return")
+    except (NameError, TypeError):  # an annotation this process cannot resolve
+        return None
 
 
 def child_command(*args):
@@ -250,7 +294,7 @@ def _read(path):
 def _child(request):
     """The child's side: the call, its result or its UserError as JSON."""
     request = json.loads(request)
-    options = _resolve(request["options_type"])(**request["options"])
+    options = rebuild(_resolve(request["options_type"]), request["options"])
     try:
         value = _resolve(request["function"])(options)
     except UserError as error:

@@ -15,7 +15,7 @@ from t2t_lite import isolated
 PROBE = textwrap.dedent('''
     import dataclasses
     import os
-    from typing import Sequence
+    from typing import Dict, List, Optional, Sequence
 
     from t2t_lite.errors import UserError
 
@@ -39,6 +39,39 @@ PROBE = textwrap.dedent('''
         if numbers.then == "crash":
             os._exit(3)
         return Total(sum(numbers.values), len(numbers.values))
+
+
+    @dataclasses.dataclass
+    class Groups:
+        groups: List[Numbers]
+        first: Optional[Numbers] = None
+
+
+    @dataclasses.dataclass
+    class Part:
+        name: str
+        total: Total
+
+
+    @dataclasses.dataclass
+    class Report:
+        whole: Total
+        parts: List[Part]
+        best: Optional[Total]
+        by_name: Dict[str, Total]
+        names: tuple
+
+
+    def report(groups: Groups) -> Report:
+        # The options arrive as they were sent: nested dataclasses built back.
+        assert all(isinstance(group, Numbers) for group in groups.groups)
+        assert isinstance(groups.first, Numbers)
+        totals = [add(group) for group in groups.groups]
+        parts = [Part(f"g{index}", total) for index, total in enumerate(totals)]
+        return Report(whole=Total(sum(t.total for t in totals), sum(t.count for t in totals)),
+                      parts=parts, best=max(totals, key=lambda t: t.total),
+                      by_name={part.name: part.total for part in parts},
+                      names=tuple(part.name for part in parts))
 ''')
 
 
@@ -55,8 +88,36 @@ def test_the_call_runs_in_a_child_and_returns_its_result(probe):
     lines = []
     value = isolated.call(probe.add, probe.Numbers([1, 2, 3]), "[row]",
                           lambda line, **_: lines.append(line))
-    assert probe.Total(**value) == probe.Total(total=6, count=3)
+    # Without an annotation or result_type, the JSON values; with result_type, the type.
+    assert value == {"total": 6, "count": 3}
     assert lines == ["[row] adding 3 numbers"]
+    typed = isolated.call(probe.add, probe.Numbers([1, 2, 3]), "", lambda *a, **k: None,
+                          result_type=probe.Total)
+    assert typed == probe.Total(total=6, count=3)
+
+
+def test_the_result_is_built_back_as_the_functions_annotation_nested_dataclasses_too(probe):
+    groups = probe.Groups([probe.Numbers([1, 2]), probe.Numbers([10])], first=probe.Numbers([4]))
+    result = isolated.call(probe.report, groups, "", lambda *a, **k: None)
+    total = probe.Total
+    assert result == probe.Report(
+        whole=total(13, 3), parts=[probe.Part("g0", total(3, 2)), probe.Part("g1", total(10, 1))],
+        best=total(10, 1), by_name={"g0": total(3, 2), "g1": total(10, 1)}, names=("g0", "g1"))
+    assert isinstance(result.parts[0].total, probe.Total)
+
+
+def test_rebuild_is_asdicts_inverse_and_refuses_what_does_not_fit(probe):
+    import dataclasses
+    import json
+
+    groups = probe.Groups([probe.Numbers([1, 2], then="x")], first=None)
+    values = json.loads(json.dumps(dataclasses.asdict(groups)))
+    assert isolated.rebuild(probe.Groups, values) == groups
+    assert isolated.rebuild(probe.Total, None) is None
+    with pytest.raises(TypeError):
+        isolated.rebuild(probe.Total, {"total": 1, "count": 2, "unknown": 3})
+    with pytest.raises(TypeError):
+        isolated.rebuild(probe.Total, {"total": 1})
 
 
 def test_a_user_error_and_a_crash_are_failures_with_their_reason(probe):
