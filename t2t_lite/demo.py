@@ -23,6 +23,7 @@ import time
 from typing import Any, Optional, Sequence
 
 from t2t_lite import atomic
+from t2t_lite.command_line import flag_args, shown, to_args
 from t2t_lite.errors import UserError
 
 STATE = "state.json"
@@ -30,8 +31,9 @@ STATE = "state.json"
 
 @dataclasses.dataclass
 class DemoOptions:
-    """t2t-lite-demo's settings: its flags of the same names (gin_params and problem_params are
-    the repeated --gin_param and --problem_param); `samples` test sentences are shown."""
+    """t2t-lite-demo's settings: its flags of the same names (command_line: gin_params and
+    problem_params are the repeated --gin_param and --problem_param); `samples` test sentences
+    are shown."""
     run_dir: str = "runs/ende_gettext"
     problem: str = "translate_ende_gettext"
     hparams_set: str = "small_cpu"
@@ -68,11 +70,6 @@ class Run:
         atomic.write_json(self.path(STATE), self.state, indent=2)
 
 
-def command_line(name, args):
-    """The tool's command a user can repeat, as the demo prints it before the stage."""
-    return "$ t2t-lite-" + name.replace("_", "-") + " " + " ".join(args)
-
-
 def run_demo(options, echo=print):
     """Runs every stage of DemoOptions `options`; its DemoResult (the results dict is also
     written to RUN/results.json)."""
@@ -84,47 +81,40 @@ def run_demo(options, echo=print):
 
     run = Run(options.run_dir, echo)
     data_dir, model_dir, export_dir = run.path("data"), run.path("model"), run.path("export")
-    common = [f"--problem={options.problem}",
-              *[f"--problem_param={p}" for p in options.problem_params]]
     echo(f"run folder: {run.dir}", flush=True)
     timings = run.state.setdefault("seconds", {})
 
-    echo(command_line("datagen", [*common, f"--data_dir={data_dir}"]), flush=True)
+    echo(shown("datagen", flag_args(problem=options.problem,
+                                    problem_params=options.problem_params, data_dir=data_dir)),
+         flush=True)
     start = time.monotonic()
     echo(datagen.run(problems.build(options.problem, options.problem_params), data_dir),
          flush=True)
     timings["datagen"] = time.monotonic() - start
 
-    train_args = [*common, f"--data_dir={data_dir}", f"--model_dir={model_dir}",
-                  f"--hparams_set={options.hparams_set}",
-                  *[f"--gin_param={g}" for g in options.gin_params],
-                  "--bleu_sentences=0", "--print_params"]
-    # Unset budgets are the set's, as when the flags are left out.
-    if options.train_minutes:
-        train_args.append(f"--train_minutes={options.train_minutes}")
-    if options.train_steps:
-        train_args.append(f"--train_steps={options.train_steps}")
-    echo(command_line("trainer", train_args), flush=True)
-    start = time.monotonic()
-    trained = train(TrainOptions(
+    train_options = TrainOptions(
         problem=options.problem, problem_params=list(options.problem_params),
         data_dir=data_dir, model_dir=model_dir, hparams_set=options.hparams_set,
         gin_params=list(options.gin_params), bleu_sentences=0, print_params=True,
-        train_minutes=options.train_minutes or None, train_steps=options.train_steps or None))
+        # Unset budgets are the set's, as when the flags are left out.
+        train_minutes=options.train_minutes or None, train_steps=options.train_steps or None)
+    echo(shown("trainer", to_args(train_options)), flush=True)
+    start = time.monotonic()
+    trained = train(train_options)
     timings["train"] = timings.get("train", 0.0) + time.monotonic() - start
     run.state["train_summary"] = {"step": trained.step, "stopped_because": trained.stopped_because,
                                   "last_checkpoint": trained.last_checkpoint}
 
     # Without --average_last, the set's own TrainConfig.average_last.
-    echo(command_line("avg_checkpoints", [f"--model_dir={model_dir}", *(
-        [f"--num_last={options.average_last}"] if options.average_last else [])]), flush=True)
+    echo(shown("avg_checkpoints", flag_args(model_dir=model_dir,
+                                            num_last=options.average_last or None)), flush=True)
     averaged = averaging.average(model_dir, num_last=options.average_last or None)
     echo(averaged.message, flush=True)
     checkpoint = averaged.path
 
     if run.state.get("exported_from") != checkpoint or not _export_exists(run.state, export_dir):
-        echo(command_line("exporter", [f"--model_dir={model_dir}", f"--export_dir={export_dir}",
-                                       f"--checkpoint_path={checkpoint}"]), flush=True)
+        echo(shown("exporter", flag_args(model_dir=model_dir, export_dir=export_dir,
+                                         checkpoint_path=checkpoint)), flush=True)
         start = time.monotonic()
         run.state["export_path"] = exporters.make_exporter("savedmodel").export(
             model_dir, export_dir, checkpoint_path=checkpoint)
@@ -163,10 +153,7 @@ def _decode(run, source, translation):
 
     options = DecodeOptions(export_dir=run.state["export_path"], decode_from_file=source,
                             decode_to_file=translation, start_over=True)
-    run.echo(command_line("decoder", [f"--export_dir={options.export_dir}",
-                                      f"--decode_from_file={source}",
-                                      f"--decode_to_file={translation}", "--start_over"]),
-             flush=True)
+    run.echo(shown("decoder", to_args(options)), flush=True)
     stats = decode_file(options, progress=sys.stdout)
     run.echo(stats.summary(), flush=True)
     return stats
@@ -206,7 +193,7 @@ def _results(run, source, reference, translation, samples):
     """Scores the translation as t2t-lite-bleu does (the command is printed to repeat it)."""
     from t2t_lite.metrics.report import read_lines, score_files
 
-    run.echo(f"$ t2t-lite-bleu --translation={translation} --reference={reference}", flush=True)
+    run.echo(shown("bleu", flag_args(translation=translation, reference=reference)), flush=True)
     report, scores = score_files(translation, reference)
     run.echo(report, flush=True)
     hypotheses = read_lines(translation, "translation")

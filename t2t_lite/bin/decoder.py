@@ -12,14 +12,13 @@ Writes exactly one line per input line, in input order, a chunk of lines at a ti
 with --decode_to_file re-run with the same command continues after its last finished chunk.
 Progress and a final summary (empty, truncated and invalid-UTF-8 line counts) go to stderr.
 """
-import dataclasses
 import os
 import stat
 import sys
 
 from absl import flags
 
-from t2t_lite import cli
+from t2t_lite import cli, command_line
 from t2t_lite.data import sentences
 from t2t_lite.errors import UserError
 from t2t_lite.file_decoding import DecodeOptions
@@ -102,8 +101,7 @@ def main(argv):
     # Checked before the first line is read: a summary that cannot be written would otherwise
     # fail the run after all its work.
     summary_path = _summary_path(FLAGS.summary_file) if FLAGS.summary_file else None
-    stats = decode_file(DecodeOptions(**{field.name: FLAGS[field.name].value
-                                         for field in dataclasses.fields(DecodeOptions)}))
+    stats = decode_file(command_line.from_flags(DecodeOptions, FLAGS))
     print(stats.summary(), file=sys.stderr)
     if summary_path:
         from t2t_lite import atomic

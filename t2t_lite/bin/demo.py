@@ -9,7 +9,7 @@ print sacreBLEU/chrF, samples and where everything is. Re-running the same comma
 """
 from absl import flags
 
-from t2t_lite import cli
+from t2t_lite import cli, command_line
 from t2t_lite.demo import DemoOptions, run_demo
 
 FLAGS = flags.FLAGS
@@ -30,11 +30,7 @@ flags.DEFINE_integer("test_sentences", DemoOptions.test_sentences,
 
 
 def main(argv):
-    run_demo(DemoOptions(
-        run_dir=FLAGS.run_dir, problem=FLAGS.problem, hparams_set=FLAGS.hparams_set,
-        train_minutes=FLAGS.train_minutes, train_steps=FLAGS.train_steps,
-        average_last=FLAGS.average_last, test_sentences=FLAGS.test_sentences,
-        gin_params=FLAGS.gin_param, problem_params=FLAGS.problem_param))
+    run_demo(command_line.from_flags(DemoOptions, FLAGS))
 
 
 def run():

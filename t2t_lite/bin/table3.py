@@ -11,7 +11,7 @@ finished rows and resumes an interrupted one.
 """
 from absl import flags
 
-from t2t_lite import cli
+from t2t_lite import cli, command_line
 
 FLAGS = flags.FLAGS
 cli.define_problem_flags("Where the problem's vocabulary and TFRecords are (t2t-lite-datagen).")
@@ -45,11 +45,7 @@ def main(argv):
                             "required (see --helpshort)")
     from t2t_lite.table3.run import TableOptions, run_table
 
-    run_table(TableOptions(
-        problem=FLAGS.problem, data_dir=FLAGS.data_dir, out_dir=FLAGS.out_dir, rows=FLAGS.rows,
-        scale=FLAGS.scale, train_steps=FLAGS.train_steps, train_minutes=FLAGS.train_minutes,
-        gin_params=FLAGS.gin_param, problem_params=FLAGS.problem_param,
-        problem_modules=FLAGS.problem_module, dev_sentences=FLAGS.dev_sentences))
+    run_table(command_line.from_flags(TableOptions, FLAGS))
 
 
 def run():

@@ -10,7 +10,7 @@ Re-running the same command resumes from the latest checkpoint in --model_dir.
 """
 from absl import flags
 
-from t2t_lite import cli
+from t2t_lite import cli, command_line
 
 FLAGS = flags.FLAGS
 cli.define_problem_flags("Where the problem's vocabulary and TFRecords are.")
@@ -20,6 +20,7 @@ flags.DEFINE_string("hparams_set", "base", "Hparams set by name (--registry_help
 flags.DEFINE_multi_string("gin_file", [], "Your own gin file, read after the set "
                           "(repeatable); the set itself is named by --hparams_set.")
 flags.DEFINE_multi_string("gin_param", [], "gin binding overriding one value (repeatable).")
+# Each flag is the TrainOptions field of the same name (command_line: --gin_param is gin_params).
 # The run settings below default to the set's TrainConfig field of the same name (None here).
 flags.DEFINE_integer("train_steps", None, "Steps to train to (default: the set's).")
 flags.DEFINE_float("train_minutes", None, "Wall-clock budget for training, in minutes, across "
@@ -57,17 +58,7 @@ def main(argv):
     from t2t_lite import problems  # noqa: F401  (the built-ins registered before gin is read)
     from t2t_lite.training.trainer import TrainOptions, train
 
-    train(TrainOptions(
-        problem=FLAGS.problem, data_dir=FLAGS.data_dir, model_dir=FLAGS.model_dir,
-        hparams_set=FLAGS.hparams_set, gin_files=FLAGS.gin_file, gin_params=FLAGS.gin_param,
-        problem_modules=FLAGS.problem_module, problem_params=FLAGS.problem_param,
-        train_steps=FLAGS.train_steps, train_minutes=FLAGS.train_minutes,
-        generate_data=FLAGS.generate_data, tmp_dir=FLAGS.tmp_dir, num_gpus=FLAGS.num_gpus,
-        accumulate_steps=FLAGS.accumulate_steps, eval_every_steps=FLAGS.eval_every_steps,
-        eval_batches=FLAGS.eval_batches, bleu_sentences=FLAGS.bleu_sentences,
-        eval_beam_size=FLAGS.eval_beam_size, early_stopping_evals=FLAGS.early_stopping_evals,
-        log_every=FLAGS.log_every, print_params=FLAGS.print_params,
-        warm_start_from=FLAGS.warm_start_from, warm_start_accept=FLAGS.warm_start_accept))
+    train(command_line.from_flags(TrainOptions, FLAGS))
 
 
 def run():

@@ -27,19 +27,19 @@ def table_rows(table, plans):
         result, failure = table.result(row), table.failure(row)
         paper = PAPER_BY_ROW[row]
         entry = {"group": paper.group, "row": row,
-                 "columns": row_columns(plan.configs) if plan else (result or {}).get("columns"),
+                 "columns": row_columns(plan.configs) if plan else result and result.columns,
                  "status": "done" if result else "failed" if failure else "not run",
                  "reason": (failure or {}).get("reason") if not result else None,
-                 "steps": (result or {}).get("steps"),
-                 "ppl": (result or {}).get("dev", {}).get("perplexity"),
-                 "bleu": (result or {}).get("bleu"), "chrf": (result or {}).get("chrf"),
-                 "params": plan.params if plan else (result or {}).get("params"),
-                 "train_seconds": ((result or {}).get("seconds") or {}).get("train"),
-                 "evaluate_seconds": ((result or {}).get("seconds") or {}).get("evaluate"),
+                 "steps": result and result.steps,
+                 "ppl": result and result.dev.perplexity,
+                 "bleu": result and result.bleu, "chrf": result and result.chrf,
+                 "params": plan.params if plan else result and result.params,
+                 "train_seconds": result and result.seconds.train,
+                 "evaluate_seconds": result and result.seconds.evaluate,
                  "paper_ppl": paper.ppl, "paper_bleu": paper.bleu, "paper_params": paper.params,
                  "model_dir": table.row_path(row, "model"),
-                 "precision": (result or {}).get("precision"),
-                 "machine": (result or {}).get("machine")}
+                 "precision": result and result.precision,
+                 "machine": result and result.machine}
         out.append(entry)
     return out
 

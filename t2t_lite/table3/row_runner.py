@@ -1,17 +1,19 @@
 """One row: its training (the trainer in a child process, isolated.call), then its last
 checkpoint's dev perplexity and dev decode (t2t-lite-decoder's library call, beam 4, alpha 0.6),
-each in a child process too, and the decode's BLEU, as the row's result; a failure's reason."""
+each in a child process too, and the decode's BLEU, as the row's RowResult; a failure's reason.
+Each stage is printed first as the command that does the same (command_line.to_args)."""
 import dataclasses
 import math
 import os
-import shlex
 import time
 from typing import Sequence
 
 from t2t_lite import atomic, isolated, problems, registry
+from t2t_lite.command_line import flag_args, shown, to_args
 from t2t_lite.errors import UserError
 from t2t_lite.table3.machine import machine
 from t2t_lite.table3.paper import ALPHA, BEAM_SIZE, row_columns, set_name
+from t2t_lite.table3.result import DevMetrics, RowResult, RowSeconds
 from t2t_lite.table3.table import DEV_REFERENCE, DEV_SOURCE, DEV_TRANSLATION
 
 
@@ -27,6 +29,7 @@ class RowRunner:
         self.table, self.problem, self.options, self.echo = table, problem, options, echo
 
     def train(self, row, plan, steps, minutes):
+        """The row's training, to `steps` or for `minutes`; the trainer's TrainResult."""
         from t2t_lite.training.trainer import TrainOptions, train
 
         budget = ({"train_minutes": minutes} if minutes else
@@ -42,10 +45,10 @@ class RowRunner:
             bleu_sentences=0,  # the table decodes dev itself, with beam 4
             **budget)
         prefix = f"[{row}]"
-        self.echo(f"{prefix} $ t2t-lite-trainer {shlex.join(trainer_flags(options))}",
+        self.echo(f"{prefix} {shown('trainer', to_args(options, omit=('configs',)))}",
                   flush=True)
         try:
-            isolated.call(train, options, prefix, self.echo)
+            return isolated.call(train, options, prefix, self.echo)
         except isolated.Failed as failure:
             raise RowFailed(failure.reason("t2t-lite-trainer")) from None
 
@@ -62,8 +65,8 @@ class RowRunner:
         checkpoint = listed[-1]
         start = time.monotonic()
         dev = self.perplexity(row, model_dir, checkpoint)
-        if not math.isfinite(dev["loss"]):
-            raise RowFailed(f"diverged: dev loss {dev['loss']} at {checkpoint}")
+        if not math.isfinite(dev.loss):
+            raise RowFailed(f"diverged: dev loss {dev.loss} at {checkpoint}")
         perplexity_seconds = time.monotonic() - start
         translation = self.table.row_path(row, DEV_TRANSLATION)
         start = time.monotonic()
@@ -89,10 +92,10 @@ class RowRunner:
             start_over=True)
         summary = self.table.row_path(row, "decode_summary.json")
         prefix = f"[{row}]"
-        self.echo(f"{prefix} $ t2t-lite-decoder {shlex.join(decoder_flags(options, summary))}",
-                  flush=True)
+        args = to_args(options) + flag_args(summary_file=summary)
+        self.echo(f"{prefix} {shown('decoder', args)}", flush=True)
         try:
-            stats = DecodeStats(**isolated.call(decode_file, options, prefix, self.echo))
+            stats = isolated.call(decode_file, options, prefix, self.echo, result_type=DecodeStats)
         except isolated.Failed as failure:
             raise RowFailed(failure.reason("t2t-lite-decoder")) from None
         self.echo(f"{prefix} {stats.summary()}", flush=True)
@@ -114,34 +117,25 @@ class RowRunner:
             raise RowFailed(failure.reason("dev perplexity")) from None
 
     def run(self, row, plan, steps, minutes):
-        self.train(row, plan, steps, minutes)
+        """Trains and evaluates the row: its RowResult (RowFailed if it could not)."""
+        trained = self.train(row, plan, steps, minutes)
         checkpoint, dev, scores, report, ppl_seconds, decode_seconds = self.evaluate(row, plan)
-        step = checkpoint_step(checkpoint)
         model, train, decode = plan.configs
-        return {
-            "row": row, "status": "done", "set": set_name(row), "bindings": plan.bindings,
-            "model_dir": self.table.row_path(row, "model"), "checkpoint": checkpoint,
-            "steps": step, "averaged": False,
-            "columns": row_columns(plan.configs), "varied": plan.varied,
-            "params": plan.params, "precision": train.mixed_precision,
-            "dev": {k: float(v) for k, v in dev.items()},
-            "bleu": round(scores["bleu"], 4), "chrf": round(scores["chrf"], 4),
-            "bleu_signature": scores["signature"], "bleu_report": report,
-            "beam_size": BEAM_SIZE, "alpha": ALPHA,
-            "translation": self.table.row_path(row, DEV_TRANSLATION),
-            "seconds": {"train": round(trained_seconds(checkpoint), 1),
-                        "evaluate": round(ppl_seconds + decode_seconds, 1),
-                        "perplexity": round(ppl_seconds, 1), "decode": round(decode_seconds, 1)},
-            "machine": machine(),
-            "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
-        }
-
-
-def checkpoint_step(path):
-    try:
-        return int(path.rsplit("-", 1)[1])
-    except (IndexError, ValueError):
-        return None
+        return RowResult(
+            row=row, status="done", set=set_name(row), bindings=plan.bindings,
+            model_dir=self.table.row_path(row, "model"), checkpoint=checkpoint,
+            steps=trained.step, averaged=False,
+            columns=row_columns(plan.configs), varied=plan.varied,
+            params=plan.params, precision=train.mixed_precision, dev=dev,
+            bleu=round(scores["bleu"], 4), chrf=round(scores["chrf"], 4),
+            bleu_signature=scores["signature"], bleu_report=report,
+            beam_size=BEAM_SIZE, alpha=ALPHA,
+            translation=self.table.row_path(row, DEV_TRANSLATION),
+            seconds=RowSeconds(train=round(trained_seconds(checkpoint), 1),
+                               evaluate=round(ppl_seconds + decode_seconds, 1),
+                               perplexity=round(ppl_seconds, 1),
+                               decode=round(decode_seconds, 1)),
+            machine=machine(), finished=time.strftime("%Y-%m-%d %H:%M:%S"))
 
 
 def trained_seconds(checkpoint):
@@ -155,30 +149,6 @@ def trained_seconds(checkpoint):
         return float("nan")
 
 
-def trainer_flags(options):
-    """The t2t-lite-trainer flags that train as `options` say (the command a user can repeat)."""
-    flags = [f"--problem={options.problem}",
-             *[f"--problem_param={p}" for p in options.problem_params],
-             *[f"--problem_module={m}" for m in options.problem_modules],
-             f"--data_dir={options.data_dir}", f"--model_dir={options.model_dir}",
-             f"--hparams_set={options.hparams_set}",
-             *[f"--gin_param={g}" for g in options.gin_params],
-             f"--bleu_sentences={options.bleu_sentences}"]
-    if options.train_steps is not None:
-        flags.append(f"--train_steps={options.train_steps}")
-    return flags + [f"--train_minutes={options.train_minutes:g}"]
-
-
-def decoder_flags(options, summary_file):
-    """The t2t-lite-decoder flags that decode as `options` (a row's DecodeOptions) say and
-    write `summary_file`."""
-    return [f"--model_dir={options.model_dir}", f"--checkpoint_path={options.checkpoint_path}",
-            f"--beam_size={options.beam_size}", f"--alpha={options.alpha}",
-            f"--decode_from_file={options.decode_from_file}",
-            f"--decode_to_file={options.decode_to_file}", f"--summary_file={summary_file}",
-            *(["--start_over"] if options.start_over else [])]
-
-
 @dataclasses.dataclass
 class DevPerplexity:
     """What dev_perplexity measures: a checkpoint of a model_dir on its problem's dev split."""
@@ -190,15 +160,16 @@ class DevPerplexity:
     checkpoint: str
 
 
-def dev_perplexity(request):
-    """dev_loss_metrics of `request` (a DevPerplexity) as floats, the line a user reads printed."""
+def dev_perplexity(request: DevPerplexity) -> DevMetrics:
+    """dev_loss_metrics of `request`, the line a user reads printed."""
     for module in request.problem_modules:
         registry.import_problem_module(module)
     problem = problems.build(request.problem, request.problem_params)
-    metrics = dev_loss_metrics(problem, request.data_dir, request.model_dir, request.checkpoint)
-    print(f"dev perplexity {metrics['perplexity']:.4f} (loss {metrics['loss']:.4f}, token "
-          f"accuracy {metrics['token_accuracy']:.4f})", flush=True)
-    return {k: float(v) for k, v in metrics.items()}
+    metrics = DevMetrics(**{k: float(v) for k, v in dev_loss_metrics(
+        problem, request.data_dir, request.model_dir, request.checkpoint).items()})
+    print(f"dev perplexity {metrics.perplexity:.4f} (loss {metrics.loss:.4f}, token "
+          f"accuracy {metrics.token_accuracy:.4f})", flush=True)
+    return metrics
 
 
 def dev_loss_metrics(problem, data_dir, model_dir, checkpoint):

@@ -30,7 +30,7 @@ class TableOptions:
     problem: str
     data_dir: str
     out_dir: str
-    rows: Optional[str] = None  # --rows; None: all
+    rows: str = "all"  # --rows
     scale: Optional[str] = None  # None: the out_dir's table's, else DEFAULT_SCALE
     train_steps: Optional[int] = None
     train_minutes: Optional[float] = None
@@ -135,7 +135,7 @@ def run_table(options: TableOptions, echo=print):
                                                  "status": "not run"})
 
     if table.record.get("steps") is None and table.result("base"):
-        table.record["steps"] = table.result("base")["steps"]  # killed before it was recorded
+        table.record["steps"] = table.result("base").steps  # killed before it was recorded
     runner = RowRunner(table, problem, options, echo)
     echo(f"table3: {options.problem} at scale {scale}, {len(rows)} row"
          f"{'s' if len(rows) > 1 else ''} selected; precision {precision} ({precision_why}); "
@@ -188,21 +188,21 @@ def _run_one(table, runner, plans, rows, index, row, minutes, echo, start):
     except RowFailed as failure:
         _fail(table, row, str(failure), echo)
         return
-    result["seconds"]["wall_this_run"] = round(time.monotonic() - row_start, 1)
-    atomic.write_json(table.row_path(row, RESULT), result, indent=2)
+    result.seconds.wall_this_run = round(time.monotonic() - row_start, 1)
+    atomic.write_json(table.row_path(row, RESULT), result.to_json(), indent=2)
     if os.path.isfile(table.row_path(row, FAILURE)):
         os.remove(table.row_path(row, FAILURE))
     if table.record.get("steps") is None and row == "base":
-        table.record["steps"] = result["steps"]
-        echo(f"table3: base reached step {result['steps']} in {minutes:g} minutes: every row "
-             f"trains {result['steps']} steps", flush=True)
+        table.record["steps"] = result.steps
+        echo(f"table3: base reached step {result.steps} in {minutes:g} minutes: every row "
+             f"trains {result.steps} steps", flush=True)
     _refresh_rows(table, plans)
     table.save()
     eta = _eta(table, plans, rows[index:], minutes)
-    echo(f"table3: {label}: done: dev perplexity {result['dev']['perplexity']:.2f}, BLEU "
-         f"{result['bleu']:.2f} (beam {BEAM_SIZE}, alpha {ALPHA}) at step {result['steps']}; "
-         f"trained {format_duration(result['seconds']['train'])}, evaluated "
-         f"{format_duration(result['seconds']['evaluate'])}"
+    echo(f"table3: {label}: done: dev perplexity {result.dev.perplexity:.2f}, BLEU "
+         f"{result.bleu:.2f} (beam {BEAM_SIZE}, alpha {ALPHA}) at step {result.steps}; "
+         f"trained {format_duration(result.seconds.train)}, evaluated "
+         f"{format_duration(result.seconds.evaluate)}"
          + (f"; table eta {format_duration(eta)}" if eta is not None else ""), flush=True)
 
 
@@ -219,13 +219,13 @@ def _eta(table, plans, remaining, minutes):
     finished rows (weighted by each row's size), plus their mean evaluation time; base under
     --train_minutes takes its minutes. None before anything is measured."""
     measured = [(table.result(r), plans[r]) for r in plans if table.result(r)
-                and math.isfinite(table.result(r)["seconds"]["train"])]
+                and math.isfinite(table.result(r).seconds.train)]
     steps = table.record.get("steps")
     seconds = 0.0
     if measured:
-        work = sum(res["steps"] * plan.cost for res, plan in measured)
-        rate = sum(res["seconds"]["train"] for res, plan in measured) / max(work, 1e-9)
-        evaluate = sum(res["seconds"]["evaluate"] for res, _ in measured) / len(measured)
+        work = sum(res.steps * plan.cost for res, plan in measured)
+        rate = sum(res.seconds.train for res, plan in measured) / max(work, 1e-9)
+        evaluate = sum(res.seconds.evaluate for res, _ in measured) / len(measured)
     for row in remaining:
         if table.result(row):
             continue
@@ -244,7 +244,8 @@ def _refresh_rows(table, plans):
         entry = {"model_dir": table.row_path(row, "model")}
         result, failure = table.result(row), table.failure(row)
         if result:
-            entry.update(status="done", evaluation=result, seconds=result.get("seconds"))
+            evaluation = result.to_json()
+            entry.update(status="done", evaluation=evaluation, seconds=evaluation["seconds"])
         elif failure:
             entry.update(status="failed", reason=failure.get("reason"))
         else:

@@ -49,7 +49,11 @@ class Table:
         return os.path.join(self.dir, row, *parts)
 
     def result(self, row):
-        return read_json(self.row_path(row, RESULT))
+        """The row's RowResult, None until it is finished (or when its file is damaged)."""
+        from t2t_lite.table3.result import RowResult
+
+        values = read_json(self.row_path(row, RESULT))
+        return None if values is None else RowResult.from_json(values)
 
     def failure(self, row):
         return read_json(self.row_path(row, FAILURE))

@@ -17,6 +17,7 @@ from t2t_lite.errors import UserError
 from t2t_lite.table3 import mapping, row_runner, selection
 from t2t_lite.table3.machine import machine
 from t2t_lite.table3.paper import PAPER, PAPER_BY_ROW, ROWS, set_name
+from t2t_lite.table3.result import DevMetrics, RowResult, RowSeconds
 from t2t_lite.table3.run import TableOptions, run_table
 from t2t_lite.table3.table import DEV_REFERENCE, DEV_SOURCE, DEV_TRANSLATION, FAILURE, Table
 from t2t_lite.models.params import analytic_parameter_count
@@ -279,30 +280,34 @@ def test_the_dev_decode_is_the_decoders_call_its_stats_printed_and_kept(tmp_path
     calls, lines = [], []
     stats = {"lines": 12, "empty": 0, "truncated": 1, "invalid_utf8": 0, "split": 0,
              "bom_stripped": 0, "seconds": 2.0, "max_source_tokens": 24}
-    monkeypatch.setattr(isolated, "call", lambda *args: calls.append(args) or stats)
+    from t2t_lite.inference.batch_decode import DecodeStats
+
+    def call(*args, result_type=None):
+        calls.append((*args, result_type))
+        return result_type(**stats)  # as isolated.call builds it back
+
+    monkeypatch.setattr(isolated, "call", call)
     table = Table(str(tmp_path / "out"))
     (tmp_path / "out" / "base").mkdir(parents=True)  # the row's folder, as training leaves it
     runner = row_runner.RowRunner(table, None, None, lambda line, **_: lines.append(line))
     decoded = runner.decode("base", "M", "M/ckpt-30", "T")
-    (function, options, prefix, _), = calls
-    assert (function, prefix) == (decode_file, "[base]")
+    (function, options, prefix, _, result_type), = calls
+    assert (function, prefix, result_type) == (decode_file, "[base]", DecodeStats)
     assert options == DecodeOptions(model_dir="M", checkpoint_path="M/ckpt-30", beam_size=4,
                                     alpha=0.6, decode_from_file=table.path(DEV_SOURCE),
                                     decode_to_file="T", start_over=True)
     summary = tmp_path / "out" / "base" / "decode_summary.json"
-    from t2t_lite.inference.batch_decode import DecodeStats
-
     assert json.loads(summary.read_text()) == DecodeStats(**stats).as_dict()
     assert DecodeStats(**stats).as_dict()["lines_per_second"] == 6.0
     assert lines == [
-        f"[base] $ t2t-lite-decoder --model_dir=M --checkpoint_path=M/ckpt-30 --beam_size=4 "
-        f"--alpha=0.6 --decode_from_file={table.path(DEV_SOURCE)} --decode_to_file=T "
-        f"--summary_file={summary} --start_over",
+        f"[base] $ t2t-lite-decoder --model_dir=M --checkpoint_path=M/ckpt-30 "
+        f"--decode_from_file={table.path(DEV_SOURCE)} --decode_to_file=T --beam_size=4 "
+        f"--alpha=0.6 --start_over --summary_file={summary}",
         f"[base] {decoded.summary()}"]
     assert decoded.summary().startswith("decoded 12 lines in 2.0s (6.0 lines/s); 0 empty, 1 "
                                         "truncated to 24 tokens")
 
-    def refused(*args):
+    def refused(*args, **kwargs):
         raise isolated.Failed(1, "--beam_size must be >= 1, got 0", [])
 
     monkeypatch.setattr(isolated, "call", refused)
@@ -311,9 +316,13 @@ def test_the_dev_decode_is_the_decoders_call_its_stats_printed_and_kept(tmp_path
 
 
 def _fake_result(row, steps, ppl, bleu):
-    return {"row": row, "status": "done", "steps": steps, "dev": {"perplexity": ppl, "loss": 1.0},
-            "bleu": bleu, "chrf": 50.0, "precision": "float32", "machine": machine(),
-            "seconds": {"train": 10.0 * steps, "evaluate": 5.0}}
+    return RowResult(
+        row=row, status="done", set=set_name(row), bindings=[], model_dir="M", checkpoint="C",
+        steps=steps, averaged=False, columns={}, varied={}, params=1000, precision="float32",
+        dev=DevMetrics(loss=1.0, perplexity=ppl, token_accuracy=0.5), bleu=bleu, chrf=50.0,
+        bleu_signature="nrefs:1", bleu_report="", beam_size=4, alpha=0.6, translation="T",
+        seconds=RowSeconds(train=10.0 * steps, evaluate=5.0, perplexity=2.0, decode=3.0),
+        machine=machine(), finished="2026-12-04 00:00:00")
 
 
 def test_a_failed_row_is_reported_the_others_run_and_a_rerun_tries_it_again(
