@@ -47,10 +47,12 @@ class CheckpointKeeper:
         counter would change, and a paused decode of that checkpoint would refuse to resume."""
         self._last_step, self._last_path = step_number(path), path
 
-    def due(self, step):
+    def due(self, step, within=0.0):
+        """Whether a save is due at `step`, or on the timer within `within` seconds."""
         if self.steps and step % self.steps == 0:
             return True
-        return bool(self.minutes) and time.monotonic() - self._last_time >= self.minutes * 60
+        return (bool(self.minutes)
+                and time.monotonic() + within - self._last_time >= self.minutes * 60)
 
     def save(self, step):
         if step == self._last_step:

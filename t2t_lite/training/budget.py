@@ -151,10 +151,11 @@ class BudgetPlanner(Hook):
     """Drives a budgeted run: measures the step rate, plans, re-plans as it goes.
 
     The plan sets the schedule's variables (`warmup_var`, `total_var`) and state.total_steps,
-    asks for the averaging window's checkpoints (state.checkpoint_due) and for its dev
-    evaluations (state.evaluation_due). It re-plans at every progress report until the
+    and decides (hooks.Decisions) the averaging window, its checkpoints (checkpoint_due) and
+    the dev evaluations (evaluation_due). It re-plans at every progress report until the
     averaging window starts, so a machine that slows down (or a resumed run with a larger
-    budget) still ends with a full decay and window.
+    budget) still ends with a full decay and window. Under a cluster every worker plans on its
+    own clock, but only the chief's decisions and schedule are applied (preemption.py).
     """
 
     def __init__(self, train_config, max_steps, warmup_var, total_var, peak, log_every,
@@ -186,16 +187,24 @@ class BudgetPlanner(Hook):
                   f"-{first + RATE_STEPS - 1}, then fitting the run to "
                   f"{(self.deadline - time.monotonic()) / 60:.1f} min left", flush=True)
         state.total_steps = self.total_steps
+        if state.ahead:
+            self._decide(state)
 
     def after_step(self, state):
         self._measure(state)
         state.total_steps = self.total_steps
+        self._decide(state)
+
+    def _decide(self, state):
+        if not state.decides:
+            return
+        step, deciding = state.deciding_step, state.deciding
         if self.plan:
-            state.averaging_from = (self.plan.average_steps[0] if self.plan.average_steps
-                                    else None)
-            if state.step in self.plan.average_steps:
-                state.checkpoint_due = True
-        state.evaluation_due = self._eval_due(state.step)
+            deciding.averaging_from = (self.plan.average_steps[0] if self.plan.average_steps
+                                       else None)
+            if step in self.plan.average_steps:
+                deciding.checkpoint_due = True
+        deciding.evaluation_due = self._eval_due(step)
 
     def end(self, state):
         if state.stopped_because == "train_steps" and self.total_steps < self.max_steps:

@@ -1,6 +1,7 @@
 """The training loop's checkpoints, as a hook: on the set's timer or step count, where another
 hook asks (the budget plan's averaging window, and its dev evaluations before that window, so
-that the averager can choose evaluated weights), and after the last step. Inside the window only
+that the averager can choose evaluated weights), and after the last step. Under a cluster the
+chief's timer decides for every worker (hooks.Decisions), so all save at the same step. Inside the window only
 its own checkpoints are written: another save there would push one of them out of the last N."""
 from t2t_lite.training.hooks import Hook
 
@@ -19,12 +20,32 @@ class Checkpoints(Hook):
     def __init__(self, keeper, trained_seconds, check=None):
         self.keeper, self.trained_seconds, self.check = keeper, trained_seconds, check
 
+    def begin(self, state):
+        if state.ahead:
+            self._decide(state)
+
     def after_step(self, state):
         self.trained_seconds.assign(state.trained_seconds)
-        in_window = state.averaging_from is not None and state.step >= state.averaging_from
-        if state.checkpoint_due or (not in_window and (self.keeper.due(state.step)
-                                                       or state.evaluation_due)):
+        # On one process the decision is this step's; under a cluster this step's came with
+        # it, and the one made after the save is the next step's (so its timer starts anew).
+        if not state.ahead:
+            self._decide(state)
+        if state.decided.save:
             self._save(state)
+        if state.ahead:
+            self._decide(state)
+
+    def _decide(self, state):
+        """Whether to save at state.deciding_step: where the plan asks, else on the timer, the
+        step count or a dev evaluation, outside the plan's averaging window."""
+        if not state.decides:
+            return
+        step, deciding = state.deciding_step, state.deciding
+        in_window = deciding.averaging_from is not None and step >= deciding.averaging_from
+        # A timer decided a step ahead counts the step still to run.
+        due = self.keeper.due(step, within=state.step_seconds if state.ahead else 0.0)
+        deciding.save = deciding.checkpoint_due or (not in_window and (
+            due or deciding.evaluation_due))
 
     def end(self, state):
         if state.step > 0:

@@ -141,8 +141,10 @@ class Evaluation(Hook):
 
     `when` picks the one policy a run follows:
       an integer N: every N steps (--eval_every_steps);
-      "plan": at the steps another hook asks for (state.evaluation_due: the budget plan's);
+      "plan": at the steps another hook asks for (Decisions.evaluation_due: the budget plan's);
       "checkpoints": after each checkpoint save.
+    Under a cluster the chief decides one step ahead and evaluates at the step every worker
+    saves at (hooks.Decisions).
     The final weights are evaluated at the end unless that step was just evaluated. With
     `early_stopping_evals` N, N evaluations in a row without a better one stop the run. Each
     evaluation is appended to `history_dir`'s dev history, which the averager reads.
@@ -163,10 +165,10 @@ class Evaluation(Hook):
     def begin(self, state):
         # A resumed run goes on with the best evaluation and the early-stopping count its
         # history holds up to the restored step (later ones are of steps trained again).
-        if not (state.step and self.history_dir):
-            return
-        history = {step: metrics for step, metrics in dev_history.read(self.history_dir).items()
-                   if step <= state.step}
+        history = {}
+        if state.step and self.history_dir:
+            history = {step: metrics for step, metrics
+                       in dev_history.read(self.history_dir).items() if step <= state.step}
         for step in sorted(history):
             if dev_history.is_better(history[step], state.best_metrics):
                 state.best_metrics = dict(history[step], step=step)
@@ -174,22 +176,34 @@ class Evaluation(Hook):
             else:
                 self.evals_without_improvement += 1
             self.evaluated_step = step
+        if state.ahead:
+            self._decide(state)
 
-    def _due(self, state):
+    def _decide(self, state):
+        """Whether to evaluate at state.deciding_step (hooks.Decisions)."""
+        if not state.decides:
+            return
+        deciding = state.deciding
         if self.when == "plan":
-            return state.evaluation_due
-        if self.when == "checkpoints":
-            return state.saved
-        return state.step % self.when == 0
+            deciding.evaluate = deciding.evaluation_due
+        elif self.when == "checkpoints":
+            deciding.evaluate = deciding.save
+        else:
+            deciding.evaluate = state.deciding_step % self.when == 0
 
     def after_step(self, state):
-        if not self._due(state):
-            return None
-        self._evaluate(state)
-        if (self.early_stopping_evals
-                and self.evals_without_improvement >= self.early_stopping_evals):
-            return "early_stopping"
-        return None
+        # As Checkpoints: this step's decision first on one process, the next step's after.
+        if not state.ahead:
+            self._decide(state)
+        reason = None
+        if state.decided.evaluate:
+            self._evaluate(state)
+            if (self.early_stopping_evals
+                    and self.evals_without_improvement >= self.early_stopping_evals):
+                reason = "early_stopping"
+        if state.ahead:
+            self._decide(state)
+        return reason
 
     def end(self, state):
         # A signal's grace period has no time for a dev evaluation: the resumed run makes it.

@@ -11,10 +11,41 @@ and one may leave a request or a result on the state for those after it; each su
 
 (the plan asks for a checkpoint and an evaluation, the checkpointer says it saved one, the
 evaluation reads that, the summaries write what progress and evaluation measured).
+
+What every worker of a cluster must do alike (save, evaluate, the averaging window, the
+regularisation rates) is a `Decisions`: hooks write theirs to `state.deciding`, for the step
+`state.deciding_step`, and act on `state.decided`. On one process the two are one object and the
+step is the current one. Under a cluster (preemption.ClusterStopping) only the chief decides
+(`state.decides`), for the next step; the next step's all-reduce carries its decisions, and every
+worker, the chief too, acts on what that step's sums say, so all act at the same step.
 """
 import dataclasses
 import time
 from typing import Any, Callable, Optional
+
+
+@dataclasses.dataclass
+class Decisions:
+    """What a step does that every worker must do alike. Writer -> readers."""
+
+    checkpoint_due: bool = False  # BudgetPlanner -> Checkpoints: the averaging window's save
+    evaluation_due: bool = False  # BudgetPlanner -> Checkpoints, Evaluation: the plan's evaluation
+    save: bool = False  # Checkpoints: the step's weights are saved (every worker saves)
+    evaluate: bool = False  # Evaluation: the step is evaluated (on the chief)
+    # Kept from step to step:
+    # BudgetPlanner -> Checkpoints: the first step of the plan's averaging window, when a plan
+    # has one: from there on only the window's own checkpoints are written, so that no other
+    # save crowds it out of "the last N".
+    averaging_from: Optional[int] = None
+    # RegularisationPlan: the planned passes over the data and, per TrainConfig rule
+    # ("budget_dropout", ...), the index of the rate chosen in it; None until it chooses.
+    passes: Optional[float] = None
+    rates: dict = dataclasses.field(default_factory=dict)
+
+    def following(self):
+        """The next step's: what is kept from step to step, nothing due."""
+        return Decisions(averaging_from=self.averaging_from, passes=self.passes,
+                         rates=dict(self.rates))
 
 
 @dataclasses.dataclass
@@ -35,9 +66,7 @@ class TrainState:
     # This step's, cleared before each step (and before the hooks' `end`). Writer -> readers.
     stats: Optional[dict] = None  # summed token statistics: loss, nll, correct, tokens, ...
     step_seconds: float = 0.0
-    checkpoint_due: bool = False  # BudgetPlanner -> Checkpoints: save this step's weights
-    evaluation_due: bool = False  # BudgetPlanner -> Checkpoints, Evaluation: evaluate this step
-    saved: bool = False  # Checkpoints -> Evaluation: this step's checkpoint was written
+    saved: bool = False  # Checkpoints: this step's checkpoint was written
     # Progress -> Summaries: the progress line's values, when one was printed.
     train_metrics: Optional[dict] = None
     dev_metrics: Optional[dict] = None  # Evaluation -> Summaries: a dev evaluation's metrics
@@ -45,22 +74,48 @@ class TrainState:
     # The run's.
     evaluation_seconds: list = dataclasses.field(default_factory=list)  # each dev evaluation's
     last_checkpoint: Optional[str] = None
-    # BudgetPlanner -> Checkpoints: the first step of the plan's averaging window, when a plan
-    # has one: from there on only the window's own checkpoints are written, so that no other
-    # save crowds it out of "the last N".
-    averaging_from: Optional[int] = None
     best_metrics: Optional[dict] = None  # the best dev evaluation, with its "step"
     last_train_metrics: Optional[dict] = None
     stopped_because: Optional[str] = None
     # Who decides where the run stops (preemption.py): None, the loop alone on one process.
     stopping: Any = None
     signal: Optional[int] = None  # the signal (SIGTERM, SIGINT) the run stopped to save on
+    # What this step does (`decided`), and what the hooks decide for `deciding_step`: the same
+    # object on one process; under a cluster the stopping's `agree` sets `decided` from the
+    # step's sums (the module doc).
+    decided: Decisions = dataclasses.field(default_factory=Decisions)
+    deciding: Optional[Decisions] = None
+
+    def __post_init__(self):
+        if self.deciding is None:
+            self.deciding = self.decided.following() if self.ahead else self.decided
+
+    @property
+    def ahead(self):
+        """How many steps ahead the hooks decide: 0 on one process, 1 under a cluster."""
+        return getattr(self.stopping, "ahead", 0)
+
+    @property
+    def decides(self):
+        """Whether this process' hooks decide (all but a cluster's other workers)."""
+        return getattr(self.stopping, "decides", True)
+
+    @property
+    def deciding_step(self):
+        return self.step + self.ahead
+
+    # This step's decisions, by the names the hooks used before Decisions existed.
+    checkpoint_due = property(lambda self: self.decided.checkpoint_due)
+    evaluation_due = property(lambda self: self.decided.evaluation_due)
+    averaging_from = property(lambda self: self.decided.averaging_from)
 
     def next_step(self, step, stats=None, seconds=0.0):
         """Moves to `step`, forgetting what the hooks said about the step before."""
         self.step, self.stats, self.step_seconds = step, stats, seconds
-        self.checkpoint_due = self.evaluation_due = self.saved = False
+        self.saved = False
         self.train_metrics = self.dev_metrics = None
+        self.decided = self.decided.following()
+        self.deciding = self.deciding.following() if self.ahead else self.decided
 
     @property
     def learning_rate(self):

@@ -27,6 +27,8 @@ import time
 import tensorflow as tf
 
 from t2t_lite.errors import UserError
+from t2t_lite.training.hooks import Decisions
+from t2t_lite.training.regularisation import RULES
 
 # 128 + the signal's number: what a shell reports for a process the signal ended, and what
 # Kubernetes and Slurm record for a preempted task.
@@ -91,6 +93,9 @@ class Signals:
 class Stopping:
     """One process' stops: the loop's own reason, a signal, or a hook's, at once."""
 
+    ahead = 0  # the hooks decide for the step just taken (hooks.Decisions)
+    decides = True
+
     def __init__(self, signals):
         self.signals = signals
         self.signal = None  # the signal the run stopped on
@@ -104,6 +109,10 @@ class Stopping:
             self.signal = self.signals.received
             return signal_name(self.signal)
         return None
+
+    def agree(self, state):
+        """Before the hooks see a step: what every worker does at it (hooks.Decisions). One
+        process' hooks decide it themselves."""
 
     def after_step(self, state, hook_reason):
         """The reason to stop after this step (`hook_reason`: the first hook's), or None."""
@@ -119,7 +128,15 @@ class ClusterStopping(Stopping):
     step, its dev evaluations for early stopping). The chief votes one step ahead where it can
     see the stop coming (the plan's last step, a deadline within a step's time), so the run ends
     where a single worker would; early stopping ends it one step later than on one machine.
+
+    The chief's decisions (hooks.Decisions: save, evaluate, the averaging window, the
+    regularisation rates) travel the same way: its hooks decide one step ahead, the vote carries
+    the decisions with that step, and `agree` gives every worker, the chief too, what the step's
+    sums say before the hooks act on it. So every worker saves at the same step, which is what
+    makes a save collective, whatever each worker's own clock says.
     """
+
+    ahead = 1
 
     def __init__(self, signals, steps, chief, max_steps, plan=None):
         super().__init__(signals)
@@ -147,8 +164,28 @@ class ClusterStopping(Stopping):
         warmup = total = 0
         if self.chief and self.plan:
             warmup, total = int(self.plan[0].numpy()), int(self.plan[1].numpy())
-        self.steps.vote(term, interrupt, code, warmup, total)
+        decisions = (0,) * (4 + len(RULES))
+        if self.chief:
+            deciding = state.deciding
+            decisions = (deciding.save, deciding.evaluate, deciding.averaging_from or 0,
+                         deciding.passes or 0.0,
+                         *(deciding.rates[rule] + 1 if rule in deciding.rates else 0
+                           for rule in RULES))
+        self.steps.vote(term, interrupt, code, warmup, total, *decisions)
         return None
+
+    @property
+    def decides(self):
+        return self.chief
+
+    def agree(self, state):
+        stats = state.stats or {}
+        rates = {rule: int(round(stats[f"rate_{rule}"])) - 1 for rule in RULES
+                 if stats.get(f"rate_{rule}", 0.0) > 0.5}
+        state.decided = Decisions(
+            save=stats.get("save", 0.0) > 0.5, evaluate=stats.get("evaluate", 0.0) > 0.5,
+            averaging_from=int(round(stats.get("averaging_from", 0.0))) or None,
+            passes=float(stats.get("passes", 0.0)) if rates else None, rates=rates)
 
     def _coming(self, state):
         """The chief's reason to stop after the next step, seen before it."""

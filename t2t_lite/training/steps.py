@@ -13,8 +13,12 @@ from t2t_lite.training.loss import batch_statistics
 
 STAT_NAMES = ("loss", "nll", "correct", "tokens", "source_tokens", "sequences")
 # The final step's sums of the workers' votes (preemption.py): signalled workers, the chief's
-# reason to stop, and the chief's budget plan (warmup, total steps) for every worker to apply.
-VOTE_NAMES = ("stop_sigterm", "stop_sigint", "stop_chief", "plan_warmup", "plan_total")
+# reason to stop, the chief's budget plan (warmup, total steps) for every worker to apply, and
+# the chief's decisions for the step (hooks.Decisions): save, evaluate, the averaging window's
+# first step, and the regularisation plan's passes and rates (index + 1 in each rule, 0: none).
+VOTE_NAMES = ("stop_sigterm", "stop_sigint", "stop_chief", "plan_warmup", "plan_total",
+              "save", "evaluate", "averaging_from", "passes", "rate_budget_dropout",
+              "rate_budget_label_smoothing", "rate_budget_subword_sampling")
 
 
 class TrainSteps:

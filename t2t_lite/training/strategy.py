@@ -146,6 +146,10 @@ def _multi_worker_strategy(config):
         # Set on the config the context keeps: configure_coordination_service has no argument
         # for it. Without it the chief's wait for the others ignores the timeout.
         context.context().coordination_service.cluster_register_with_barrier = True
+    task = config["task"]
+    print(f"cluster: {task['type']} {task['index']} of {sum(len(cluster[job]) for job in jobs)}, "
+          f"waiting up to {timeout:g} s ({CLUSTER_TIMEOUT_ENV}) for every worker to join",
+          flush=True)
     try:
         return tf.distribute.MultiWorkerMirroredStrategy()
     except (tf.errors.DeadlineExceededError, tf.errors.UnavailableError) as error:

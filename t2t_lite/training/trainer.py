@@ -228,8 +228,8 @@ def _previous_warm_start(model_dir):
 
 
 def _checkpoint_dir(options, strategy, chief):
-    # Every worker of MultiWorkerMirroredStrategy must save (it is collective); only the chief's
-    # copy is kept.
+    # Every worker of MultiWorkerMirroredStrategy saves, at the steps the chief decides for all
+    # (hooks.Decisions), so a save is collective; only the chief's copy is kept.
     if chief:
         return options.model_dir
     return os.path.join(options.model_dir, f".worker_{strategy_lib.worker_id(strategy)}")
@@ -257,6 +257,7 @@ def loop(state, train_step, hooks):
             stats = train_step()
             state.next_step(int(state.optimizer.iterations.numpy()), stats,
                             time.monotonic() - start)
+            stopping.agree(state)
             # Every hook sees the step, also after one asks to stop.
             reasons = [hook.after_step(state) for hook in hooks]
             reason = stopping.after_step(state, next((r for r in reasons if r), None))

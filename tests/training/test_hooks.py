@@ -81,7 +81,7 @@ class FakeKeeper:
         self.every, self.saved = every, []
         self.manager = types.SimpleNamespace(latest_checkpoint=None)
 
-    def due(self, step):
+    def due(self, step, within=0.0):
         return step % self.every == 0
 
     def save(self, step):  # as CheckpointKeeper: a step already saved is not saved again
@@ -218,6 +218,6 @@ def test_a_signal_skips_the_end_evaluation(tmp_path):
     state, train_step = counting_state(100)
     state.stopping = types.SimpleNamespace(
         signals=None, signal=15, before_step=lambda state, own: "SIGTERM" if state.step else None,
-        after_step=lambda state, reason: reason)
+        after_step=lambda state, reason: reason, agree=lambda state: None)
     assert loop(state, train_step, [evaluation]) == "SIGTERM"
     assert state.step == 1 and state.signal == 15 and not state.evaluation_seconds

@@ -40,7 +40,7 @@ def stopping(chief, received=None, plan=None):
 def test_the_chief_votes_its_plans_last_step_one_step_ahead_and_everyone_stops_after_it():
     chief, votes = stopping(chief=True)
     assert chief.before_step(state_at(8, 10), None) is None
-    assert votes.cast == (0.0, 0.0, 0, 0, 0)
+    assert votes.cast[:5] == (0.0, 0.0, 0, 0, 0)
     assert chief.before_step(state_at(9, 10), None) is None  # step 10 is the last: said now
     assert votes.cast[2] == 1 + preemption.CHIEF_REASONS.index("train_steps")
     other, _ = stopping(chief=False)
@@ -88,7 +88,7 @@ def test_every_worker_applies_the_chiefs_plan_from_the_steps_sums():
     applied = [tf.Variable(20, dtype=tf.int64), tf.Variable(100, dtype=tf.int64)]
     chief, votes = stopping(chief=True, plan=(*planned, *applied))
     chief.before_step(state_at(12, 100), None)
-    assert votes.cast[3:] == (40, 400)
+    assert votes.cast[3:5] == (40, 400)
     assert [int(v.numpy()) for v in applied] == [20, 100]  # not before the step carries it
     chief.after_step(state_at(13, 100, plan_warmup=40.0, plan_total=400.0), None)
     assert [int(v.numpy()) for v in applied] == [40, 400]
