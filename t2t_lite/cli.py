@@ -104,12 +104,12 @@ def define_decode_precision_flag(applies_to):
 def _print_registry_if_asked():
     from absl import flags
 
-    from t2t_lite import problems, registry  # noqa: F401  (problems: the built-ins registered)
+    from t2t_lite import registry
+    from t2t_lite.problem_spec import import_problem_modules
 
     if not flags.FLAGS.registry_help:
         return False
-    for module in flags.FLAGS.problem_module:
-        registry.import_problem_module(module)
+    import_problem_modules(flags.FLAGS.problem_module)  # the built-ins and the user's
     print(registry.registry_help())
     return True
 

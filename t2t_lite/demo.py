@@ -24,7 +24,6 @@ from typing import Any, Optional, Sequence
 
 from t2t_lite import atomic
 from t2t_lite.command_line import flag_args, shown, to_args
-from t2t_lite.errors import UserError
 
 STATE = "state.json"
 
@@ -73,10 +72,10 @@ class Run:
 def run_demo(options, echo=print):
     """Runs every stage of DemoOptions `options`; its DemoResult (the results dict is also
     written to RUN/results.json)."""
-    from t2t_lite import problems
     from t2t_lite.data import datagen
     from t2t_lite.export import exporters
     from t2t_lite.model_dir import averaging
+    from t2t_lite.problem_spec import ProblemSpec
     from t2t_lite.training.trainer import TrainOptions, train
 
     run = Run(options.run_dir, echo)
@@ -88,8 +87,8 @@ def run_demo(options, echo=print):
                                     problem_params=options.problem_params, data_dir=data_dir)),
          flush=True)
     start = time.monotonic()
-    echo(datagen.run(problems.build(options.problem, options.problem_params), data_dir),
-         flush=True)
+    problem = ProblemSpec.of(options).build()
+    echo(datagen.run(problem, data_dir), flush=True)
     timings["datagen"] = time.monotonic() - start
 
     train_options = TrainOptions(
@@ -124,7 +123,7 @@ def run_demo(options, echo=print):
         run.state.pop("translated_with", None)
         run.save_state()
 
-    source, reference = _write_test_split(run, data_dir, options.test_sentences)
+    source, reference = _write_test_split(run, problem, data_dir, options.test_sentences)
     translation = run.path("test.translation")
     decoded = None
     if run.state.get("translated_with") != run.state["export_path"] or not os.path.isfile(
@@ -168,24 +167,15 @@ def _export_exists(state, export_dir):
             and os.path.isfile(os.path.join(path, "saved_model.pb")))
 
 
-def _write_test_split(run, data_dir, test_sentences):
-    pairs_path = None
-    for name in os.listdir(data_dir):
-        if name.endswith("-test.tsv"):
-            pairs_path = os.path.join(data_dir, name)
-    if pairs_path is None:
-        raise UserError(f"no test split text in {data_dir}")
-    with open(pairs_path, encoding="utf-8") as f:
-        pairs = [line.rstrip("\n").split("\t") for line in f]
-    if test_sentences:
-        pairs = pairs[:test_sentences]
+def _write_test_split(run, problem, data_dir, test_sentences):
+    """RUN/test.src and RUN/test.ref: the problem's test split (its first `test_sentences`);
+    a translation of other text is no longer this run's."""
+    from t2t_lite.problem_spec import write_eval_split
+
     source, reference = run.path("test.src"), run.path("test.ref")
-    for path, column in ((source, 0), (reference, 1)):
-        text = "".join(pair[column] + "\n" for pair in pairs)
-        if not os.path.isfile(path) or open(path, encoding="utf-8").read() != text:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
-            run.state.pop("translated_with", None)
+    if write_eval_split(problem, data_dir, "test", source, reference,
+                        limit=test_sentences).changed:
+        run.state.pop("translated_with", None)
     return source, reference
 
 

@@ -22,14 +22,14 @@ flags.DEFINE_multi_string("gin_param", [], "Gin bindings, e.g. "
 
 
 def main(argv):
-    from t2t_lite import hparams, problems, registry
+    from t2t_lite import hparams
     from t2t_lite.data import datagen
+    from t2t_lite.problem_spec import ProblemSpec
 
-    for module in FLAGS.problem_module:
-        registry.import_problem_module(module)
+    spec = ProblemSpec(FLAGS.problem, tuple(FLAGS.problem_param), tuple(FLAGS.problem_module))
+    spec.import_modules()
     hparams.bind(FLAGS.gin_file, FLAGS.gin_param)  # after every problem's configurables exist
-    problem = problems.build(FLAGS.problem, FLAGS.problem_param)
-    print(datagen.run(problem, FLAGS.data_dir, FLAGS.tmp_dir))
+    print(datagen.run(spec.build(), FLAGS.data_dir, FLAGS.tmp_dir))
 
 
 def run():

@@ -6,11 +6,11 @@ import dataclasses
 import math
 import os
 import time
-from typing import Sequence
 
-from t2t_lite import atomic, isolated, problems, registry
+from t2t_lite import atomic, isolated
 from t2t_lite.command_line import flag_args, shown, to_args
 from t2t_lite.errors import UserError
+from t2t_lite.problem_spec import ProblemSpec
 from t2t_lite.table3.machine import machine
 from t2t_lite.table3.paper import ALPHA, BEAM_SIZE, row_columns, set_name
 from t2t_lite.table3.result import DevMetrics, RowResult, RowSeconds
@@ -107,10 +107,8 @@ class RowRunner:
         memory) is gone before the next row trains."""
         self.echo(f"[{row}] dev perplexity of {checkpoint} over the whole dev split", flush=True)
         request = DevPerplexity(
-            problem=self.options.problem, problem_params=list(self.options.problem_params),
-            problem_modules=list(self.options.problem_modules),
-            data_dir=os.path.abspath(self.options.data_dir), model_dir=model_dir,
-            checkpoint=checkpoint)
+            problem=ProblemSpec.of(self.options), data_dir=os.path.abspath(self.options.data_dir),
+            model_dir=model_dir, checkpoint=checkpoint)
         try:
             return isolated.call(dev_perplexity, request, f"[{row}]", self.echo)
         except isolated.Failed as failure:
@@ -152,9 +150,7 @@ def trained_seconds(checkpoint):
 @dataclasses.dataclass
 class DevPerplexity:
     """What dev_perplexity measures: a checkpoint of a model_dir on its problem's dev split."""
-    problem: str
-    problem_params: Sequence[str]
-    problem_modules: Sequence[str]
+    problem: ProblemSpec
     data_dir: str
     model_dir: str
     checkpoint: str
@@ -162,9 +158,7 @@ class DevPerplexity:
 
 def dev_perplexity(request: DevPerplexity) -> DevMetrics:
     """dev_loss_metrics of `request`, the line a user reads printed."""
-    for module in request.problem_modules:
-        registry.import_problem_module(module)
-    problem = problems.build(request.problem, request.problem_params)
+    problem = request.problem.build()
     metrics = DevMetrics(**{k: float(v) for k, v in dev_loss_metrics(
         problem, request.data_dir, request.model_dir, request.checkpoint).items()})
     print(f"dev perplexity {metrics.perplexity:.4f} (loss {metrics.loss:.4f}, token "

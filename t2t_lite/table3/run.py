@@ -6,8 +6,9 @@ import os
 import time
 from typing import Optional, Sequence
 
-from t2t_lite import atomic, problems, registry
+from t2t_lite import atomic
 from t2t_lite.errors import UserError
+from t2t_lite.problem_spec import ProblemSpec, write_eval_split
 from t2t_lite.progress import format_duration
 from t2t_lite.table3.machine import describe_machine, machine
 from t2t_lite.table3.mapping import describe_change
@@ -53,20 +54,6 @@ def _check_data(problem, data_dir):
                         f"t2t-lite-datagen --problem={problem.name} --data_dir={data_dir}")
 
 
-def _write_dev_split(table, problem, data_dir, sentences):
-    pairs = problem.eval_text_pairs(data_dir, "dev")
-    if sentences:
-        pairs = pairs[:sentences]
-    if not pairs:
-        raise UserError(f"the dev split of {problem.name} in {data_dir} is empty")
-    for name, column in ((DEV_SOURCE, 0), (DEV_REFERENCE, 1)):
-        text = "".join((pair[column] if len(pair) > column else "") + "\n" for pair in pairs)
-        path = table.path(name)
-        if not os.path.isfile(path) or open(path, encoding="utf-8").read() != text:
-            atomic.write_text(path, text)
-    return len(pairs)
-
-
 def share_gpus():
     """Keeps this process off the GPUs' memory: TensorFlow reserves nearly all of it at its first
     op, and the rows' trainers and decoders (other processes) need it. Call before any op."""
@@ -88,9 +75,7 @@ def run_table(options: TableOptions, echo=print):
     scale, budget = resolve_identity(table, options)
 
     share_gpus()
-    for module in options.problem_modules:
-        registry.import_problem_module(module)
-    problem = problems.build(options.problem, options.problem_params)
+    problem = ProblemSpec.of(options).build()
     _check_data(problem, options.data_dir)
     vocab_size = problem.tokenizer(options.data_dir).vocab_size
     # Every row's configs, gin read once per row (base included even when not selected: the
@@ -123,7 +108,8 @@ def run_table(options: TableOptions, echo=print):
         table.record["rows"].setdefault(row, {"model_dir": table.row_path(row, "model"),
                                               "status": "not run"})
     table.save()
-    dev_lines = _write_dev_split(table, problem, options.data_dir, options.dev_sentences)
+    dev_lines = write_eval_split(problem, options.data_dir, "dev", table.path(DEV_SOURCE),
+                                 table.path(DEV_REFERENCE), limit=options.dev_sentences).lines
     table.record["dev_sentences_decoded"] = dev_lines
     minutes = budget.get("train_minutes")
     # With --train_minutes, base's steps become everyone's: it trains first, even unselected.

@@ -398,3 +398,59 @@ def test_a_table_is_the_same_under_a_problems_alias(tmp_path):
     assert identity("wmt14_ende") == identity("translate_ende_wmt14")
     assert identity("wmt14_ende")["problem"] == "translate_ende_wmt14"
     assert identity("translate_ende_gettext")["problem"] == "translate_ende_gettext"
+
+
+def test_a_result_written_before_the_row_result_type_reads_back_and_writes_the_same():
+    """result.json as a table of 2026-12-04 (before RowResult) wrote it: read as a RowResult
+    (the row is finished, not run again), and written back key for key as it was."""
+    from t2t_lite.table3.result import RowResult
+
+    path = ROOT / "tests" / "table3" / "data" / "result_2026-12-04.json"
+    values = json.loads(path.read_text())
+    result = RowResult.from_json(values)
+    assert result.steps == 30 and result.dev.perplexity == values["dev"]["perplexity"]
+    assert result.seconds.wall_this_run == values["seconds"]["wall_this_run"]
+    assert json.dumps(result.to_json(), indent=2) + "\n" == path.read_text()
+    assert RowResult.from_json(dict(values, dev={"loss": 1.0})) is None  # damaged: run again
+    assert RowResult.from_json(dict(values, status="failed")) is None
+    assert RowResult.from_json([]) is None
+
+
+def test_a_rows_steps_are_its_trainers_result_and_its_command_the_options_that_ran(
+        tmp_path, monkeypatch):
+    from t2t_lite import command_line, isolated
+    from t2t_lite.table3.plan import RowPlan
+    from t2t_lite.table3.result import RowResult
+    from t2t_lite.training.trainer import TrainOptions, TrainResult, train
+
+    calls, lines = [], []
+    trained = TrainResult(step=29, stopped_because="train_steps", last_checkpoint="ckpt-29",
+                          best_metrics=None, total_flops=1.0, last_train_metrics=None)
+    monkeypatch.setattr(isolated, "call", lambda *args, **kwargs: calls.append(args) or trained)
+    configs = hparams.load("tiny", [])
+    plan = RowPlan("base", ["ModelConfig.d_model = 16"], configs, 100, 1.0)
+    options = TableOptions(problem=PROBLEM, data_dir="D", out_dir=str(tmp_path),
+                           problem_params=PROBLEM_PARAMS)
+    runner = row_runner.RowRunner(Table(str(tmp_path / "out")), None, options,
+                                  lambda line, **_: lines.append(line))
+    assert runner.train("base", plan, 30, None) is trained
+    (function, sent, prefix, _), = calls
+    assert (function, prefix, sent.configs, sent.train_steps) == (train, "[base]", configs, 30)
+    printed = command_line.to_args(sent, omit=("configs",))
+    assert lines == [f"[base] {command_line.shown('trainer', printed)}"]
+    assert dataclasses.replace(sent, configs=None) == TrainOptions(
+        problem=PROBLEM, problem_params=PROBLEM_PARAMS, problem_modules=[],
+        data_dir=os.path.abspath("D"),
+        model_dir=str(tmp_path / "out" / "base" / "model"), hparams_set="table3/base",
+        gin_params=["ModelConfig.d_model = 16"], bleu_sentences=0, train_steps=30,
+        train_minutes=0.0)
+
+    monkeypatch.setattr(row_runner.RowRunner, "train", lambda *args: trained)
+    dev = DevMetrics(loss=2.0, perplexity=7.4, token_accuracy=0.3)
+    monkeypatch.setattr(row_runner.RowRunner, "evaluate", lambda *args: (
+        "M/ckpt-30", dev, {"bleu": 1.0, "chrf": 2.0, "signature": "s"}, "report", 1.0, 2.0))
+    monkeypatch.setattr(row_runner, "trained_seconds", lambda checkpoint: 12.0)
+    result = runner.run("base", plan, 30, None)
+    assert isinstance(result, RowResult) and result.dev is dev
+    assert (result.steps, result.checkpoint) == (29, "M/ckpt-30")  # the trainer's step
+    assert result.seconds == RowSeconds(train=12.0, evaluate=3.0, perplexity=1.0, decode=2.0)
