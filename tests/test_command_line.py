@@ -44,7 +44,8 @@ def round_trip(tool: Tool) -> Checked:
     from absl import flags
 
     importlib.import_module(f"t2t_lite.bin.{tool.name}")
-    options_type = isolated._resolve(tool.options_type)
+    module, _, name = tool.options_type.partition(":")
+    options_type = getattr(importlib.import_module(module), name)
     defined = command_line.flags_of(options_type, flags.FLAGS)
     fields = dataclasses.fields(options_type)
     hints = typing.get_type_hints(options_type)
