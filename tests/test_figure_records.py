@@ -31,6 +31,7 @@ reference.md is generated from the code (settings, defaults, flag help) and is n
 import json
 import pathlib
 import re
+import subprocess
 
 import pytest
 
@@ -278,6 +279,22 @@ def test_records_are_well_formed():
         if not values_of(record["values"]):
             bad.append(f"{name}: no numeric values")
     assert not bad, "\n".join(bad)
+
+
+def test_record_commits_exist():
+    """Each record's commit is one of this repository's (where the checkout has its history)."""
+    shallow = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=ROOT,
+                             capture_output=True, text=True)
+    if shallow.returncode != 0 or shallow.stdout.strip() != "false":
+        pytest.skip("not a git checkout with its whole history")
+    commits = {name: record["commit"] for name, record in load_records().items()}
+    answer = subprocess.run(["git", "cat-file", "--batch-check"], cwd=ROOT, capture_output=True,
+                            text=True, input="".join(f"{c}^{{commit}}\n" for c in commits.values()))
+    if answer.returncode != 0:
+        pytest.skip(f"git cat-file failed: {answer.stderr.strip()}")
+    missing = [f"{name}: {commit}" for (name, commit), line
+               in zip(commits.items(), answer.stdout.splitlines()) if line.endswith("missing")]
+    assert not missing, "records naming commits this repository lacks:\n" + "\n".join(missing)
 
 
 def test_citations_name_existing_records():
