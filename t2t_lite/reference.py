@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tokenize
 
-from t2t_lite import config, hparams, registry
+from t2t_lite import config, formats, hparams, registry
 from t2t_lite import problems  # noqa: F401  (registers the built-in problems)
 
 PACKAGE = pathlib.Path(__file__).resolve().parent
@@ -283,6 +283,7 @@ def render():
         "- [Hparams sets](#hparams-sets): the values of each set",
         "- [Problem parameters](#problem-parameters): `--problem_param=NAME=VALUE`",
         "- [Tool flags](#tool-flags): every flag of every `t2t-lite-*` command",
+        "- [Compatibility](#compatibility): the model_dir and export formats each version reads",
         "",
         "## Settings",
         "",
@@ -368,6 +369,7 @@ def render():
             kind += f" ({', '.join(flag['values'])})" if flag["values"] else ""
             out.append(f"| `--{flag['name']}` | {_cell(kind)} | {_value(flag['default'])} | "
                        f"{_cell(flag['help'])} |")
+    out += ["", *formats.reference_section()]  # from t2t_lite/formats.py, the formats' home
     return "\n".join(out) + "\n"
 
 

@@ -92,6 +92,7 @@ ALLOWED = {
     },
     "export/saved_model_versions.py": {"exists and is not a directory": SAYS_FIX},
     "export/exporters.py": {"unknown export format": "the line lists the known formats"},
+    "formats.py": {"not a positive integer": DAMAGED},
     "file_decoding.py": {
         "needs --engine=tensorflow": FLAG_PAIR,
         "must be >= 1, got": FLAG_VALUE,

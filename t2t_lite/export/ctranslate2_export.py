@@ -9,8 +9,9 @@ greedy and beam 4, on a trained model):
     folder/config.json               tokens and layer norm epsilon, read by CTranslate2
     folder/shared_vocabulary.json    one token per id (source, target and softmax share it)
     folder/<vocabulary file>         the model_dir's SentencePiece / WordPiece / symbol file
-    folder/t2t_lite.json             beam size, alpha, extra length, max length, vocabulary file,
-                                     provenance (CTranslate2 ignores it)
+    folder/t2t_lite.json             the folder's format version (formats.CTRANSLATE2), beam size,
+                                     alpha, extra length, max length, vocabulary file, provenance
+                                     (CTranslate2 ignores it)
 
 How each part of t2t_lite maps onto CTranslate2's TransformerSpec:
 
@@ -45,6 +46,7 @@ import tempfile
 
 import numpy as np
 
+from t2t_lite import formats
 from t2t_lite.errors import UserError
 from t2t_lite.ids import EOS_TOKEN, PAD_TOKEN, UNK_TOKEN
 from t2t_lite.inference.ctranslate2_engine import import_ctranslate2
@@ -228,7 +230,8 @@ def convert(model, tokens, output_dir, vocab_path=None, quantization=None, metad
     try:
         spec.save(tmp_dir)
         with open(os.path.join(tmp_dir, METADATA_NAME), "w", encoding="utf-8") as f:
-            json.dump(metadata, f, indent=2, sort_keys=True)
+            json.dump(formats.stamped(metadata, formats.CTRANSLATE2), f, indent=2,
+                      sort_keys=True)
             f.write("\n")
         if os.path.isdir(output_dir):
             os.rmdir(output_dir)  # empty, checked above

@@ -3,14 +3,18 @@
 TF Serving watches E and loads the highest numeric folder, so a half-written folder must never get
 a number: the SavedModel is written to a hidden temporary folder inside E (same filesystem) and
 renamed into place only when complete. Besides the SavedModel, assets.extra/t2t_lite.json records
-the fixed settings (beam size, max length, problem, hparams); TF Serving ignores that folder.
+the fixed settings (beam size, max length, problem, hparams) and the export's format version
+(formats.SAVED_MODEL, checked by inference/saved_model.py before an export loads); TF Serving
+ignores that folder.
 """
+import json
 import os
 import shutil
 import tempfile
 
 import tensorflow as tf
 
+from t2t_lite import formats
 from t2t_lite.errors import UserError
 from t2t_lite.inference.saved_model import METADATA_FILE, versions
 
@@ -31,7 +35,8 @@ def save(module, export_dir):
         metadata_path = os.path.join(tmp_dir, METADATA_FILE)
         os.makedirs(os.path.dirname(metadata_path), exist_ok=True)
         with open(metadata_path, "w", encoding="utf-8") as f:
-            f.write(module.metadata_json + "\n")
+            f.write(json.dumps(formats.stamped(json.loads(module.metadata_json),
+                                               formats.SAVED_MODEL), indent=2) + "\n")
         # Another exporter may have taken the number meanwhile: take the next free one.
         while True:
             version_dir = os.path.join(export_dir, str(next_version(export_dir)))

@@ -18,7 +18,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite import cpu
+from t2t_lite import cpu, formats
 from t2t_lite.config import DecodeConfig, ModelConfig
 from t2t_lite.data.tokenizers import load_tokenizer, vocabulary_tokens
 from t2t_lite.decoding.beam_search import length_penalty
@@ -42,6 +42,7 @@ def read_settings(folder):
         raise UserError(f"{path}: cannot read ({error})") from None
     if not isinstance(settings, dict):  # before any setting is read or overridden
         check.check_settings(settings, path)  # says it holds no settings
+    formats.check(settings, formats.CTRANSLATE2, path)
     return settings
 
 

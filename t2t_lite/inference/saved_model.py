@@ -61,12 +61,16 @@ def _variable_elements(version_dir):
 
 
 def check_export(version_dir):
-    """UserError unless the export's settings (its metadata file) and the weights its variables
-    index declares are within the bounds a model_dir's are: checked before anything loads."""
+    """UserError unless the export's format is one this t2t_lite reads (formats.SAVED_MODEL; an
+    export without a metadata file is format 1), and its settings (its metadata file) and the
+    weights its variables index declares are within the bounds a model_dir's are: checked before
+    anything loads."""
+    from t2t_lite import formats
     from t2t_lite.model_dir import check
 
     metadata = _read_metadata(version_dir)
     if metadata is not None:
+        formats.check(metadata, formats.SAVED_MODEL, os.path.join(version_dir, METADATA_FILE))
         check.check_settings(metadata, os.path.join(version_dir, METADATA_FILE))
     check.check_elements(_variable_elements(version_dir), f"{version_dir}/variables declares",
                          "the export")

@@ -3,7 +3,8 @@
 Layout:
     M/run.json          problem name, hparams set, gin params, vocabulary file name and size
     M/configs.json      the resolved ModelConfig / TrainConfig / DecodeConfig, as plain values:
-                        what every later tool reads
+                        what every later tool reads; its "format_version" (formats.MODEL_DIR) is
+                        the model_dir's format, checked before any other value is read
     M/config.gin        every gin binding in force, for people to read (never executed again);
                         for a run whose caller gave the configs (no gin bound them), every
                         field's value as a gin binding
@@ -16,7 +17,8 @@ Layout:
 Each of these files is written only when its content changes: a re-run with the same settings
 leaves them, times included, as they were.
 
-A model_dir is data: someone may send you one. Tools build the configs from configs.json's values;
+The files' texts are given by the caller (the trainer reads gin's bindings; this module never reads
+gin). A model_dir is data: someone may send you one. Tools build the configs from configs.json's values;
 they never bind config.gin, whose `import` lines would run code on the reader's machine.
 run.json names the vocabulary by file name, never a path out of the model_dir.
 """
@@ -26,7 +28,7 @@ import json
 import os
 import re
 
-from t2t_lite import atomic, file_lock, hparams, registry
+from t2t_lite import atomic, file_lock, formats, registry
 from t2t_lite.data import vocab
 from t2t_lite.config import DecodeConfig, ModelConfig, TrainConfig
 from t2t_lite.errors import UserError
@@ -82,18 +84,19 @@ def read_run_info(model_dir):
 
 
 def write_run_info(model_dir, problem_name, hparams_set, gin_params, vocab_path, vocab_size,
-                   configs, extra=None, gin_bound=True):
+                   configs, extra=None, config_text=None):
     """Records what later tools need; refuses to mix two different runs in one model_dir.
 
-    `configs` is the run's (ModelConfig, TrainConfig, DecodeConfig); `gin_bound`: whether gin's
-    bindings gave them (config.gin then lists those bindings, else the configs' values).
+    `configs` is the run's (ModelConfig, TrainConfig, DecodeConfig); `config_text`: config.gin's
+    text, the gin bindings that gave them (hparams.config_text(), read by the caller), or None
+    for configs no gin bound: config.gin then lists the configs' values.
     """
     os.makedirs(model_dir, exist_ok=True)
     info = {"problem": registry.canonical_name(problem_name), "hparams_set": hparams_set,
             "gin_params": list(gin_params), "vocab_file": os.path.basename(vocab_path),
             "vocab_size": int(vocab_size)}
     info.update(extra or {})
-    config_text = hparams.config_text() if gin_bound else configs_gin(configs)
+    config_text = configs_gin(configs) if config_text is None else config_text
     existing_path = os.path.join(model_dir, RUN_INFO)
     if os.path.isfile(existing_path):
         old = read_run_info(model_dir)
@@ -116,9 +119,9 @@ def write_run_info(model_dir, problem_name, hparams_set, gin_params, vocab_path,
             and not _same_bytes(vocab_path, vocab_copy)):
         atomic.copy_file(vocab_path, vocab_copy)
     write_if_changed(os.path.join(model_dir, CONFIG), config_text)
-    write_if_changed(os.path.join(model_dir, CONFIGS), json.dumps(
+    write_if_changed(os.path.join(model_dir, CONFIGS), json.dumps(formats.stamped(
         {key: dataclasses.asdict(config) for key, config in zip(_CONFIG_KEYS, configs)},
-        indent=2) + "\n")
+        formats.MODEL_DIR), indent=2) + "\n")
     write_if_changed(existing_path, json.dumps(info, indent=2) + "\n")
     return info
 
@@ -177,15 +180,19 @@ def _read_configs_json(model_dir):
             data = json.load(f)
     except (OSError, ValueError) as error:
         raise UserError(f"cannot read {path}: {error}") from None
+    # The format first: a newer layout is refused as newer, not as a damaged file.
+    formats.check(data, formats.MODEL_DIR, path)
     if not isinstance(data, dict) or not all(isinstance(data.get(k), dict) for k in _CONFIG_KEYS):
         raise UserError(f"{path} is not a t2t_lite configs file (needs model, train, decode)")
     return data
 
 
-def write_operative_config(model_dir, configs=None):
-    """gin's operative config; for a run given its `configs` (gin bound none), their values."""
+def write_operative_config(model_dir, configs, operative_text=None):
+    """operative_config.gin: `operative_text`, gin's operative config (hparams.
+    operative_config_text(), read by the caller), or None for a run given its `configs` (gin bound
+    none): their values."""
     write_if_changed(os.path.join(model_dir, OPERATIVE_CONFIG),
-                     hparams.operative_config_text() if configs is None else configs_gin(configs))
+                     configs_gin(configs) if operative_text is None else operative_text)
 
 
 def configs_where(model_dir):

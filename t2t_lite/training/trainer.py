@@ -202,7 +202,7 @@ def _train(options, signals):
                        "problem_params": list(options.problem_params),
                        "problem_modules": list(options.problem_modules),
                        "data_dir": os.path.abspath(options.data_dir), **extra},
-                gin_bound=gin_bound)
+                config_text=hparams.config_text() if gin_bound else None)
         return _build_and_train(options, problem, tokenizer, strategy, chief, model_config,
                                 train_config, decode_config, warm_start, signals)
     finally:
@@ -307,8 +307,8 @@ def _build_and_train(options, problem, tokenizer, strategy, chief, model_config,
         # Written after the model and optimizer exist, so it lists every value gin supplied
         # (the configs' own, when the caller gave them).
         model_dir_files.write_operative_config(
-            options.model_dir,
-            None if options.configs is None else (model_config, train_config, decode_config))
+            options.model_dir, (model_config, train_config, decode_config),
+            hparams.operative_config_text() if options.configs is None else None)
 
     sampling = _subword_sampling(train_config)
 
