@@ -22,7 +22,8 @@ with --protect=none and --protect=auto, and prints one JSON line and a table: fo
 the human references, the share of lines whose specifiers are kept exactly
 (protected_spans.kept_exactly with every kind), and each run's BLEU against the references
 (sacrebleu); also the "none" run's output after protected_spans.restore alone (the repair with no
-constrained search: kept by construction, so its BLEU is the one to beat). A decoder without the --protect flag gets the "none" run without it, and the "auto"
+constrained search: kept by construction, so its BLEU is the one to beat), and after
+graph_spans.repair, the TF-op repair an export's serving signatures run. A decoder without the --protect flag gets the "none" run without it, and the "auto"
 run is reported as unavailable.
 """
 import argparse
@@ -195,6 +196,15 @@ def kept_share(sources, outputs):
     return kept, round(kept / len(sources), 4)
 
 
+def graph_repair(sources, outputs):
+    """The outputs as an export's serving signatures repair them (graph_spans.repair)."""
+    import tensorflow as tf
+    from t2t_lite.inference import graph_spans
+    repaired, _ = tf.function(lambda s, o: graph_spans.repair(s, o, ALL_KINDS), autograph=False)(
+        tf.constant(sources), tf.constant(outputs))
+    return [text.decode("utf-8") for text in repaired.numpy()]
+
+
 def measure(args):
     import sacrebleu
     source_path = os.path.join(args.data, "source.en")
@@ -222,18 +232,25 @@ def measure(args):
                 bleu = sacrebleu.corpus_bleu(repaired, [references])
                 result["none+restore"] = {"kept": kept, "kept_share": share,
                                           "bleu": round(bleu.score, 2)}
+                # What an export's text signatures run instead (graph_spans.repair, TF ops).
+                repaired = graph_repair(sources, outputs)
+                kept, share = kept_share(sources, repaired)
+                bleu = sacrebleu.corpus_bleu(repaired, [references])
+                result["none+graph_repair"] = {"kept": kept, "kept_share": share,
+                                               "bleu": round(bleu.score, 2)}
             if args.keep_outputs:
                 shutil.copy(out_path, os.path.join(args.keep_outputs, f"out.{protect}.de"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(result, sort_keys=True))
     print(f"{'run':<24}{'kept exactly':>14}{'share':>9}{'BLEU':>8}")
-    for name in ("reference", "none", "none+restore", "auto"):
+    for name in ("reference", "none", "none+restore", "none+graph_repair", "auto"):
         row = result.get(name)
         if row is None:
             continue
         label = {"reference": "human reference",
-                 "none+restore": "--protect=none, restore()"}.get(name, f"--protect={name}")
+                 "none+restore": "--protect=none, restore()",
+                 "none+graph_repair": "--protect=none, graph"}.get(name, f"--protect={name}")
         if "unavailable" in row:
             print(f"{label:<24}  {row['unavailable']}")
             continue

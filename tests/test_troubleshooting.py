@@ -42,6 +42,7 @@ ALLOWED = {
     "bin/exporter.py": {
         "--quantization applies to": FLAG_PAIR,
         "--decode_precision applies to --format=savedmodel": FLAG_PAIR,
+        "--protect applies to --format=savedmodel": FLAG_PAIR,
     },
     "bin/table3.py": {"required (see --helpshort)": "names the missing flags; --helpshort lists them"},
     "cli.py": {

@@ -33,6 +33,10 @@ flags.DEFINE_enum("quantization", None,
                   "--format=ctranslate2 only: weight type of the CTranslate2 model "
                   "(default float32, as trained).")
 cli.define_decode_precision_flag("--format=savedmodel only")
+flags.DEFINE_string("protect", "auto",
+                    "--format=savedmodel only: the spans its text-in signatures keep exactly (see "
+                    "docs/terminology.md): auto (every kind for the gettext problems, none for "
+                    "others), none, or a comma list of printf, brace, markup.")
 
 
 def main(argv):
@@ -47,12 +51,18 @@ def main(argv):
     if FLAGS.decode_precision != "float32" and FLAGS.format != "savedmodel":
         raise cli.UserError("--decode_precision applies to --format=savedmodel only (CTranslate2 "
                             "has --quantization)")
+    if FLAGS.protect != "auto" and FLAGS.format != "savedmodel":
+        raise cli.UserError("--protect applies to --format=savedmodel only (CTranslate2's "
+                            "outputs are repaired by the decoder that runs them)")
+    from t2t_lite.inference import protected_spans
+
+    protected_spans.parse_setting(FLAGS.protect)
     from absl import logging
 
     # TensorFlow's INFO lines about renamed function inputs and temporary paths are noise here.
     logging.set_verbosity(logging.WARNING)
     options = ({"quantization": FLAGS.quantization} if FLAGS.format == "ctranslate2" else
-               {"precision": FLAGS.decode_precision})
+               {"precision": FLAGS.decode_precision, "protect": FLAGS.protect})
     print(exporters.make_exporter(FLAGS.format, **options).export(
         FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path, beam_size=FLAGS.beam_size,
         alpha=FLAGS.alpha, extra_length=FLAGS.extra_length))

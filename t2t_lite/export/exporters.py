@@ -49,10 +49,12 @@ class Exporter:
 class SavedModelExporter(Exporter):
     """A versioned text-in/text-out SavedModel E/<n>/ (export/saved_model_versions.py), for TF Serving.
 
-    precision: the exported beam search's, "float32" (default) or the opt-in "bfloat16"."""
+    precision: the exported beam search's, "float32" (default) or the opt-in "bfloat16".
+    protect: the protected spans its text-in signatures keep (TranslationModule's `protect`)."""
 
-    def __init__(self, precision="float32"):
+    def __init__(self, precision="float32", protect="auto"):
         self.precision = precision
+        self.protect = protect
 
     def export(self, model_dir, export_dir, checkpoint_path=None, beam_size=None, alpha=None,
                extra_length=None):
@@ -61,7 +63,7 @@ class SavedModelExporter(Exporter):
 
         module = translation_module.from_model_dir(model_dir, checkpoint_path, beam_size=beam_size,
                                            alpha=alpha, extra_length=extra_length,
-                                           precision=self.precision)
+                                           precision=self.precision, protect=self.protect)
         return saved_model_versions.save(module, export_dir)
 
 

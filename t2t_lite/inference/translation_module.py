@@ -25,6 +25,12 @@ as TF Serving's row-format REST API requires):
                              source_tokens / target_tokens string [B, S] / [B, T]
 
 Scores are log probability / GNMT length penalty ((5 + length) / 6) ** alpha, length counting EOS.
+The text-in translation signatures (serving_default, nbest, translate_with_settings,
+translate_constrained) keep the protected spans of each source (format specifiers, brace fields,
+markup: `protect`, "auto" by default, fixed when the module is built and named in describe())
+with graph_spans.repair, so a TF Serving client gets them intact; a score stays the searched
+hypothesis's. translate_ids and translate_constrained_ids return the search's own texts: the file
+decoder repairs those with protected_spans.restore.
 A source with no tokens (empty or blank) translates to "" with score 0. The file decoder
 (batch_decode.py) tokenizes once with `tokenize`, sorts and batches the ids, and translates them
 with `translate_ids`: each line is tokenized exactly once.
@@ -42,6 +48,7 @@ from t2t_lite.decoding import precision as decode_precision
 from t2t_lite.decoding.beam_search import length_penalty
 from t2t_lite.decoding.translate import clamp_to_limit, translate, translate_constrained
 from t2t_lite.ids import EOS_ID, PAD_ID
+from t2t_lite.inference import graph_spans, protected_spans
 from t2t_lite.model_dir import check
 
 STRINGS = tf.TensorSpec([None], tf.string)
@@ -78,11 +85,13 @@ class TranslationModule(tf.Module):
     precision: the beam search's compute precision, "float32" (the default) or the opt-in
     "bfloat16" / "auto" (see t2t_lite/decoding/precision.py); scoring and attention plots always
     run the float32 model.
+    protect: the --protect setting of the text-in signatures ("auto": every kind for a gettext
+    problem named in metadata, none otherwise; "none"; or a comma list of protected_spans.KINDS).
     """
 
     def __init__(self, model, tokenizer, beam_size=DecodeConfig.beam_size, alpha=DecodeConfig.alpha,
                  extra_length=DecodeConfig.extra_length, metadata=None,
-                 name="t2t_lite_translation", precision="float32"):
+                 name="t2t_lite_translation", precision="float32", protect="auto"):
         super().__init__(name=name)
         # Keras 3 variables wrap tf.Variables. Saving the Keras model itself records the wrappers,
         # whose restore never reaches the tf.Variables the traced graph reads: session-based
@@ -108,6 +117,7 @@ class TranslationModule(tf.Module):
         # Clamped as translate() clamps it, so any configured value fits the int32 signature.
         self.default_extra_length = clamp_to_limit(extra_length, self.max_length)
         metadata = dict(metadata or {})
+        self.protect = protected_spans.resolve(protect, metadata.get("problem"), po=False)
         if self.precision != "float32":
             metadata.update(decode_precision=self.precision,
                             decode_precision_reason=precision_reason)
@@ -117,7 +127,7 @@ class TranslationModule(tf.Module):
                         max_source_tokens=self.max_length - 1,
                         # The widths a batch's search memory follows (batch_decode.search_budget).
                         num_layers=int(model.config.num_layers), d_model=int(model.config.d_model),
-                        num_heads=int(model.config.num_heads))
+                        num_heads=int(model.config.num_heads), protect=sorted(self.protect))
         self._settings = _Untracked(metadata)  # untracked: tf.Module would wrap a dict
         # Python attributes are lost in a SavedModel; the constant describe() returns survives.
         self.metadata_json = json.dumps(metadata, sort_keys=True, indent=2)
@@ -156,7 +166,17 @@ class TranslationModule(tf.Module):
     # ---- translation --------------------------------------------------------------------------
     @tf.function(autograph=False, input_signature=[STRINGS, ALPHA, EXTRA_LENGTH])
     def translate_with_settings(self, inputs, alpha, extra_length):
-        return self.translate_ids(self._ids_with_eos(inputs), alpha, extra_length)
+        result = self.translate_ids(self._ids_with_eos(inputs), alpha, extra_length)
+        return dict(result, outputs=self._protected(inputs, result["outputs"]))
+
+    def _protected(self, inputs, outputs):
+        """outputs string [B, K] with each source's protected spans kept (graph_spans.repair)."""
+        if not self.protect:
+            return outputs
+        shape = tf.shape(outputs)
+        sources = tf.repeat(inputs, shape[1])
+        repaired, _ = graph_spans.repair(sources, tf.reshape(outputs, [-1]), self.protect)
+        return tf.reshape(repaired, shape)
 
     @tf.function(autograph=False, input_signature=[IDS, ALPHA, EXTRA_LENGTH])
     def translate_ids(self, ids, alpha, extra_length):
@@ -219,7 +239,9 @@ class TranslationModule(tf.Module):
         encoded = self.encode_constraints(constraints)
         result = self.translate_constrained_ids(self._ids_with_eos(inputs), encoded["positive"],
                                                 encoded["negative"], *self._defaults())
-        return {name: value[:, 0] for name, value in result.items()}
+        result = {name: value[:, 0] for name, value in result.items()}
+        result["outputs"] = self._protected(inputs, result["outputs"][:, None])[:, 0]
+        return result
 
     def _defaults(self):
         return (tf.constant(self.default_alpha, tf.float32),
@@ -276,13 +298,14 @@ class TranslationModule(tf.Module):
 
 
 def from_model_dir(model_dir, checkpoint_path=None, beam_size=None, alpha=None,
-                   extra_length=None, precision="float32"):
+                   extra_length=None, precision="float32", protect="auto"):
     """A TranslationModule for a trained model_dir; settings default to its DecodeConfig.
 
-    precision: "float32" (default), or the opt-in "bfloat16" / "auto" beam search."""
+    precision: "float32" (default), or the opt-in "bfloat16" / "auto" beam search.
+    protect: what the text-in signatures keep exactly (see TranslationModule)."""
     from t2t_lite.model_dir import loaded
 
     run = loaded.load(model_dir, checkpoint_path)
     return TranslationModule(run.model, run.tokenizer,
                              **run.decode_config.settings(beam_size, alpha, extra_length),
-                             metadata=run.metadata(), precision=precision)
+                             metadata=run.metadata(), precision=precision, protect=protect)
