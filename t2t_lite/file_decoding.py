@@ -92,7 +92,7 @@ def decode_file(options, progress=sys.stderr):
             output.identity["settings"]["compute_type"] = translator.compute_type
         defaults = batch_decode.settings(translator)
         protect = protected_spans.resolve(options.protect, defaults.get("problem"), po=False)
-        line_constraints, glossary_terms = _line_constraints(
+        line_constraints, glossary_counts = _line_constraints(
             translator, file_constraints, glossary, options, source.first_line)
         stats = batch_decode.decode_stream(
             translator, source, output, options.chunk_lines,
@@ -105,7 +105,8 @@ def decode_file(options, progress=sys.stderr):
             splitting=batch_decode.sentence_splitting(defaults.get("problem"),
                                                       options.split_sentences),
             line_constraints=line_constraints, protect=protect)
-        stats.glossary_terms = glossary_terms[0]
+        stats.glossary_terms = glossary_counts["applied"]
+        stats.glossary_terms_dropped = glossary_counts["dropped"]
         return stats
 
 
@@ -191,13 +192,14 @@ def _constraint_lines(options, source):
 
 
 def _line_constraints(translator, file_constraints, glossary, options, first_line):
-    """(line_constraints(n, source) for decode_stream or None, [glossary terms applied]), after
+    """(line_constraints(n, source) for decode_stream or None, glossary term counts: "applied",
+    and "dropped" where a line already held constraints.MAX_PHRASES phrases), after
     every phrase of the constraints file and the glossary is held to having target tokens.
     first_line: the input's first line in the file (a shard's), for messages."""
     from t2t_lite.inference import batch_decode
 
     if file_constraints is None and not glossary:
-        return None, [0]
+        return None, {"applied": 0, "dropped": 0}
     if file_constraints:
         for start in range(0, len(file_constraints), batch_decode.TOKENIZE_CHUNK):
             chunk = file_constraints[start:start + batch_decode.TOKENIZE_CHUNK]
@@ -213,14 +215,18 @@ def _line_constraints(translator, file_constraints, glossary, options, first_lin
         if encoded is not None:
             constraints.check_tokenized(
                 rows, encoded, lambda i: f"--glossary {glossary.path}:{glossary.entries[i].line}")
-    applied = [0]
+    counts = {"applied": 0, "dropped": 0}
 
     def line_constraints(number, source):
         phrases = constraints.split_line(file_constraints[number]) if file_constraints else []
         if glossary:
+            # The line's own constraints first (read_constraints_file holds them to the cap),
+            # then the glossary's terms while there is room; the summary counts the rest.
             terms = glossary.phrases_for(source)
-            applied[0] += len(terms)
-            phrases += terms
-        return constraints.join_line(phrases[:constraints.MAX_PHRASES])
+            room = max(constraints.MAX_PHRASES - len(phrases), 0)
+            counts["applied"] += min(len(terms), room)
+            counts["dropped"] += max(len(terms) - room, 0)
+            phrases += terms[:room]
+        return constraints.join_line(phrases)
 
-    return line_constraints, applied
+    return line_constraints, counts

@@ -67,6 +67,7 @@ class DecodeStats:
     constrained: int = 0  # lines translated under constraints (a file's, a glossary's, spans')
     constraints_unmet: int = 0  # of those, lines whose translation misses a positive phrase
     glossary_terms: int = 0  # glossary entries applied, over all lines
+    glossary_terms_dropped: int = 0  # matched but not applied: the line held MAX_PHRASES already
     protected: int = 0  # lines with protected spans (format specifiers, tags)
     protect_repaired: int = 0  # of those, lines whose spans the restore step fixed
 
@@ -89,6 +90,11 @@ class DecodeStats:
         parts = []
         if self.glossary_terms:
             parts.append(f"{self.glossary_terms} glossary terms applied")
+        if self.glossary_terms_dropped:
+            from t2t_lite.inference.constraints import MAX_PHRASES
+
+            parts.append(f"{self.glossary_terms_dropped} glossary terms not applied (their lines "
+                         f"held {MAX_PHRASES} phrases already)")
         if self.constrained:
             parts.append(f"{self.constrained} lines constrained, "
                          f"{self.constrained - self.constraints_unmet} met all their phrases, "

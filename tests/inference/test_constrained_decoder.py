@@ -70,6 +70,24 @@ def test_a_glossary_term_applies_where_its_source_term_is(model_dir, source, pla
     assert "2 glossary terms applied; 2 lines constrained" in result.stderr.decode()
 
 
+def test_glossary_terms_past_a_lines_phrase_limit_are_counted_not_lost(model_dir, source,
+                                                                        tmp_path):
+    # Line 2 ("a cat sat on the mat") holds 15 phrases of its own: one glossary term fits.
+    lines = ["", "\t".join(f"!w{i}" for i in range(15)), "", "", "", ""]
+    constraints = tmp_path / "c.txt"
+    constraints.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    glossary = tmp_path / "g.tsv"
+    glossary.write_text("cat\tKatze\nmat\tMatte\nsat\t!saß\n", encoding="utf-8")
+    summary = tmp_path / "s.json"
+    result = _decode(model_dir, f"--decode_from_file={source}", f"--glossary={glossary}",
+                     f"--constraints_file={constraints}", f"--summary_file={summary}")
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    assert ("1 glossary terms applied; 2 glossary terms not applied (their lines held 16 "
+            "phrases already)") in result.stderr.decode()
+    stats = json.loads(summary.read_text())
+    assert (stats["glossary_terms"], stats["glossary_terms_dropped"]) == (1, 2)
+
+
 @pytest.mark.parametrize("content, message", [
     ("der Hund\n", "has 1 lines but the input has 6"),
     ("a\n\nx\t\ty\n\n\n\n", ":3: an empty phrase or alternative"),
