@@ -7,7 +7,7 @@ not the table; TensorFlow's state and the GPU's memory leave with the child).
 `function` is a module-level function of one dataclass argument; `options` is that dataclass.
 The child gets the options as JSON (dataclasses.asdict) and builds them back (`rebuild`: nested
 dataclasses too, by the fields' type hints), runs `function(options)` and writes what it returns
-(a dataclass or JSON values) as JSON; `call` builds the result back as `result_type`, by default
+(JSON values, dataclasses among them as theirs) as JSON; `call` builds the result back as `result_type`, by default
 the function's return annotation (`-> TrainResult`), and returns the JSON values as they are
 when there is neither. The child's output is streamed line by line with `prefix`, TensorFlow's
 start-up noise dropped. A UserError in the child, or the child dying, raises Failed.
@@ -272,7 +272,13 @@ def _die_with_parent(parent):
 
 
 def _name(obj):
-    return f"{obj.__module__}:{obj.__qualname__}"
+    """module:qualname, as the child imports it; a function of a module run as `python -m`
+    (__main__) by the module's own name."""
+    module = obj.__module__
+    if module == "__main__":
+        spec = getattr(sys.modules["__main__"], "__spec__", None)
+        module = spec.name if spec is not None else module
+    return f"{module}:{obj.__qualname__}"
 
 
 def _resolve(name):
@@ -301,6 +307,15 @@ def _child(request):
         print(f"error: {error}", file=sys.stderr, flush=True)  # as a tool says it
         atomic.write_json(request["result"], {"error": str(error)})
         sys.exit(1)
-    if dataclasses.is_dataclass(value):
-        value = dataclasses.asdict(value)
-    atomic.write_json(request["result"], {"value": value})
+    atomic.write_json(request["result"], {"value": _values(value)})
+
+
+def _values(value):
+    """`value` as JSON values: dataclasses (also in lists, tuples and dicts) as their dicts."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, dict):
+        return {key: _values(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_values(item) for item in value]
+    return value

@@ -72,6 +72,16 @@ PROBE = textwrap.dedent('''
                       parts=parts, best=max(totals, key=lambda t: t.total),
                       by_name={part.name: part.total for part in parts},
                       names=tuple(part.name for part in parts))
+
+
+    def totals(groups: Groups) -> Dict[str, Total]:
+        return {f"g{index}": add(group) for index, group in enumerate(groups.groups)}
+
+
+    if __name__ == "__main__":  # run as `python -m isolated_probe`: its functions named so
+        from t2t_lite import isolated
+
+        print(isolated.call(totals, Groups([Numbers([5])]), "", lambda *a, **k: None))
 ''')
 
 
@@ -104,6 +114,17 @@ def test_the_result_is_built_back_as_the_functions_annotation_nested_dataclasses
         whole=total(13, 3), parts=[probe.Part("g0", total(3, 2)), probe.Part("g1", total(10, 1))],
         best=total(10, 1), by_name={"g0": total(3, 2), "g1": total(10, 1)}, names=("g0", "g1"))
     assert isinstance(result.parts[0].total, probe.Total)
+
+
+def test_a_dict_of_dataclasses_crosses_and_a_main_modules_function_runs(probe, tmp_path):
+    groups = probe.Groups([probe.Numbers([1, 2]), probe.Numbers([10])])
+    assert isolated.call(probe.totals, groups, "", lambda *a, **k: None) == {
+        "g0": probe.Total(3, 2), "g1": probe.Total(10, 1)}
+    # A module run with -m is __main__ in its process: the child imports it by its own name.
+    ran = subprocess.run([sys.executable, "-m", "isolated_probe"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert ran.stdout.strip() == "{'g0': Total(total=5, count=1)}"
 
 
 def test_rebuild_is_asdicts_inverse_and_refuses_what_does_not_fit(probe):
