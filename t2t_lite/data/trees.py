@@ -188,7 +188,22 @@ def delinearise(output, words):
         if kind not in repairs:
             repairs.append(kind)
 
-    root = Tree(None, [])  # a virtual root collects whatever ends up at the top level
+    root = _read_brackets(output, note)
+    missing = _keep_placeholders(root, len(words), note)
+    tree = _one_root(root, note)
+    if missing > 0:
+        # Missing words go to the end of the root: in the PTB the last word is most often the
+        # final punctuation, a child of the root.
+        if any(isinstance(child, Tree) for child in root.children):
+            note("missing_placeholder")
+        tree.children.extend([PLACEHOLDER] * missing)
+    return _attach_words(tree, iter(words)), repairs
+
+
+def _read_brackets(output, note):
+    """The output's brackets and placeholders under a virtual root (label None) that collects
+    whatever ends up at the top level; closes nothing that is not open, leaves unclosed ones."""
+    root = Tree(None, [])
     stack = [root]
     for token in output.split():
         if token.startswith("("):
@@ -210,60 +225,57 @@ def delinearise(output, words):
             note("stray_token")
     if len(stack) > 1:
         note("unclosed")
+    return root
 
-    # Surplus placeholders: keep the first len(words).
-    budget = [len(words)]
 
-    def prune(node):
-        kept = []
-        for child in node.children:
-            if isinstance(child, str):
-                if budget[0] > 0:
-                    budget[0] -= 1
-                    kept.append(child)
-                else:
-                    note("extra_placeholder")
+def _keep_placeholders(node, budget, note):
+    """Keeps the first `budget` placeholders under `node` (in order), drops the surplus and the
+    constituents left empty; returns how many of the budget are left (words still missing)."""
+    kept = []
+    for child in node.children:
+        if isinstance(child, str):
+            if budget > 0:
+                budget -= 1
+                kept.append(child)
             else:
-                prune(child)
-                if child.children:
-                    kept.append(child)
-                else:
-                    note("empty_constituent")
-        node.children = kept
+                note("extra_placeholder")
+        else:
+            budget = _keep_placeholders(child, budget, note)
+            if child.children:
+                kept.append(child)
+            else:
+                note("empty_constituent")
+    node.children = kept
+    return budget
 
-    prune(root)
+
+def _one_root(root, note):
+    """The tree under the virtual root: its one constituent, or a FALLBACK_ROOT over all."""
     tops = [c for c in root.children if isinstance(c, Tree)]
     if not tops:
         note("flat")
-        tree = Tree(FALLBACK_ROOT, root.children)  # placeholders only, if any
-    elif len(tops) == 1:
+        return Tree(FALLBACK_ROOT, root.children)  # placeholders only, if any
+    if len(tops) == 1:
         # Placeholders beside the one root belong to it (a bracket closed too early).
         tree, at = tops[0], root.children.index(tops[0])
         if len(root.children) > 1:
             note("loose_placeholder")
             tree.children = root.children[:at] + tree.children + root.children[at + 1:]
-    else:
-        note("multiple_roots")
-        tree = Tree(FALLBACK_ROOT, root.children)
-    if budget[0] > 0:
-        # Missing words go to the end of the root: in the PTB the last word is most often the
-        # final punctuation, a child of the root.
-        if tops:
-            note("missing_placeholder")
-        tree.children.extend([PLACEHOLDER] * budget[0])
-    word_iter = iter(words)
+        return tree
+    note("multiple_roots")
+    return Tree(FALLBACK_ROOT, root.children)
 
-    def attach(node):
-        children = []
-        for child in node.children:
-            if isinstance(child, str):
-                word = next(word_iter)
-                children.append(Tree(guess_tag(word), [word]))
-            else:
-                children.append(attach(child))
-        return Tree(node.label, children)
 
-    return attach(tree), repairs
+def _attach_words(node, words):
+    """A copy of `node` with each placeholder replaced by the next of `words` under its tag."""
+    children = []
+    for child in node.children:
+        if isinstance(child, str):
+            word = next(words)
+            children.append(Tree(guess_tag(word), [word]))
+        else:
+            children.append(_attach_words(child, words))
+    return Tree(node.label, children)
 
 
 # The PTB's spelling of brackets inside words: a raw "(" would end the tree text early.
