@@ -11,8 +11,9 @@ Each fact is read from its one home in the code:
   includes (base.gin: with the dataclass defaults);
 - a problem's parameters from its constructor's signature, their meanings from the "Args"
   section of the first constructor docstring up its classes that names them;
-- a tool's flags from its module (setup.py's console scripts), loaded in a subprocess without
-  running the tool (absl's flag registry is global, and two tools define the same names).
+- a tool's flags from its module (setup.py's console scripts), loaded in a child process
+  without running the tool (absl's flag registry is global, and two tools define the same names):
+  reference_facts.py, through isolated.call.
 
 Nothing builds a model; the problems' import loads TensorFlow once. tests/test_reference.py fails
 when the committed page differs from what this prints.
@@ -21,14 +22,13 @@ import ast
 import dataclasses
 import inspect
 import io
-import json
 import pathlib
 import re
-import subprocess
 import sys
 import tokenize
+from concurrent import futures
 
-from t2t_lite import config, formats, hparams, registry
+from t2t_lite import config, formats, hparams, isolated, reference_facts, registry
 from t2t_lite import problems  # noqa: F401  (registers the built-in problems)
 
 PACKAGE = pathlib.Path(__file__).resolve().parent
@@ -39,42 +39,6 @@ CONFIGS = (config.ModelConfig, config.TrainConfig, config.DecodeConfig)
 # The tool whose flags of a field's name override that field for one run (the decoder's
 # --batch_tokens is its own setting, so tools are matched per config, not by name alone).
 OVERRIDING_TOOL = {"TrainConfig": "t2t-lite-trainer", "DecodeConfig": "t2t-lite-decoder"}
-
-# Runs in a fresh interpreter per tool: import its module (flags are defined on import, the
-# shared ones by t2t_lite.cli), print the flags t2t_lite defines, in definition order.
-_LIST_FLAGS = r"""
-import importlib, json, re, sys
-from absl import flags
-importlib.import_module(sys.argv[1])
-rows = []
-for module, defined in flags.FLAGS.flags_by_module_dict().items():
-    if module.split(".")[0] != "t2t_lite":
-        continue
-    for flag in defined:
-        values = getattr(flag.parser, "enum_values", None)
-        text = flag.help  # without what absl adds to it: the type column says that
-        text = re.sub(r";?\s*repeat this option to specify a list of values$", "", text)
-        if values:
-            text = re.sub(r"^<[^>]*>: ", "", text)
-        rows.append({"name": flag.name, "type": flag.flag_type(), "default": flag.default,
-                     "help": text, "values": list(values) if values else None})
-print(json.dumps(rows))
-"""
-
-
-# Each set resolved by gin, with the set it includes, as JSON: {name: [parent, {class: fields}]}.
-_RESOLVE_SETS = r"""
-import dataclasses, json, re
-from t2t_lite import hparams
-found = {}
-for name in hparams.list_hparams_sets():
-    text = hparams.hparams_file(name).read_text(encoding="utf-8")
-    parent = re.search(r"^include\s+['\"](.+)\.gin['\"]", text, re.M)
-    found[name] = [parent.group(1) if parent else None,
-                   {type(c).__name__: dataclasses.asdict(c) for c in hparams.load(name)}]
-print(json.dumps(found))
-"""
-
 
 # ----------------------------------------------------------------------------- meanings
 
@@ -139,18 +103,26 @@ def docstring_args(function):
 def resolved_sets():
     """{set name: (parent set or None, {config class name: config instance})}, sets sorted.
 
-    Resolved in a subprocess: gin's bindings are global, and a caller's (a test session's) must
-    stay as they are.
+    Resolved in a child process (reference_facts.resolve_sets): gin's bindings are global, and a
+    caller's (a test session's) must stay as they are.
     """
-    result = subprocess.run([sys.executable, "-c", _RESOLVE_SETS], cwd=ROOT, capture_output=True,
-                            text=True, timeout=300)
-    if result.returncode:
-        raise RuntimeError(f"resolving the hparams sets failed:\n{result.stderr[-2000:]}")
+    resolved = _in_child(reference_facts.resolve_sets, reference_facts.AllSets(),
+                         "resolving the hparams sets")
     classes = {cls.__name__: cls for cls in CONFIGS}
-    return {name: (parent, {kind: classes[kind](**{key: _tuples(value)
-                                                   for key, value in fields.items()})
-                            for kind, fields in values.items()})
-            for name, (parent, values) in json.loads(result.stdout.splitlines()[-1]).items()}
+    return {name: (found.parent, {kind: classes[kind](**{key: _tuples(value)
+                                                         for key, value in fields.items()})
+                                  for kind, fields in found.configs.items()})
+            for name, found in resolved.items()}
+
+
+def _in_child(function, request, what):
+    """isolated.call(function, request), its output kept for the error a failure raises."""
+    lines = []
+    try:
+        return isolated.call(function, request, "", lambda line, **_: lines.append(line))
+    except isolated.Failed as failure:
+        raise RuntimeError(failure.reason(what) + "".join(f"\n{line}" for line in lines[-40:])
+                           ) from None
 
 
 def _tuples(value):
@@ -220,17 +192,15 @@ def console_scripts():
 
 
 def tool_flags():
-    """{tool: [flag dicts]} for every console script, listed side by side in subprocesses."""
-    processes = [(tool, module, subprocess.Popen(
-        [sys.executable, "-c", _LIST_FLAGS, module], cwd=ROOT, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)) for tool, module in console_scripts()]
-    found = {}
-    for tool, module, process in processes:
-        out, err = process.communicate(timeout=300)
-        if process.returncode:
-            raise RuntimeError(f"listing {tool}'s flags ({module}) failed:\n{err[-2000:]}")
-        found[tool] = (module, json.loads(out.strip().splitlines()[-1]))
-    return found
+    """{tool: (module, [flag dicts])} for every console script, listed side by side in child
+    processes (reference_facts.tool_flags)."""
+    scripts = console_scripts()
+    with futures.ThreadPoolExecutor(max_workers=len(scripts)) as pool:
+        listed = [pool.submit(_in_child, reference_facts.tool_flags,
+                              reference_facts.ToolModule(module),
+                              f"listing {tool}'s flags ({module})") for tool, module in scripts]
+        return {tool: (module, [dataclasses.asdict(flag) for flag in rows.result()])
+                for (tool, module), rows in zip(scripts, listed)}
 
 
 # ----------------------------------------------------------------------------- the page
