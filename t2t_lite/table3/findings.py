@@ -122,14 +122,14 @@ def _verdict(checks):
 def check(entries, translation_path, reference_path):
     """Each finding checked on the table's finished rows.
 
-    entries: table_rows' dicts (row, status, bleu, ppl). translation_path(row): the row's dev
+    entries: outputs.table_rows' TableEntry values (their row, status and ppl are read). translation_path(row): the row's dev
     translation. Comparisons with a row not finished are left out; a finding with none left is
     "not measured". A finished row's translation or the reference missing, unreadable or of
     another line count is a UserError, not a comparison left out. Returns one dict per finding:
     key, claim, verdict and its comparisons.
     """
-    done = {e["row"]: e for e in entries if e["status"] == "done"
-            and e["ppl"] is not None and math.isfinite(e["ppl"])}
+    done = {e.row: e for e in entries if e.status == "done"
+            and e.ppl is not None and math.isfinite(e.ppl)}
     measured = [(finding, c) for finding in FINDINGS for c in finding.comparisons
                 if c.row in done and c.against in done]
     scores = {}  # row: (dev BLEU, BLEU on each resample)
@@ -163,7 +163,7 @@ def check(entries, translation_path, reference_path):
         low, high = np.percentile(differences[index], [2.5, 97.5])
         p_difference, p_same = adjusted[(index, "difference")], adjusted.get((index, "same"))
         observed_bleu = _bleu_outcome(row_bleu - against_bleu, p_difference, p_same)
-        row_ppl, against_ppl = done[c.row]["ppl"], done[c.against]["ppl"]
+        row_ppl, against_ppl = done[c.row].ppl, done[c.against].ppl
         observed_ppl = _ppl_outcome(row_ppl, against_ppl)
         checks += [(c.bleu, observed_bleu), (c.ppl, observed_ppl)]
         paper, paper_against = PAPER_BY_ROW[c.row], PAPER_BY_ROW[c.against]

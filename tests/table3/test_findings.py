@@ -9,6 +9,15 @@ import pytest
 from t2t_lite.errors import UserError
 from t2t_lite.table3 import findings
 from t2t_lite.table3.findings import BETTER, NOT_BETTER, SAME, UNDECIDED, WORSE
+from t2t_lite.table3.outputs import TableEntry
+
+
+def _entry(row, status, ppl):
+    """A TableEntry as table_rows makes it, with what the findings read (row, status, ppl)."""
+    return TableEntry(group="", row=row, columns=None, status=status, reason=None, steps=None,
+                      ppl=ppl, bleu=None, chrf=None, params=None, train_seconds=None,
+                      evaluate_seconds=None, paper_ppl=None, paper_bleu=None, paper_params=None,
+                      model_dir="", precision=None, machine=None)
 
 WORDS = "the cat sat on mat a dog runs in park hello world how are you today".split()
 
@@ -42,8 +51,8 @@ def table(tmp_path):
                 lines = _noisy(references, translation, 0 if translation == 0.3 else index + 1)
             (tmp_path / row).mkdir()
             (tmp_path / row / "dev.translation").write_text("\n".join(lines) + "\n")
-            entries.append({"row": row, "status": "done", "ppl": ppl})
-        entries.append({"row": "D_dropout0", "status": "failed", "ppl": None})
+            entries.append(_entry(row, "done", ppl))
+        entries.append(_entry("D_dropout0", "failed", None))
         checked = findings.check(entries, lambda row: str(tmp_path / row / "dev.translation"),
                                  str(tmp_path / "dev.ref"))
         return {f["key"]: f for f in checked}
@@ -161,8 +170,8 @@ def test_the_family_of_tests_is_held_by_holm(table, tmp_path_factory):
                     "D_smoothing0": _noisy(references, 0.3, 9)}
     for row, text in translations.items():
         (folder / f"{row}.txt").write_text("\n".join(text) + "\n")
-    entries = [{"row": row, "status": "done", "ppl": 10.0} for row in translations]
-    entries[1]["ppl"] = 12.0
+    entries = [_entry(row, "done", 10.0) for row in translations]
+    entries[1].ppl = 12.0
     checked = {f["key"]: f for f in findings.check(
         entries, lambda row: str(folder / f"{row}.txt"), str(folder / "dev.ref"))}
     comparison, = checked["one_head"]["comparisons"]
@@ -178,7 +187,7 @@ def test_a_missing_or_short_file_is_an_error_not_unmeasured(tmp_path):
     (tmp_path / "dev.ref").write_text("\n".join(references) + "\n")
     (tmp_path / "base.txt").write_text("\n".join(_base(references)) + "\n")
     (tmp_path / "A_heads1_dk512.txt").write_text("\n".join(_base(references)[:19]) + "\n")
-    entries = [{"row": row, "status": "done", "ppl": 10.0}
+    entries = [_entry(row, "done", 10.0)
                for row in ("base", "A_heads1_dk512", "E_learned_positions")]
 
     def check(reference="dev.ref"):
@@ -204,7 +213,7 @@ def test_a_missing_or_short_file_is_an_error_not_unmeasured(tmp_path):
     assert {f["key"]: f["verdict"] for f in check()}["positions"] == "reproduced"
     # Rows not finished need no files.
     assert all(f["verdict"] == "not measured" for f in findings.check(
-        [{"row": "base", "status": "done", "ppl": 10.0}], lambda row: "none", "none"))
+        [_entry("base", "done", 10.0)], lambda row: "none", "none"))
 
 
 def test_opposite_everywhere_is_contradicted_and_undecided_is_neither():
