@@ -302,11 +302,34 @@ def _is_opening_tag(text):
 
 
 def _repair(source, source_spans, translation, kinds):
+    """One round of restore's repair: the translation with its spans renamed, dropped, reordered
+    and added so that they agree with the source's (restore checks the result, and repeats).
+
+    Each span of the output is an item [start, end, text]: the text it is written as, or None to
+    drop it. Items are shared by the steps below, which change their texts in place; the
+    insertions of step 3 are keyed by id(item).
+    """
     need = collections.Counter(s.text for s in source_spans)
     movable_of = {s.text: s.movable for s in source_spans}
     spans = _scan(translation, kinds, _known_tags(source_spans))
     have = collections.Counter(s.text for s in spans)
     deficit = {text: n - have[text] for text, n in need.items() if n > have[text]}
+    items = _claim_spans(translation, source_spans, spans, need, deficit)
+    _drop_surplus(items, source_spans, need, deficit, movable_of)
+    bound = [item for item in items if item[2] is not None and not movable_of[item[2]]]
+    insert_before, insert_after, inserted, tail = _place_order_bound(source, source_spans, bound)
+    appended = _missing_at_end(source_spans, need, movable_of, items, inserted, tail)
+    out = _write_items(translation, items, insert_before, insert_after)
+    return _append_missing(out, appended) if appended else out
+
+
+def _claim_spans(translation, source_spans, spans, need, deficit):
+    """Step 1: every span of the output as [start, end, text it should have or None to drop].
+
+    A span the source lacks may be a mangled copy ("%S" for "%s") of one the output misses: it is
+    replaced in place; loose forms ("% s", "{ name }") are found the same way. `deficit` (text ->
+    how many the output misses) counts down as missing spans are claimed.
+    """
     by_key = collections.defaultdict(list)
     for s in source_spans:
         if s.text not in by_key[_key(s.text)]:
@@ -319,9 +342,6 @@ def _repair(source, source_spans, translation, kinds):
                 return wanted
         return None
 
-    # 1. Every span of the output as [start, end, text it should have or None to drop]. A span
-    # the source lacks may be a mangled copy ("%S" for "%s") of one the output misses: it is
-    # replaced in place; loose forms ("% s", "{ name }") are found the same way.
     items = [[s.start, s.end, s.text if s.text in need else None] for s in spans]
     if any(deficit.values()):
         for m in _LOOSE.finditer(translation):
@@ -341,15 +361,23 @@ def _repair(source, source_spans, translation, kinds):
         # "%33d" for "%3d", "%s" for "%.*s", "<i>" for "<b>" (the order is put right below).
         for item in items:
             if item[2] is None:
-                shape = _shape(translation[item[0]:item[1]])
-                for s in source_spans:
-                    if deficit.get(s.text, 0) > 0 and _shape(s.text) == shape:
-                        deficit[s.text] -= 1
-                        item[2] = s.text
-                        break
+                item[2] = _missing_of_shape(_shape(translation[item[0]:item[1]]), source_spans,
+                                            deficit)
+    return items
 
-    # 2. Too many of a text: drop the surplus. Order-bound ones outside a longest common
-    # subsequence with the source's order go first, then the latest.
+
+def _missing_of_shape(shape, source_spans, deficit):
+    """The first source span still missing (deficit) with this _shape, claimed; or None."""
+    for s in source_spans:
+        if deficit.get(s.text, 0) > 0 and _shape(s.text) == shape:
+            deficit[s.text] -= 1
+            return s.text
+    return None
+
+
+def _drop_surplus(items, source_spans, need, deficit, movable_of):
+    """Step 2: too many of a text: drop the surplus (item text None). Order-bound ones outside a
+    longest common subsequence with the source's order go first, then the latest."""
     order = [s.text for s in source_spans if not s.movable]
     bound = [item for item in items if item[2] is not None and not movable_of[item[2]]]
     in_lcs = {i for i, _ in _lcs_pairs([item[2] for item in bound], order)}
@@ -359,21 +387,24 @@ def _repair(source, source_spans, translation, kinds):
     for item in ranked:
         if item[2] is not None and count[item[2]] > need[item[2]]:
             count[item[2]] -= 1
-            shape, item[2] = _shape(item[2]), None
-            for s in source_spans:  # a surplus "%s" stands in for a missing "%8s" where it is
-                if deficit.get(s.text, 0) > 0 and _shape(s.text) == shape:
-                    deficit[s.text] -= 1
-                    count[s.text] += 1
-                    item[2] = s.text
-                    break
+            # a surplus "%s" stands in for a missing "%8s" where it is
+            item[2] = _missing_of_shape(_shape(item[2]), source_spans, deficit)
+            if item[2] is not None:
+                count[item[2]] += 1
 
-    # 3. The order-bound slots. Only drops (what is left is in the source's order): a missing one
-    # goes right before the next slot that follows it in the source. Otherwise the k-th slot
-    # becomes the source's k-th order-bound span. Either way the rest go to the end.
-    bound = [item for item in items if item[2] is not None and not movable_of[item[2]]]
-    texts = [item[2] for item in bound]
-    pairs = _lcs_pairs(texts, order)
-    # id(slot) -> what to write just before / just after it; `inserted` counts the spans in them.
+
+def _place_order_bound(source, source_spans, bound):
+    """Step 3: the order-bound slots (`bound`: the items kept with an order-bound text).
+
+    Only drops (what is left is in the source's order): a missing one goes right before the next
+    slot that follows it in the source. Otherwise the k-th slot becomes the source's k-th
+    order-bound span. Either way the rest go to the end.
+
+    Returns (insert_before, insert_after: id(slot) -> what to write just before / just after it,
+    inserted: a Counter of the spans in them, tail: the order-bound texts left for the end).
+    """
+    order = [s.text for s in source_spans if not s.movable]
+    pairs = _lcs_pairs([item[2] for item in bound], order)
     insert_before, insert_after = collections.defaultdict(list), collections.defaultdict(list)
     inserted = collections.Counter()
     bound_source = [s for s in source_spans if not s.movable]
@@ -382,87 +413,91 @@ def _repair(source, source_spans, translation, kinds):
         between = source[bound_source[j - 1].end:bound_source[j].start]
         return between if _TIGHT_GAP.fullmatch(between) else None
 
-    if len(pairs) == len(bound):
-        matched = {j: i for i, j in pairs}
-        after = {j: bound[i] for j, i in matched.items()}  # j -> the slot j is written at/after
-        tail = []
-        for j, text in enumerate(order):
-            if j in matched:
-                continue
-            earlier = max((k for k in matched if k < j), default=None)
-            later = [matched[k] for k in range(j + 1, len(order)) if k in matched]
-            if j - 1 in after and gap(j) is not None:
-                # tight to the span before it in the source: "%s:%d" -> "%s" + ":%d"
-                insert_after[id(after[j - 1])].append(gap(j) + text)
-                after[j] = after[j - 1]
-            elif (earlier is not None and not _is_opening_tag(order[earlier])
-                    and all(t.startswith("</") for t in order[earlier + 1:j + 1])):
-                # a closing tag closes right after the span before it ("<b>%s" -> "<b>%s</b>")
-                insert_after[id(bound[matched[earlier]])].append(text)
-            elif later and j + 1 in matched and gap(j + 1) is not None:
-                insert_before[id(bound[later[0]])].append(text + gap(j + 1))
-            elif later:
-                slot = bound[later[0]]
-                tight = _is_tag(text) or _is_tag(slot[2])
-                insert_before[id(slot)].append(text if tight else text + " ")
-            else:
-                tail.append(text)
-                continue
-            inserted[text] += 1
-    else:
+    if len(pairs) != len(bound):
         for item, text in zip(bound, order):
             item[2] = text
-        tail = order[len(bound):]
+        return insert_before, insert_after, inserted, order[len(bound):]
+    matched = {j: i for i, j in pairs}
+    after = {j: bound[i] for j, i in matched.items()}  # j -> the slot j is written at/after
+    tail = []
+    for j, text in enumerate(order):
+        if j in matched:
+            continue
+        earlier = max((k for k in matched if k < j), default=None)
+        later = [matched[k] for k in range(j + 1, len(order)) if k in matched]
+        if j - 1 in after and gap(j) is not None:
+            # tight to the span before it in the source: "%s:%d" -> "%s" + ":%d"
+            insert_after[id(after[j - 1])].append(gap(j) + text)
+            after[j] = after[j - 1]
+        elif (earlier is not None and not _is_opening_tag(order[earlier])
+                and all(t.startswith("</") for t in order[earlier + 1:j + 1])):
+            # a closing tag closes right after the span before it ("<b>%s" -> "<b>%s</b>")
+            insert_after[id(bound[matched[earlier]])].append(text)
+        elif later and j + 1 in matched and gap(j + 1) is not None:
+            insert_before[id(bound[later[0]])].append(text + gap(j + 1))
+        elif later:
+            slot = bound[later[0]]
+            tight = _is_tag(text) or _is_tag(slot[2])
+            insert_before[id(slot)].append(text if tight else text + " ")
+        else:
+            tail.append(text)
+            continue
+        inserted[text] += 1
+    return insert_before, insert_after, inserted, tail
 
-    # 4. Missing movable spans (and the order-bound tail) in source order, at the end.
+
+def _missing_at_end(source_spans, need, movable_of, items, inserted, tail):
+    """Step 4: missing movable spans (and the order-bound tail) in source order, for the end."""
     count = collections.Counter(item[2] for item in items if item[2] is not None)
     count.update(inserted)
     missing_movable = collections.Counter()
     for text, n in need.items():
         if movable_of[text] and n > count[text]:
             missing_movable[text] = n - count[text]
-    appended, tail_left = [], list(tail)
+    appended = []
     late = collections.Counter()  # the last n occurrences of a missing movable text are the ones
     for s in reversed(source_spans):
         if s.movable and late[s.text] < missing_movable[s.text]:
             late[s.text] += 1
             appended.append((s.start, s.text))
     bound_spans = [s for s in source_spans if not s.movable]
-    for s in bound_spans[len(bound_spans) - len(tail_left):]:
+    for s in bound_spans[len(bound_spans) - len(tail):]:
         appended.append((s.start, s.text))
-    appended = [text for _, text in sorted(appended)]
+    return [text for _, text in sorted(appended)]
 
-    # 5. Write it out, tidying the whitespace a deletion leaves behind.
+
+def _write_items(translation, items, insert_before, insert_after):
+    """Step 5: the translation with its items written out (and step 3's insertions around them),
+    tidying the whitespace a deletion leaves behind."""
     out, pos, deleted = "", 0, False
     for item in items:
         start, end, text = item
         out = _join(out, translation[pos:start], deleted)
-        before = insert_before.get(id(item), ())
         if text is None:
             deleted = True
         else:
-            out += "".join(before)
+            out += "".join(insert_before.get(id(item), ()))
             out = _join(out, text, deleted)
             out += "".join(insert_after.get(id(item), ()))
             deleted = False
         pos = end
     out = _join(out, translation[pos:], deleted)
-    if deleted:
-        out = out.rstrip()
-    if appended:
-        addition = "".join((" " if i and not text.startswith("</") else "") + text
-                           for i, text in enumerate(appended))
-        glue = "" if appended[0].startswith("</") else " "
-        out = out.rstrip()
-        final = _FINAL_PUNCTUATION.search(out)
-        if not out:
-            out = addition
-        elif final and final.start() > 0:
-            body = out[:final.start()].rstrip()
-            out = f"{body}{glue}{addition}{out[final.start():]}" if body else f"{addition}{out}"
-        else:
-            out = f"{out}{glue}{addition}"
-    return out
+    return out.rstrip() if deleted else out
+
+
+def _append_missing(out, appended):
+    """`out` with the spans still missing added at its end, before final . ! ? : if any."""
+    addition = "".join((" " if i and not text.startswith("</") else "") + text
+                       for i, text in enumerate(appended))
+    glue = "" if appended[0].startswith("</") else " "
+    out = out.rstrip()
+    final = _FINAL_PUNCTUATION.search(out)
+    if not out:
+        return addition
+    if final and final.start() > 0:
+        body = out[:final.start()].rstrip()
+        return f"{body}{glue}{addition}{out[final.start():]}" if body else f"{addition}{out}"
+    return f"{out}{glue}{addition}"
 
 
 def _join(out, text, after_deletion):
