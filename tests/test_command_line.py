@@ -11,14 +11,16 @@ import pytest
 
 from t2t_lite import command_line, isolated
 
-# (the tool's module in t2t_lite/bin, its options class, the fields no flag carries)
+# (the tool's module in t2t_lite/bin, its options class, the fields no flag carries); the
+# trainer's child loads Keras and TensorFlow (about 13 s): in the full suite, not the quick tier.
 TOOLS = [
-    ("trainer", "t2t_lite.training.trainer:TrainOptions", {"configs"}),
-    ("demo", "t2t_lite.demo:DemoOptions", {"samples"}),
-    ("decoder", "t2t_lite.file_decoding:DecodeOptions", set()),
-    ("score", "t2t_lite.file_scoring:ScoreOptions", set()),
-    ("po", "t2t_lite.po_catalog:PoOptions", set()),
-    ("table3", "t2t_lite.table3.run:TableOptions", set()),
+    pytest.param("trainer", "t2t_lite.training.trainer:TrainOptions", {"configs"},
+                 marks=pytest.mark.slow, id="trainer"),
+    pytest.param("demo", "t2t_lite.demo:DemoOptions", {"samples"}, id="demo"),
+    pytest.param("decoder", "t2t_lite.file_decoding:DecodeOptions", set(), id="decoder"),
+    pytest.param("score", "t2t_lite.file_scoring:ScoreOptions", set(), id="score"),
+    pytest.param("po", "t2t_lite.po_catalog:PoOptions", set(), id="po"),
+    pytest.param("table3", "t2t_lite.table3.run:TableOptions", set(), id="table3"),
 ]
 MIXES = 20
 
@@ -109,8 +111,7 @@ def _other_value(name, hint, field, flag):
     raise AssertionError(f"no value for {name}: {hint}")
 
 
-@pytest.mark.parametrize("name, options_type, without_flags", TOOLS,
-                         ids=[tool[0] for tool in TOOLS])
+@pytest.mark.parametrize("name, options_type, without_flags", TOOLS)
 def test_the_printed_command_parses_back_to_the_same_options(name, options_type, without_flags):
     checked = isolated.call(round_trip, Tool(name, options_type), "", print)
     assert isinstance(checked, Checked)
