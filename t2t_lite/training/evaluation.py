@@ -210,6 +210,8 @@ class Evaluation(Hook):
         if state.signal:
             return
         if state.step > 0 and self.evaluated_step != state.step:
+            print(f"final dev evaluation of step {state.step} (a signal now skips it; the "
+                  f"checkpoint is written)", flush=True)
             self._evaluate(state)
 
     def _evaluate(self, state):

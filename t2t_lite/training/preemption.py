@@ -21,6 +21,7 @@ import json
 import os
 import re
 import signal
+import sys
 import threading
 import time
 
@@ -42,20 +43,43 @@ def signal_name(signum):
     return signal.Signals(signum).name
 
 
-class Signals:
-    """SIGTERM and SIGINT handlers for one run.
+class Interrupted(BaseException):
+    """A signal during the final dev evaluation (Signals.ending): the evaluation is skipped.
+    A BaseException, so that no `except Exception` on the way swallows it."""
 
-    Until `arm()` (the loop's first step) a signal ends the process at once with the signal's
-    exit status: there is nothing to save. After it a signal is only recorded; the loop reads the
-    record at the next step boundary, saves and exits. A second signal is ignored, so it cannot
-    interrupt the save (a Python handler never runs inside TensorFlow's write, only between the
-    writes; the handler itself does nothing but note the signal).
+    def __init__(self, signum):
+        super().__init__(signal_name(signum))
+        self.signum = signum
+
+
+class Signals:
+    """SIGTERM and SIGINT handlers for one run, by the phase it is in.
+
+    - Until `arm()` (the loop's first step) a signal ends the process at once with the signal's
+      exit status: there is nothing to save.
+    - While training a signal is only recorded; the loop reads the record at the next step
+      boundary, saves and exits. A second SIGTERM is ignored, so it cannot interrupt the save (a
+      Python handler never runs inside TensorFlow's write, only between the writes).
+    - `ending()`: the last checkpoint is written and the final dev evaluation runs. A signal
+      raises Interrupted there, which skips the evaluation; the trainer exits with the status.
+    - `waiting(line)`: the end-of-run barrier, where the main thread waits inside TensorFlow
+      and no Python handler runs: a signal prints `line(signum)` and ends the process at once.
+    - In every phase after `arm()`, a second SIGINT (Ctrl-C twice) ends the process at once,
+      whatever it is doing (a checkpoint being written is then not kept; the last whole one is).
+
+    The last two act in a thread that reads the signal numbers Python's C-level handler writes
+    to a wakeup pipe (signal.set_wakeup_fd) as they arrive, so they work while the main thread
+    is blocked in TensorFlow (a collective, a barrier, a long write).
     """
 
     def __init__(self):
         self.received = None  # the first signal's number, once armed
         self.armed = False
+        self.phase = "starting"  # "training", "ending", "waiting", "done"
+        self._interrupts = 0
+        self._line = None
         self._previous = {}
+        self._wakeup = None  # (read end, write end, the wakeup fd that was there before)
 
     def install(self):
         """Installs the handlers; again after TensorFlow's runtime starts (and at `arm`):
@@ -67,19 +91,52 @@ class Signals:
             for signum in EXIT_STATUS:
                 previous = signal.signal(signum, self._handle)
                 self._previous.setdefault(signum, previous)
+            if self._wakeup is None:
+                read, write = os.pipe()
+                os.set_blocking(write, False)
+                previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+                self._wakeup = (read, write, previous)
+                threading.Thread(target=self._watch, args=(read,), daemon=True,
+                                 name="t2t_lite signals").start()
         return self
 
     def restore(self):
         for signum, handler in self._previous.items():
             signal.signal(signum, handler)
         self._previous = {}
+        if self._wakeup is not None:
+            read, write, previous = self._wakeup
+            self._wakeup = None
+            signal.set_wakeup_fd(previous)
+            os.close(write)  # the watcher reads the end of the pipe and closes it
 
     def arm(self):
         self.install()
         self.armed = True
+        self.phase = "training"
+
+    def ending(self):
+        """The last checkpoint is written; the final dev evaluation comes: a signal skips it
+        (Interrupted, raised here for one that came during the save)."""
+        if self.received is not None:
+            self.phase = "done"
+            raise Interrupted(self.received)
+        self.phase = "ending"
+
+    def waiting(self, line):
+        """The end-of-run barrier begins: a signal prints `line(signum)` and exits at once."""
+        self._line, self.phase = line, "waiting"
+
+    def settle(self):
+        """Past the final evaluation and the barrier: a signal is only recorded."""
+        self.phase = "done"
 
     def _handle(self, signum, frame):
         del frame
+        if self.phase == "ending" and self.received is None:
+            self.received = signum
+            self.phase = "done"
+            raise Interrupted(signum)
         if self.armed:
             if self.received is None:
                 self.received = signum
@@ -88,6 +145,64 @@ class Signals:
         os.write(2, f"{signal_name(signum)} before the first step: nothing to save, "
                     f"exiting\n".encode())
         raise SystemExit(EXIT_STATUS[signum])
+
+    def _watch(self, read):
+        try:
+            while True:
+                data = os.read(read, 64)
+                if not data:
+                    return
+                for signum in data:
+                    if signum in EXIT_STATUS and self.armed:
+                        self._now(signum)
+        finally:
+            os.close(read)
+
+    def _now(self, signum):
+        """What cannot wait for the main thread: a second SIGINT, a signal at the barrier."""
+        if signum == signal.SIGINT:
+            self._interrupts += 1
+            if self._interrupts >= 2:
+                os.write(2, b"SIGINT again: stopping at once, without saving (the last "
+                            b"checkpoint written whole is kept)\n")
+                leave_now(EXIT_STATUS[signum])
+        if self.phase == "waiting":
+            line = self._line(signum) if self._line else None
+            if line:
+                os.write(1, (line + "\n").encode())
+            leave_now(EXIT_STATUS[signum])
+
+
+# What must run before the process ends through leave_now (the model_dir lock's release).
+_BEFORE_EXIT = []
+
+
+def before_exit(function):
+    """Registers `function` to run before leave_now ends the process; returns it."""
+    _BEFORE_EXIT.append(function)
+    return function
+
+
+def forget(function):
+    if function in _BEFORE_EXIT:
+        _BEFORE_EXIT.remove(function)
+
+
+def leave_now(status):
+    """Ends the process with `status` at once (os._exit: no TensorFlow teardown, which under a
+    cluster waits for the other tasks), after flushing the output and running what before_exit
+    registered, so the model_dir lock is released on every way out."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    for function in reversed(list(_BEFORE_EXIT)):
+        try:
+            function()
+        except Exception:  # pylint: disable=broad-except  (leaving anyway)
+            pass
+    os._exit(status)
 
 
 class Stopping:
@@ -219,11 +334,11 @@ class ClusterStopping(Stopping):
         return None
 
 
-def lost_worker_error(error, step, model_dir, own_task):
+def lost_worker_error(error, step, model_dir, own_task, worker=None):
     """The one-line UserError for a collective that failed because a worker went away: which
-    worker (from TensorFlow's message, else the first peer whose port no longer answers), the
-    last checkpoint, and how to resume."""
-    worker = _named_peer(str(error), own_task) or _unreachable_peer(own_task)
+    worker (`worker`, as lost_worker names it; else from TensorFlow's message or the first peer
+    whose port no longer answers), the last checkpoint, and how to resume."""
+    worker = worker or _named_peer(str(error), own_task) or _unreachable_peer(own_task)
     latest = tf.train.latest_checkpoint(model_dir)
     resume = (f"re-run every worker's command to resume from the last checkpoint, {latest}"
               if latest else "no checkpoint was written yet; re-running every worker's command "
@@ -233,9 +348,103 @@ def lost_worker_error(error, step, model_dir, own_task):
 
 
 # TensorFlow's errors of a collective whose peer is gone, or that the health check aborted.
+# Each is also what a real error of this worker can raise: lost_worker tells them apart.
 LOST_WORKER_ERRORS = (tf.errors.UnavailableError, tf.errors.AbortedError,
                       tf.errors.CancelledError, tf.errors.DeadlineExceededError,
                       tf.errors.InternalError, tf.errors.FailedPreconditionError)
+
+# The coordination service's own words (TensorFlow 2.21) for a task that is gone: its
+# heartbeats stopped, it crashed or disconnected, or the service itself (the chief) stopped.
+TASK_GONE = re.compile(
+    r"heartbeat timeout|stopped sending heartbeats|tasks have crashed|already disconnected|"
+    r"TASKSTATE_DISCONNECTED|coordination service has stopped|already-in-error task|"
+    r"CoordinationServiceError", re.IGNORECASE)
+# A collective's transport losing its peer: a task gone, once the peer's closed port or the
+# coordination service confirms it.
+PEER_CLOSED = re.compile(
+    r"socket closed|connection reset|connection refused|failed to connect|broken pipe|"
+    r"stream removed|connection aborted|collective ops is aborted", re.IGNORECASE)
+# How long a peer the transport lost may take to be declared gone by the coordination service:
+# its heartbeat timeout (10 s) and some margin.
+CONFIRM_SECONDS = 15.0
+
+
+class WorkerGone(Exception):
+    """A worker found gone outside a collective (the end-of-run barrier): `worker` as a message
+    names it, and what showed it."""
+
+    def __init__(self, worker, reason):
+        super().__init__(reason)
+        self.worker = worker
+
+
+def gone_peer(own_task):
+    """A peer whose port refuses connections, or that the coordination service reports in
+    error, as a message names it; None while all answer."""
+    return _unreachable_peer(own_task) or _gone_per_service(own_task)
+
+
+def describe(task_type, index):
+    """How a message names a task: "worker 1 (10.0.0.2:2222)"."""
+    return _describe(task_type, index)
+
+
+def lost_worker(error, own_task, confirm_seconds=CONFIRM_SECONDS):
+    """Which worker `error` (one of LOST_WORKER_ERRORS) shows gone, as a message names it
+    ("worker 1 (10.0.0.2:2222)", "a worker"); None when no task of the cluster is gone: the
+    error is this worker's own, to be shown as it is.
+
+    A task is gone when the coordination service says so, in the error's text (TASK_GONE) or
+    asked (its task states; a service that no longer answers: the chief that runs it), or when
+    the peer's port refuses connections. A transport error (PEER_CLOSED) waits up to
+    `confirm_seconds` for that; any other error is asked once."""
+    text = getattr(error, "message", None) or str(error)
+    named = _named_peer(text, own_task)
+    if TASK_GONE.search(text):
+        return named or _unreachable_peer(own_task) or _gone_per_service(own_task) or "a worker"
+    deadline = time.monotonic() + (confirm_seconds if PEER_CLOSED.search(text) else 0.0)
+    while True:
+        gone = gone_peer(own_task)
+        if gone:
+            return gone
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.5)
+
+
+def _gone_per_service(own_task, timeout=5.0):
+    """The first task the coordination service reports in error (or its own leader, when the
+    service no longer answers); None when it reports none, or cannot be asked."""
+    from tensorflow.python.eager import context
+
+    cluster = _cluster()
+    jobs = [(job, len(cluster[job])) for job in ("chief", "worker") if cluster.get(job)]
+    if not jobs:
+        return None
+    answer = {}
+
+    def ask():
+        try:
+            answer["states"] = context.context().get_task_states(jobs)
+        except tf.errors.UnavailableError as error:
+            answer["unavailable"] = error
+        except Exception as error:  # pylint: disable=broad-except  (no service: unknown)
+            answer["unknown"] = error
+
+    asking = threading.Thread(target=ask, daemon=True)
+    asking.start()
+    asking.join(timeout)
+    if "unavailable" in answer:
+        leader = (jobs[0][0], 0)
+        return None if leader == tuple(own_task) else _describe(*leader)
+    states = answer.get("states")
+    if not states:
+        return None
+    tasks = [(job, index) for job, count in jobs for index in range(count)]
+    for task, state in zip(tasks, states):
+        if state and task != tuple(own_task):
+            return _describe(*task)
+    return None
 
 
 def _cluster():

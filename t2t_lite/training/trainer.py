@@ -187,6 +187,9 @@ def _train(options, signals):
     lock = model_dir_files.TrainerLock(options.model_dir) if chief else None
     if lock:
         lock.acquire()
+        # Released on every way out, also where the process ends with os._exit
+        # (preemption.leave_now: a lost worker, the end of a cluster run, a second Ctrl-C).
+        preemption.before_exit(lock.release)
     try:
         if chief:
             extra = {}
@@ -203,11 +206,46 @@ def _train(options, signals):
                        "problem_modules": list(options.problem_modules),
                        "data_dir": os.path.abspath(options.data_dir), **extra},
                 config_text=hparams.config_text() if gin_bound else None)
-        return _build_and_train(options, problem, tokenizer, strategy, chief, model_config,
-                                train_config, decode_config, warm_start, signals)
+        position = _Position()
+        try:
+            return _build_and_train(options, problem, tokenizer, strategy, chief, model_config,
+                                    train_config, decode_config, warm_start, signals, position)
+        except (preemption.WorkerGone, *preemption.LOST_WORKER_ERRORS) as error:
+            _lost_worker(error, strategy, options, position)
+            raise  # an error of its own, not a lost worker: shown as it is
     finally:
         if lock:
+            preemption.forget(lock.release)
             lock.release()
+
+
+class _Position:
+    """Where a run is, for the lost-worker line: the step restored, then the loop's state."""
+    step = 0
+    state = None
+
+    @property
+    def current(self):
+        return self.state.step if self.state is not None else self.step
+
+
+def _lost_worker(error, strategy, options, position):
+    """Ends the process with the one `error:` line when `error` says a worker of the cluster
+    went away (before the first step, during the steps or at the end-of-run barrier); returns
+    when it is an error of this worker's own, or off a cluster."""
+    if strategy_lib.cluster_workers() <= 1:
+        return
+    resolver = strategy.cluster_resolver
+    own = (resolver.task_type, int(resolver.task_id))
+    lost = (error.worker if isinstance(error, preemption.WorkerGone)
+            else preemption.lost_worker(error, own))
+    if lost is None:
+        return
+    line = preemption.lost_worker_error(error, position.current, options.model_dir, own, lost)
+    # The line cli.run prints for a UserError, then out at once: TensorFlow's teardown would
+    # wait out the lost task's heartbeats and add its own complaint after the line.
+    print(f"error: {line}", file=sys.stderr, flush=True)
+    preemption.leave_now(1)
 
 
 def _config_where(options):
@@ -266,11 +304,17 @@ def loop(state, train_step, hooks):
     state.next_step(state.step)
     for hook in hooks:
         hook.end(state)
+        if state.saved and stopping.signals and not state.signal:
+            # The last checkpoint is written: a signal from here on (or one that came during
+            # the save) skips what is left, the final dev evaluation (preemption.Interrupted).
+            stopping.signals.ending()
+    if stopping.signals:
+        stopping.signals.settle()  # from here a signal is recorded, for the caller to read
     return state.stopped_because
 
 
 def _build_and_train(options, problem, tokenizer, strategy, chief, model_config, train_config,
-                     decode_config, warm_start=None, signals=None):
+                     decode_config, warm_start=None, signals=None, position=None):
     """Builds the model, optimizer, checkpoint, data pipeline and hooks, restores the latest
     checkpoint (else the warm start's weights), runs `loop` and prints how the run ended."""
     train_config = _set_precision(train_config)
@@ -298,6 +342,8 @@ def _build_and_train(options, problem, tokenizer, strategy, chief, model_config,
         warm_start.restore(parts.model)
         print(warm_start.describe(), flush=True)
     step = int(parts.optimizer.iterations.numpy())
+    if position is not None:
+        position.step = step
     if restored:
         print(f"resumed from {restored} at step {step} (learning rate "
               f"{float(parts.schedule(step)):.6g})", flush=True)
@@ -338,6 +384,8 @@ def _build_and_train(options, problem, tokenizer, strategy, chief, model_config,
     state = TrainState(parts.model, parts.optimizer, parts.schedule, step, options.train_steps,
                        deadline, start, already_trained, last_checkpoint=restored,
                        stopping=stopping)
+    if position is not None:
+        position.state = state
     progress = Progress(every=options.log_every)
     guard = DivergenceGuard(parts.model, probe, train_config.label_smoothing, keeper,
                             loss_scaling=steps.loss_scaling)
@@ -353,21 +401,21 @@ def _build_and_train(options, problem, tokenizer, strategy, chief, model_config,
                           decode_config, chief)]
     try:
         loop(state, lambda: steps.train_step(iterator), hooks)
-        if cluster:
-            # No worker leaves while another still works (the chief's last evaluation): one
-            # that exits early stops sending heartbeats, which the coordination service
-            # reports as a crashed task.
-            _barrier()
-    except preemption.LOST_WORKER_ERRORS as error:
-        if not cluster:
-            raise
-        resolver = strategy.cluster_resolver
-        lost = preemption.lost_worker_error(error, state.step, options.model_dir,
-                                            (resolver.task_type, int(resolver.task_id)))
-        # The line cli.run prints for a UserError, then out at once: TensorFlow's teardown
-        # would wait out the lost task's heartbeats and add its own complaint after the line.
-        print(f"error: {lost}", file=sys.stderr, flush=True)
-        os._exit(1)
+    except preemption.Interrupted as stop:
+        # A signal after the last checkpoint was written: the final dev evaluation is left to a
+        # re-run of the same command, which trains no step and evaluates.
+        state.signal = stop.signum
+    if cluster and signals:
+        signals.waiting(lambda signum: _signal_line(state, parts, options, cluster, signum))
+    if signals and signals.received and not state.signal:
+        state.signal = signals.received  # came after the loop's last look: all is written
+    if cluster:
+        # No worker leaves while another still works (the chief's last evaluation): one that
+        # exits early stops sending heartbeats, which the coordination service reports as a
+        # crashed task. A signal while waiting ends the process at once (Signals.waiting).
+        _end_of_run_barrier(strategy, stopping_anyway=bool(state.signal))
+    if signals:
+        signals.settle()
 
     if state.signal:
         print(_signal_line(state, parts, options, cluster), flush=True)
@@ -388,20 +436,55 @@ def _build_and_train(options, problem, tokenizer, strategy, chief, model_config,
                        regularisation=regularisation[0].chosen if regularisation else None)
 
 
-def _barrier():
-    """Returns when every worker of the cluster has reached it, or raises when one is lost.
+def _end_of_run_barrier(strategy, stopping_anyway=False):
+    """Returns when every worker of the cluster has reached it; raises when one is gone
+    (ignored when this worker stops on a signal anyway: everything is written).
 
-    The coordination service's barrier, not an all-reduce: a collective here could pair with
-    one the chief alone runs meanwhile (its dev evaluation saving the best weights reads
-    variables across workers) and let the other workers leave early. No public API has it.
+    Each worker posts a key in the coordination service's key-value store and reads the
+    others', a second at a time: TensorFlow's own barrier (wait_at_barrier) holds Python's GIL
+    for as long as it waits, hours for the chief's last evaluation, so no signal handler could
+    run meanwhile. Between reads the signal handlers run (Signals.waiting), and every few
+    seconds the peers are checked (preemption.gone_peer). Not an all-reduce: a collective here
+    could pair with one the chief alone runs meanwhile (its dev evaluation saving the best
+    weights reads variables across workers) and let the other workers leave early.
     """
     from tensorflow.python.eager import context
 
-    context.context().wait_at_barrier("t2t_lite_end_of_run", timeout_in_ms=BARRIER_MS)
+    ctx = context.context()
+    resolver = strategy.cluster_resolver
+    own = (resolver.task_type, int(resolver.task_id))
+    spec = resolver.cluster_spec().as_dict()
+    others = [(job, index) for job in ("chief", "worker")
+              for index in range(len(spec.get(job, []))) if (job, index) != own]
+    deadline = time.monotonic() + BARRIER_MS / 1000
+    try:
+        ctx.set_config_key_value(f"t2t_lite_end_of_run/{own[0]}/{own[1]}", "1")
+        for job, index in others:
+            reads = 0
+            while True:
+                try:
+                    ctx.get_config_key_value(f"t2t_lite_end_of_run/{job}/{index}",
+                                             timeout_in_ms=1000)
+                    break
+                except tf.errors.DeadlineExceededError:
+                    reads += 1
+                    if time.monotonic() > deadline:
+                        raise preemption.WorkerGone(
+                            preemption.describe(job, index),
+                            f"it did not reach the end of the run within "
+                            f"{BARRIER_MS / 3600000:g} h") from None
+                    if reads % 5 == 0:
+                        gone = preemption.gone_peer(own)
+                        if gone:
+                            raise preemption.WorkerGone(
+                                gone, "the end-of-run barrier: no longer answering") from None
+    except (preemption.WorkerGone, *preemption.LOST_WORKER_ERRORS):
+        if not stopping_anyway:
+            raise
 
 
 # How long the other workers wait for the chief's last dev evaluation at the end of a run (a
-# worker lost meanwhile fails the barrier at once).
+# worker lost meanwhile is found within seconds).
 BARRIER_MS = 6 * 3600 * 1000
 
 
@@ -411,20 +494,21 @@ def _leave_cluster(strategy, chief, status):
     chief still runs, and a task reports the service gone while it still runs. TensorFlow's own
     teardown makes both likely: the chief's waits out the heartbeat timeout (10 s) for the
     others to shut down their agents, which Python's exit never does. So every worker leaves
-    with os._exit once everything is written (the lock is a flock: the OS releases it): the
-    others at once, the chief once their ports are closed."""
+    with os._exit once everything is written (preemption.leave_now, which releases the
+    model_dir lock first): the others at once, the chief once their ports are closed."""
     sys.stdout.flush()
     sys.stderr.flush()
     if chief:
         resolver = strategy.cluster_resolver
         preemption.wait_until_gone((resolver.task_type, int(resolver.task_id)))
-    os._exit(status)
+    preemption.leave_now(status)
 
 
-def _signal_line(state, parts, options, cluster):
-    """One line saying what was saved and how to resume."""
-    name = preemption.signal_name(state.signal)
-    if state.stopping.signal_elsewhere if cluster else False:
+def _signal_line(state, parts, options, cluster, signum=None):
+    """One line saying what was saved and how to resume (`signum`: the signal, if not the one
+    the run stopped on)."""
+    name = preemption.signal_name(signum or state.signal)
+    if signum is None and (state.stopping.signal_elsewhere if cluster else False):
         name += " on another worker"
     if state.last_checkpoint and state.step > 0:
         # A worker's own copy is not the one to resume from: the chief's in model_dir is.
