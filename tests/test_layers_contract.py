@@ -26,8 +26,8 @@ def test_an_upward_import_breaks_the_contract(tmp_path):
     with open(CONFIG, encoding="utf-8") as f:
         text = f.read()
     swapped = text.replace("    t2t_lite.layers | t2t_lite.data\n", "    t2t_lite.data\n")
-    swapped = swapped.replace("t2t_lite.decoding | t2t_lite.models |",
-                              "t2t_lite.decoding | t2t_lite.layers |")
+    swapped = swapped.replace("    t2t_lite.models | t2t_lite.problems |",
+                              "    t2t_lite.layers | t2t_lite.problems |")
     swapped = swapped.replace("    t2t_lite.data\n", "    t2t_lite.data\n    t2t_lite.models\n", 1)
     assert swapped != text
     config = tmp_path / "swapped.ini"

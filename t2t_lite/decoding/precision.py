@@ -5,16 +5,14 @@ the decoder's matmuls in bfloat16 markedly faster; attention softmaxes, layer-no
 logits' log-sum-exp and the beam scores stay float32 (the model's own float32 islands).
 Translations can differ from float32's where two hypotheses are nearly tied.
 
-The twin is a second model of the same class and config under Keras' "bfloat16" policy, holding
-a bfloat16 copy of the weights taken when it is made (decoding serves a fixed checkpoint or
-export). Weights stored in bfloat16 rather than cast from float32 at every use (the
+The twin is a second model of the same config, built by models.build under Keras' "bfloat16"
+policy, holding a bfloat16 copy of the weights taken when it is made (decoding serves a fixed
+checkpoint or export). Weights stored in bfloat16 rather than cast from float32 at every use (the
 mixed_bfloat16 policy) decode faster: a step would otherwise cast every kernel and the
 [vocab, d_model] embedding again. The matmuls see the same bfloat16 weights either way; only the
 layer norms' scale and offset are rounded to bfloat16 too.
 """
-import keras
-
-from t2t_lite import cpu
+from t2t_lite import cpu, models
 
 PRECISIONS = ("float32", "bfloat16", "auto")
 
@@ -35,11 +33,7 @@ def twin(model, precision):
         return model
     if precision != "bfloat16":
         raise ValueError(f"decode precision must be float32 or bfloat16, got {precision!r}")
-    previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy("bfloat16")
-    try:
-        copy = type(model)(model.config, model.vocab_size, name=f"{model.name}_bfloat16")
-    finally:
-        keras.config.set_dtype_policy(previous)
+    copy = models.build(model.config, model.vocab_size, dtype_policy="bfloat16",
+                        name=f"{model.name}_bfloat16")
     copy.set_weights(model.get_weights())
     return copy

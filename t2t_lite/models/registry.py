@@ -36,9 +36,26 @@ def model_class(config):
     return cls
 
 
-def build(config, vocab_size):
-    """The model `config.model` names, built for `vocab_size` ids (weights not yet created)."""
-    return model_class(config)(config, int(vocab_size))
+def build(config, vocab_size, *, dtype_policy=None, name=None):
+    """The model `config.model` names, built for `vocab_size` ids (weights created, not yet set).
+
+    Args:
+      dtype_policy: a Keras dtype policy ("bfloat16") the model is built under instead of the
+        global one, which is left as it was (decoding/precision.py's bfloat16 twin).
+      name: the Keras model's name; None: the class's own.
+    """
+    cls = model_class(config)
+    kwargs = {} if name is None else {"name": name}
+    if dtype_policy is None:
+        return cls(config, int(vocab_size), **kwargs)
+    import keras
+
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(dtype_policy)
+    try:
+        return cls(config, int(vocab_size), **kwargs)
+    finally:
+        keras.config.set_dtype_policy(previous)
 
 
 def layout_of(config, vocab_size):

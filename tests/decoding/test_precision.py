@@ -5,7 +5,7 @@ import keras
 import numpy as np
 import pytest
 
-from t2t_lite import cpu, hparams
+from t2t_lite import cpu, hparams, models
 from t2t_lite.decoding import precision
 from t2t_lite.decoding.translate import translate
 from t2t_lite.models.transformer import Transformer
@@ -34,8 +34,18 @@ def test_auto_decodes_in_bfloat16_where_it_pays(monkeypatch):
 
 
 @pytest.mark.slow
-def test_bfloat16_twin_holds_the_same_weights_and_computes_in_bfloat16(model):
+def test_bfloat16_twin_holds_the_same_weights_and_computes_in_bfloat16(model, monkeypatch):
+    built = []
+
+    def build(config, vocab_size, **kwargs):  # the twin is built where every model is
+        built.append((config, vocab_size, kwargs))
+        return models_build(config, vocab_size, **kwargs)
+
+    models_build = models.build
+    monkeypatch.setattr(models, "build", build)
     twin = precision.twin(model, "bfloat16")
+    assert built == [(model.config, VOCAB, {"dtype_policy": "bfloat16",
+                                            "name": f"{model.name}_bfloat16"})]
     assert keras.config.dtype_policy().name == "float32"  # the global policy is restored
     assert twin.embedding.compute_dtype == "bfloat16"
     assert all(v.dtype == "bfloat16" for v in twin.variables)
