@@ -1,19 +1,32 @@
-"""TF_CONFIG for a worker of a Kubernetes Indexed Job, then the trainer in its place.
+"""TF_CONFIG for a worker of a Kubernetes Indexed Job or of a Slurm job step, then the trainer in
+its place.
 
     python -m t2t_lite.cluster_env --workers=2 --hosts=t2t-trainer-{index}.t2t-workers \\
         --port=2222 -- t2t-lite-trainer --problem=... --data_dir=... --model_dir=...
+    srun python3 -m t2t_lite.cluster_env --slurm --port=2222 -- t2t-lite-trainer ...
 
 An Indexed Job (completionMode: Indexed) gives each pod its index in JOB_COMPLETION_INDEX and the
 hostname <job name>-<index>; with `subdomain:` naming a headless Service, each pod is reached at
 <job name>-<index>.<service>. This module builds the cluster from those names (`--hosts`, with
 {index} filled in for 0 .. workers-1), sets TF_CONFIG with this pod's index as its task, and
 exec()s the command: the trainer becomes the container's main process and receives Kubernetes'
-SIGTERM itself. Mistakes end with one `error:` line and status 1. Imports nothing but the standard
-library and t2t_lite.errors, so it starts in milliseconds.
+SIGTERM itself.
+
+Under srun (`--slurm`), every task of the step is a worker and SLURM_PROCID is its index. The
+workers' hosts come from the step's node list and tasks per node (SLURM_STEP_NODELIST and
+SLURM_STEP_TASKS_PER_NODE, else the job's), with srun's default block placement: node 0 runs tasks
+0 .. n0-1, node 1 the next ones, and so on. Tasks that share a node listen on consecutive ports:
+worker i's address is its node's name and --port plus i's place among that node's tasks (its
+SLURM_LOCALID). The trainer exec()d in the task's place receives Slurm's SIGTERM
+(`--signal=TERM@120`, `scancel --signal=TERM`) itself; deploy/slurm/train.sbatch is the recipe.
+
+Mistakes end with one `error:` line and status 1. Imports nothing but the standard library and
+t2t_lite.errors, so it starts in milliseconds.
 """
 import argparse
 import json
 import os
+import re
 import sys
 
 from t2t_lite.errors import UserError
@@ -32,14 +45,178 @@ def indexed_job_tf_config(index, workers, hosts, port):
                         "parallelism to the number of workers")
     if "{index}" not in hosts and workers > 1:
         raise UserError(f"--hosts={hosts} has no {{index}}: every worker would get one address")
-    if not 0 < port < 65536:
-        raise UserError(f"--port={port} is not a TCP port")
+    _check_port(port)
     try:
         addresses = [f"{hosts.format(index=i)}:{port}" for i in range(workers)]
     except (KeyError, IndexError, ValueError):
         raise UserError(f"--hosts={hosts} has braces other than {{index}}") from None
     return {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
 
+
+def _check_port(port):
+    if not 0 < port < 65536:
+        raise UserError(f"--port={port} is not a TCP port")
+
+
+# Slurm ------------------------------------------------------------------------------------------
+
+class _BadList(ValueError):
+    pass
+
+
+def _split_top(text):
+    """`text` split at the commas outside brackets."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char == "[":
+            depth += 1
+            if depth > 1:
+                raise _BadList("nested brackets")
+        elif char == "]":
+            depth -= 1
+            if depth < 0:
+                raise _BadList("a ] without its [")
+        elif char == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    if depth:
+        raise _BadList("a [ without its ]")
+    parts.append(text[start:])
+    return parts
+
+
+def _range(item):
+    """The numbers of one item of a bracket, "7" or "01-10", as strings padded like the low
+    bound ("01-10" gives 01 .. 10, "1-10" gives 1 .. 10)."""
+    low, dash, high = item.partition("-")
+    if not low.isdigit() or (dash and not high.isdigit()):
+        raise _BadList(f"[{item}] is not a number or a range of numbers")
+    if not dash:
+        return [low]
+    if int(high) < int(low):
+        raise _BadList(f"[{item}] runs backwards")
+    if int(high) - int(low) >= 1_000_000:
+        raise _BadList(f"[{item}] is too long a range")
+    width = len(low) if low.startswith("0") else 0
+    return [str(n).zfill(width) for n in range(int(low), int(high) + 1)]
+
+
+def _expand_one(name):
+    """The host names one entry stands for: every bracket a choice, left to right, as Slurm does
+    ("rack[1-2]-n[1-2]" is rack1-n1, rack1-n2, rack2-n1, rack2-n2)."""
+    open_ = name.find("[")
+    if open_ < 0:
+        if "]" in name:
+            raise _BadList("a ] without its [")
+        return [name]
+    close = name.index("]", open_)
+    prefix, inside, rest = name[:open_], name[open_ + 1:close], name[close + 1:]
+    numbers = [n for item in inside.split(",") for n in _range(item)]
+    tails = _expand_one(rest)
+    return [prefix + number + tail for number in numbers for tail in tails]
+
+
+def expand_hostlist(hostlist):
+    """Slurm's compact host list ("node[01-03,7],gpu-a1") as the list of its host names, in order:
+    what `scontrol show hostnames` prints. ValueError for a malformed list."""
+    hosts = []
+    for entry in _split_top(hostlist.strip()):
+        if not entry:
+            raise _BadList("an empty name")
+        hosts.extend(_expand_one(entry))
+    return hosts
+
+
+def expand_tasks_per_node(value):
+    """Slurm's tasks per node ("2(x3),1") as one count per node ([2, 2, 2, 1])."""
+    counts = []
+    for part in value.strip().split(","):
+        match = re.fullmatch(r"(\d+)(?:\(x(\d+)\))?", part.strip())
+        if not match:
+            raise _BadList(f"{part!r} is not N or N(xM)")
+        counts.extend([int(match.group(1))] * int(match.group(2) or 1))
+    return counts
+
+
+def _env(environ, *names):
+    """The first of `names` set (non-empty) in `environ`, as (name, value); (names[0], None) if
+    none is."""
+    for name in names:
+        value = environ.get(name, "").strip()
+        if value:
+            return name, value
+    return names[0], None
+
+
+def _integer(name, value):
+    try:
+        return int(value)
+    except ValueError:
+        raise UserError(f"{name}={value} is not a number") from None
+
+
+def slurm_tf_config(environ, port):
+    """The TF_CONFIG (a dict) of this task of a Slurm job step, from srun's variables in
+    `environ`: SLURM_PROCID (this worker's index), SLURM_STEP_NUM_TASKS / SLURM_NTASKS,
+    SLURM_STEP_NODELIST / SLURM_JOB_NODELIST and SLURM_STEP_TASKS_PER_NODE /
+    SLURM_TASKS_PER_NODE. Worker i's address is its node's name and `port` plus its local id on
+    that node."""
+    _check_port(port)
+    name, procid = _env(environ, "SLURM_PROCID")
+    if procid is None:
+        raise UserError("SLURM_PROCID is not set: run this as a task of a job step, "
+                        "srun python3 -m t2t_lite.cluster_env --slurm ..., one task per worker")
+    procid = _integer(name, procid)
+    list_name, hostlist = _env(environ, "SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST",
+                               "SLURM_NODELIST")
+    if hostlist is None:
+        raise UserError("SLURM_STEP_NODELIST and SLURM_JOB_NODELIST are not set: run this "
+                        "under srun, inside a job")
+    try:
+        hosts = expand_hostlist(hostlist)
+    except ValueError as error:
+        raise UserError(f"{list_name}={hostlist} is not a Slurm host list: {error}") from None
+    counts_name, counts = _env(environ, "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE")
+    if counts is None:
+        counts = [1] * len(hosts)  # no tasks per node: one task on each
+        counts_name = None
+    else:
+        try:
+            counts = expand_tasks_per_node(counts)
+        except ValueError as error:
+            raise UserError(f"{counts_name}={environ[counts_name].strip()} is not Slurm's tasks "
+                            f"per node: {error}") from None
+        if len(counts) != len(hosts):
+            raise UserError(f"{counts_name}={environ[counts_name].strip()} gives "
+                            f"{len(counts)} node(s), {list_name}={hostlist} {len(hosts)}")
+    tasks_name, ntasks = _env(environ, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS")
+    ntasks = sum(counts) if ntasks is None else _integer(tasks_name, ntasks)
+    if ntasks != sum(counts):
+        raise UserError(f"{tasks_name}={ntasks} but {counts_name}="
+                        f"{environ[counts_name].strip()} places {sum(counts)} task(s)")
+    if not 0 <= procid < ntasks:
+        raise UserError(f"SLURM_PROCID={procid} is out of range for {tasks_name}={ntasks}")
+    if max(counts) > 1 and port + max(counts) - 1 > 65535:
+        raise UserError(f"--port={port} plus {max(counts) - 1} (tasks on one node) is past "
+                        "65535: give a lower --port")
+    addresses, host_of = [], []
+    for host, count in zip(hosts, counts):
+        for local in range(count):
+            addresses.append(f"{host}:{port + local}")
+            host_of.append(host)
+    _, distribution = _env(environ, "SLURM_DISTRIBUTION")
+    if distribution and len(hosts) > 1 and re.split("[:,]", distribution)[0] != "block":
+        raise UserError(f"SLURM_DISTRIBUTION={distribution}: the workers' addresses follow srun's "
+                        "block placement; leave out srun's --distribution (-m) or give "
+                        "--distribution=block")
+    here = environ.get("SLURMD_NODENAME", "").strip()
+    if here and host_of[procid] != here:
+        raise UserError(f"task {procid} runs on {here}, but block placement over {list_name} "
+                        f"puts it on {host_of[procid]}: leave out srun's --distribution (-m)")
+    return {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": procid}}
+
+
+# The command ------------------------------------------------------------------------------------
 
 def _index(raw):
     if raw is None or not raw.strip():
@@ -54,24 +231,44 @@ def _index(raw):
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m t2t_lite.cluster_env",
-        description="Set TF_CONFIG for worker $JOB_COMPLETION_INDEX of an Indexed Job, then run "
-                    "COMMAND (after --) in this process's place.")
-    parser.add_argument("--workers", type=int, required=True, help="number of workers")
-    parser.add_argument("--hosts", required=True,
+        description="Set TF_CONFIG for worker $JOB_COMPLETION_INDEX of an Indexed Job, or (with "
+                    "--slurm) for task $SLURM_PROCID of a Slurm job step, then run COMMAND "
+                    "(after --) in this process's place.")
+    parser.add_argument("--workers", type=int, default=None, help="number of workers")
+    parser.add_argument("--hosts", default=None,
                         help="each worker's host name, {index} standing for its index")
-    parser.add_argument("--port", type=int, default=2222, help="the workers' port (2222)")
+    parser.add_argument("--port", type=int, default=2222,
+                        help="the workers' port (2222); with --slurm, the first port on each "
+                             "node: a node's tasks use port, port+1, ...")
     parser.add_argument("--index", default=None,
                         help=f"this worker's index (default: ${INDEX_ENV})")
+    parser.add_argument("--slurm", action="store_true",
+                        help="take the workers from srun's variables: every task of the job "
+                             "step is a worker, SLURM_PROCID its index")
     parser.add_argument("--print", action="store_true",
                         help="print TF_CONFIG instead of running a command")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
     args = parser.parse_args(argv)
+    if not args.slurm:
+        missing = [f"--{name}" for name in ("workers", "hosts") if getattr(args, name) is None]
+        if missing:
+            parser.error(f"the following arguments are required: {', '.join(missing)} "
+                         "(or --slurm)")
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     try:
+        given = [f"--{name}" for name in ("workers", "hosts", "index")
+                 if getattr(args, name) is not None]
+        if args.slurm and given:
+            raise UserError(f"--slurm takes the workers from Slurm's variables: leave out "
+                            f"{', '.join(given)}")
         if not command and not args.print:
             raise UserError("no command to run: give it after --, as in -- t2t-lite-trainer ...")
-        index = _index(args.index if args.index is not None else os.environ.get(INDEX_ENV))
-        config = json.dumps(indexed_job_tf_config(index, args.workers, args.hosts, args.port))
+        if args.slurm:
+            config = slurm_tf_config(os.environ, args.port)
+        else:
+            index = _index(args.index if args.index is not None else os.environ.get(INDEX_ENV))
+            config = indexed_job_tf_config(index, args.workers, args.hosts, args.port)
+        config = json.dumps(config)
         if args.print:
             print(config)
             return 0

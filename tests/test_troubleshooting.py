@@ -29,6 +29,7 @@ FLAG_PAIR = "two flags that do not go together; the line says which"
 DAMAGED = "a damaged or hand-edited file; the line names it and what is wrong"
 OS_ERROR = "the operating system's reason is in the line (missing, permissions, disk full)"
 RARE = "only a hand-built or corrupted input gets here; the line names the file and the fault"
+SLURM_VARIABLE = "a variable srun sets, wrong only when set by hand; the line names it"
 TABLE3 = "t2t-lite-table3's own run; docs/table3.md describes its folder and resumption"
 
 # module (relative to t2t_lite/) -> {a substring of the message's text: why it is not quoted}
@@ -128,6 +129,20 @@ ALLOWED = {
         "is not a worker index": FLAG_VALUE,
         "no command to run": SAYS_FIX,
         "cannot run {}: {}": OS_ERROR,
+        # --slurm (deploy/slurm/train.sbatch): srun sets these variables; the line names the one
+        # that is missing or does not fit, and docs/training.md's Slurm section shows the run.
+        "SLURM_PROCID is not set": SAYS_FIX,
+        "SLURM_STEP_NODELIST and SLURM_JOB_NODELIST are not set": SAYS_FIX,
+        "{}={} is not a number": SLURM_VARIABLE,
+        "is not a Slurm host list": SLURM_VARIABLE,
+        "is not Slurm's tasks per node": SLURM_VARIABLE,
+        "gives {} node(s)": SLURM_VARIABLE,
+        "places {} task(s)": SLURM_VARIABLE,
+        "SLURM_PROCID={} is out of range": SLURM_VARIABLE,
+        "(tasks on one node) is past 65535": FLAG_VALUE,
+        "the workers' addresses follow srun's block placement": SAYS_FIX,
+        "but block placement over": SAYS_FIX,
+        "--slurm takes the workers from Slurm's variables": FLAG_PAIR,
     },
     "inference/batch_decode.py": {
         "per search step for one line": "the line names the setting to lower and --batch_tokens",

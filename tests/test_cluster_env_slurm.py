@@ -1,0 +1,156 @@
+"""t2t_lite/cluster_env.py --slurm: TF_CONFIG from srun's variables (SLURM_PROCID, the step's node
+list and tasks per node), ports that differ for tasks sharing a node, and one `error:` line for
+each mistake. deploy/slurm/train.sbatch runs it; tests/test_slurm.py runs that on a real Slurm."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from t2t_lite import cluster_env
+from t2t_lite.errors import UserError
+
+
+@pytest.mark.parametrize("hostlist,hosts", [
+    ("vm", ["vm"]),
+    ("n1,n2", ["n1", "n2"]),
+    ("node[01-03,7]", ["node01", "node02", "node03", "node7"]),
+    ("gpu[8-10]", ["gpu8", "gpu9", "gpu10"]),
+    ("e[009-011]", ["e009", "e010", "e011"]),
+    ("rack[1-2]-n[7-8]", ["rack1-n7", "rack1-n8", "rack2-n7", "rack2-n8"]),
+    ("a[1-2],b,c[5]", ["a1", "a2", "b", "c5"]),
+    ("n-01.cluster.local", ["n-01.cluster.local"]),
+])
+def test_expand_hostlist(hostlist, hosts):
+    assert cluster_env.expand_hostlist(hostlist) == hosts
+
+
+@pytest.mark.skipif(shutil.which("scontrol") is None, reason="scontrol (slurm-client) is absent")
+def test_expand_hostlist_agrees_with_scontrol_show_hostnames(tmp_path):
+    # scontrol parses host lists without a controller; it only needs a slurm.conf to read.
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=x\nSlurmctldHost=localhost\n")
+    hostlist = "a[01-03,5],b[1-2]-c[7-8],d,e[009-011],gpu[8-10]"
+    shown = subprocess.run(["scontrol", "show", "hostnames", hostlist], capture_output=True,
+                           text=True, check=True, env=dict(os.environ, SLURM_CONF=str(conf)))
+    assert cluster_env.expand_hostlist(hostlist) == shown.stdout.split()
+
+
+@pytest.mark.parametrize("hostlist", ["n[1-2", "n1-2]", "n[3-1]", "n[a-b]", "n[]", "n1,,n2",
+                                      "n[1-[2]]"])
+def test_a_malformed_hostlist_is_a_value_error(hostlist):
+    with pytest.raises(ValueError):
+        cluster_env.expand_hostlist(hostlist)
+
+
+@pytest.mark.parametrize("value,counts", [("2", [2]), ("1(x3)", [1, 1, 1]),
+                                          ("2(x2),1", [2, 2, 1]), ("4,1(x2)", [4, 1, 1])])
+def test_expand_tasks_per_node(value, counts):
+    assert cluster_env.expand_tasks_per_node(value) == counts
+
+
+def slurm(procid, nodelist, tasks_per_node, ntasks, node=None, **extra):
+    """srun's variables for task `procid` of a step (the names srun sets inside the step)."""
+    env = {"SLURM_PROCID": str(procid), "SLURM_STEP_NODELIST": nodelist,
+           "SLURM_STEP_TASKS_PER_NODE": tasks_per_node, "SLURM_STEP_NUM_TASKS": str(ntasks),
+           "SLURM_NTASKS": str(ntasks), "SLURM_DISTRIBUTION": "block"}
+    if node is not None:
+        env["SLURMD_NODENAME"] = node
+    env.update(extra)
+    return env
+
+
+def test_two_tasks_on_one_node_get_a_port_each():
+    config = cluster_env.slurm_tf_config(slurm(1, "vm", "2", 2, node="vm"), 2222)
+    assert config == {"cluster": {"worker": ["vm:2222", "vm:2223"]},
+                      "task": {"type": "worker", "index": 1}}
+
+
+def test_block_placement_over_nodes():
+    workers = ["n01:2222", "n01:2223", "n02:2222", "n02:2223", "n03:2222"]
+    for procid, node in enumerate(["n01", "n01", "n02", "n02", "n03"]):
+        config = cluster_env.slurm_tf_config(slurm(procid, "n[01-03]", "2(x2),1", 5, node=node),
+                                             2222)
+        assert config == {"cluster": {"worker": workers},
+                          "task": {"type": "worker", "index": procid}}
+
+
+def test_one_task_per_node_and_the_jobs_variables_when_the_steps_are_absent():
+    env = {"SLURM_PROCID": "1", "SLURM_JOB_NODELIST": "gpu[1-2]", "SLURM_TASKS_PER_NODE": "1(x2)",
+           "SLURM_NTASKS": "2"}
+    assert cluster_env.slurm_tf_config(env, 3000) == {
+        "cluster": {"worker": ["gpu1:3000", "gpu2:3000"]}, "task": {"type": "worker", "index": 1}}
+    # Without tasks per node, one task on each node.
+    del env["SLURM_TASKS_PER_NODE"], env["SLURM_NTASKS"]
+    assert cluster_env.slurm_tf_config(env, 3000)["cluster"]["worker"] == ["gpu1:3000",
+                                                                           "gpu2:3000"]
+
+
+@pytest.mark.parametrize("env,port,message", [
+    ({}, 2222, r"^SLURM_PROCID is not set: run this as a task of a job step"),
+    ({"SLURM_PROCID": "0"}, 2222, r"^SLURM_STEP_NODELIST and SLURM_JOB_NODELIST are not set"),
+    ({"SLURM_PROCID": "x", "SLURM_STEP_NODELIST": "n1"}, 2222, r"^SLURM_PROCID=x is not a number$"),
+    (slurm(0, "n[1-", "1", 1), 2222,
+     r"^SLURM_STEP_NODELIST=n\[1- is not a Slurm host list: a \[ without its \]$"),
+    (slurm(0, "n[1-2]", "2x", 2), 2222,
+     r"^SLURM_STEP_TASKS_PER_NODE=2x is not Slurm's tasks per node"),
+    (slurm(0, "n[1-2]", "1", 1), 2222,
+     r"^SLURM_STEP_TASKS_PER_NODE=1 gives 1 node\(s\), SLURM_STEP_NODELIST=n\[1-2\] 2$"),
+    (slurm(0, "n[1-2]", "1(x2)", 3), 2222,
+     r"^SLURM_STEP_NUM_TASKS=3 but SLURM_STEP_TASKS_PER_NODE=1\(x2\) places 2 task\(s\)$"),
+    (slurm(2, "n[1-2]", "1(x2)", 2), 2222,
+     r"^SLURM_PROCID=2 is out of range for SLURM_STEP_NUM_TASKS=2$"),
+    (slurm(0, "n[1-2]", "1(x2)", 2, SLURM_DISTRIBUTION="cyclic"), 2222,
+     r"^SLURM_DISTRIBUTION=cyclic: the workers' addresses follow srun's block placement"),
+    (slurm(1, "n[1-2]", "2(x2)", 4, node="n2"), 2222,
+     r"^task 1 runs on n2, but block placement over SLURM_STEP_NODELIST puts it on n1"),
+    (slurm(0, "vm", "2", 2), 65535, r"^--port=65535 plus 1 \(tasks on one node\) is past 65535"),
+    (slurm(0, "vm", "1", 1), 0, r"^--port=0 is not a TCP port$"),
+])
+def test_a_slurm_mistake_is_one_user_error(env, port, message):
+    with pytest.raises(UserError, match=message):
+        cluster_env.slurm_tf_config(env, port)
+
+
+def test_cyclic_placement_on_one_node_is_block_placement():
+    env = slurm(1, "vm", "2", 2, node="vm", SLURM_DISTRIBUTION="cyclic")
+    assert cluster_env.slurm_tf_config(env, 2222)["cluster"]["worker"] == ["vm:2222", "vm:2223"]
+
+
+# Through the command: the trainer is exec()d with TF_CONFIG; a mistake is one line, status 1.
+
+def run(args, env):
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("SLURM", "JOB_COMPLETION_INDEX"))}
+    return subprocess.run([sys.executable, "-m", "t2t_lite.cluster_env", *args],
+                          env=dict(clean, **env), capture_output=True, text=True)
+
+
+def test_the_command_execs_with_tf_config_set_and_prints_it():
+    env = slurm(1, "vm", "2", 2, node="vm")
+    done = run(["--slurm", "--port=4000", "--", sys.executable, "-c",
+                "import os; print(os.environ['TF_CONFIG'])"], env)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    expected = {"cluster": {"worker": ["vm:4000", "vm:4001"]},
+                "task": {"type": "worker", "index": 1}}
+    assert json.loads(done.stdout) == expected
+    printed = run(["--slurm", "--port=4000", "--print"], env)
+    assert json.loads(printed.stdout) == expected
+
+
+@pytest.mark.parametrize("args,env,message", [
+    (["--slurm", "--", "true"], {}, "error: SLURM_PROCID is not set: run this as a task of a "
+                                    "job step, srun python3 -m t2t_lite.cluster_env --slurm ..., "
+                                    "one task per worker\n"),
+    (["--slurm", "--workers=2", "--index=0", "--", "true"], slurm(0, "vm", "1", 1),
+     "error: --slurm takes the workers from Slurm's variables: leave out --workers, --index\n"),
+    (["--slurm"], slurm(0, "vm", "1", 1),
+     "error: no command to run: give it after --, as in -- t2t-lite-trainer ...\n"),
+    (["--slurm", "--", "/nonexistent/trainer"], slurm(0, "vm", "1", 1),
+     "error: cannot run /nonexistent/trainer: No such file or directory\n"),
+])
+def test_command_mistakes_are_one_line(args, env, message):
+    done = run(args, env)
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", message)
