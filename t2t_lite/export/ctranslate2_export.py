@@ -26,8 +26,11 @@ How each part of t2t_lite maps onto CTranslate2's TransformerSpec:
 | ids 0 = pad (the decoder start symbol), 1 = EOS, 2 = unk; EOS appended to every source | `decoder_start_token="<pad>"`, `eos_token="</s>"`, `unk_token="<unk>"`, `add_source_eos=True` |
 | GNMT length penalty ((5 + len) / 6)^alpha, len counting EOS | no equivalent: CTranslate2 4.x divides by len^alpha; `inference/ctranslate2_engine.translate_tokens` re-ranks its n-best with GNMT's penalty |
 
-Each weight is read from the model under the checkpoint name its layout lists (models/layout.py,
-`layout_weights`), so the conversion takes the very variables the model_dir's checks count.
+The mapping names no variable of the model: it asks the model's layout (models/layout.py) for each
+weight by role (`Role(DECODER, 0, CROSS_ATTENTION, "query_kernel")`) and reads it from the model
+under the checkpoint name the layout gives (`layout_arrays`), so the conversion takes the very
+variables the model_dir's checks count, and a variable renamed in the model and its layout converts
+unchanged. A weight the mapping leaves unused is refused rather than dropped.
 
 Refused with a UserError (CTranslate2 has one head size for queries, keys and values): d_k != d_v.
 A checkpoint the model_dir cannot load, and an existing non-empty output folder, are UserErrors too.
@@ -52,6 +55,9 @@ from t2t_lite.ids import EOS_TOKEN, PAD_TOKEN, UNK_TOKEN
 from t2t_lite.inference.ctranslate2_engine import import_ctranslate2
 from t2t_lite.inference.saved_model import METADATA_NAME
 from t2t_lite.models import layout_of
+from t2t_lite.models.layout import (
+    CROSS_ATTENTION, DECODER, EMBEDDING, ENCODER, FEED_FORWARD, FINAL_NORM, POSITIONS,
+    SELF_ATTENTION, Role)
 
 
 def _specs():
@@ -85,27 +91,35 @@ def _check_tokens(tokens, vocab_size):
 
 
 # ---- weights ----------------------------------------------------------------------------------
-def layout_weights(model):
-    """{checkpoint name: float32 array} of every weight the model's layout lists (models/layout.py),
-    read from the built model along that name (`encoder_layer_0/self_attention/query_kernel`)."""
-    weights = {}
-    for weight in layout_of(model.config, model.vocab_size).weights:
+def layout_arrays(model):
+    """{Role: float32 array} of every weight and constant the model's layout lists
+    (models/layout.py), read from the built model along the name the layout gives
+    (`encoder_layer_0/self_attention/query_kernel`). A weight without a role has no place in
+    CTranslate2's Transformer: refused."""
+    layout = layout_of(model.config, model.vocab_size)
+    unmapped = [weight.name for weight in layout.weights if weight.role is None]
+    if unmapped:
+        raise UserError(f"cannot convert to CTranslate2: the model's weights {', '.join(unmapped)} "
+                        "have no counterpart in CTranslate2's Transformer")
+    arrays = {}
+    for role, weight in layout.by_role().items():
         value = _array(functools.reduce(getattr, weight.name.split("/"), model))
         assert value.shape == tuple(weight.shape), (weight.name, value.shape, weight.shape)
-        weights[weight.name] = value
-    return weights
+        arrays[role] = value
+    return arrays
 
 
 def _array(variable):
     return np.asarray(variable, dtype=np.float32)
 
 
-def _qkv(weights, prefix):
-    """[(kernel [d, H*k], bias [H*k] or None)] for query, key and value of one attention layer."""
+def _qkv(arrays, role):
+    """[(kernel [d, H*k], bias [H*k] or None)] for query, key and value of one attention layer;
+    role(part) is the layer's Role of a part."""
     result = []
     for name in ("query", "key", "value"):
-        kernel = weights[f"{prefix}/{name}_kernel"]
-        bias = weights.get(f"{prefix}/{name}_bias")  # absent without attention_bias
+        kernel = arrays.pop(role(f"{name}_kernel"))
+        bias = arrays.pop(role(f"{name}_bias"), None)  # absent without attention_bias
         result.append((kernel.reshape(kernel.shape[0], -1),
                        None if bias is None else bias.reshape(-1)))
     return result
@@ -123,30 +137,37 @@ def _set_fused(spec, parts):
                 None if parts[0][1] is None else np.concatenate([b for _, b in parts]))
 
 
-def _set_layer_norm(spec, weights, prefix):
-    spec.gamma = weights[f"{prefix}/gamma"]
-    spec.beta = weights[f"{prefix}/beta"]
+def _set_layer_norm(spec, arrays, gamma, beta):
+    spec.gamma = arrays.pop(gamma)
+    spec.beta = arrays.pop(beta)
 
 
-def _set_attention(spec, weights, prefix, self_attention):
-    """One attention sub-layer `prefix` (e.g. decoder_layer_0/cross_attention) and its residual's
-    layer norm."""
-    query, key, value = _qkv(weights, prefix)
-    if self_attention:
+def _set_attention(spec, arrays, stack, index, kind):
+    """One attention sub-layer (e.g. DECODER layer 0's CROSS_ATTENTION) and its residual's layer
+    norm."""
+    role = functools.partial(Role, stack, index, kind)
+    query, key, value = _qkv(arrays, role)
+    if kind == SELF_ATTENTION:
         _set_fused(spec.linear[0], [query, key, value])
     else:
         _set_linear(spec.linear[0], *query)
         _set_fused(spec.linear[1], [key, value])
-    output = weights[f"{prefix}/output_kernel"]
+    output = arrays.pop(role("output_kernel"))
     _set_linear(spec.linear[-1], output.reshape(-1, output.shape[-1]),
-                weights.get(f"{prefix}/output_bias"))
-    _set_layer_norm(spec.layer_norm, weights, f"{prefix}_residual/norm")
+                arrays.pop(role("output_bias"), None))
+    _set_layer_norm(spec.layer_norm, arrays, role("norm_gamma"), role("norm_beta"))
 
 
-def _set_feed_forward(spec, weights, prefix):
-    _set_linear(spec.linear_0, weights[f"{prefix}/inner/_kernel"], weights[f"{prefix}/inner/bias"])
-    _set_linear(spec.linear_1, weights[f"{prefix}/outer/_kernel"], weights[f"{prefix}/outer/bias"])
-    _set_layer_norm(spec.layer_norm, weights, f"{prefix}_residual/norm")
+def _set_feed_forward(spec, arrays, stack, index):
+    role = functools.partial(Role, stack, index, FEED_FORWARD)
+    _set_linear(spec.linear_0, arrays.pop(role("inner_kernel")), arrays.pop(role("inner_bias")))
+    _set_linear(spec.linear_1, arrays.pop(role("outer_kernel")), arrays.pop(role("outer_bias")))
+    _set_layer_norm(spec.layer_norm, arrays, role("norm_gamma"), role("norm_beta"))
+
+
+def _set_final_norm(spec, arrays, stack):
+    _set_layer_norm(spec, arrays, Role(stack, sublayer=FINAL_NORM, part="gamma"),
+                    Role(stack, sublayer=FINAL_NORM, part="beta"))
 
 
 def model_spec(model, tokens):
@@ -163,10 +184,10 @@ def model_spec(model, tokens):
     decoder = specs.TransformerDecoderSpec(config.num_layers, config.num_heads, pre_norm=pre_norm,
                                            head_dim=head_dim)
 
-    weights = layout_weights(model)
-    embeddings = weights["embedding/embeddings"]
+    arrays = layout_arrays(model)
+    embeddings = arrays.pop(Role(part=EMBEDDING))
     # Learned positions are a weight, sinusoids a constant of the layout: the table either way.
-    positions = np.asarray(model.positions.table, np.float32)
+    positions = arrays.pop(Role(part=POSITIONS))
     for stack in (encoder, decoder):
         stack.scale_embeddings = True
         stack.position_encodings.encodings = positions
@@ -175,20 +196,18 @@ def model_spec(model, tokens):
     decoder.projection.weight = embeddings  # the pre-softmax matrix, no bias
 
     for index, spec in enumerate(encoder.layer):
-        prefix = f"encoder_layer_{index}"
-        _set_attention(spec.self_attention, weights, f"{prefix}/self_attention",
-                       self_attention=True)
-        _set_feed_forward(spec.ffn, weights, f"{prefix}/feed_forward")
+        _set_attention(spec.self_attention, arrays, ENCODER, index, SELF_ATTENTION)
+        _set_feed_forward(spec.ffn, arrays, ENCODER, index)
     for index, spec in enumerate(decoder.layer):
-        prefix = f"decoder_layer_{index}"
-        _set_attention(spec.self_attention, weights, f"{prefix}/self_attention",
-                       self_attention=True)
-        _set_attention(spec.attention, weights, f"{prefix}/cross_attention",
-                       self_attention=False)
-        _set_feed_forward(spec.ffn, weights, f"{prefix}/feed_forward")
+        _set_attention(spec.self_attention, arrays, DECODER, index, SELF_ATTENTION)
+        _set_attention(spec.attention, arrays, DECODER, index, CROSS_ATTENTION)
+        _set_feed_forward(spec.ffn, arrays, DECODER, index)
     if pre_norm:
-        _set_layer_norm(encoder.layer_norm, weights, "encoder_final_norm")
-        _set_layer_norm(decoder.layer_norm, weights, "decoder_final_norm")
+        _set_final_norm(encoder.layer_norm, arrays, ENCODER)
+        _set_final_norm(decoder.layer_norm, arrays, DECODER)
+    if arrays:  # a role this mapping does not know
+        raise UserError("cannot convert to CTranslate2: no counterpart for "
+                        + ", ".join(map(str, arrays)))
 
     spec = specs.TransformerSpec(encoder, decoder)
     spec.config.unk_token = UNK_TOKEN

@@ -10,19 +10,53 @@ sinusoid table). From it:
   anything is built (model_dir/check.py);
 - `parameter_count()`: the sum over the weights' shapes;
 - `forward_flops(source_length, target_length)`: 2 FLOPs per multiply-add of every matmul weight
-  over the tokens that pass through it, plus each attention's scores and weighted sums.
+  over the tokens that pass through it, plus each attention's scores and weighted sums;
+- `by_role()`: {Role: Weight}, what each weight is in the model whatever its name: the CTranslate2
+  converter (export/ctranslate2_export.py) maps roles onto CTranslate2's names and reads each
+  array along the name given here, so renaming a variable means changing the model and its layout
+  only.
+
+A Weight's name is also the path a built model holds it at (`model.encoder_layer_0.feed_forward.
+inner._kernel`), a constant's too (`positions/table` for sinusoids).
 """
 import dataclasses
 import math
+from typing import NamedTuple, Optional
 
 SOURCE, TARGET = "source", "target"
+
+# Role vocabulary. Stacks; sub-layers of a stack's layer, and its final norm (pre-norm only).
+ENCODER, DECODER = "encoder", "decoder"
+SELF_ATTENTION, CROSS_ATTENTION, FEED_FORWARD = "self_attention", "cross_attention", "feed_forward"
+FINAL_NORM = "final_norm"
+# Parts of a model as a whole.
+EMBEDDING, POSITIONS = "embedding", "positions"
+
+
+class Role(NamedTuple):
+    """What a weight is:
+      Role(part=EMBEDDING)                     the shared embedding and pre-softmax [vocab, d_model]
+      Role(part=POSITIONS)                     the position table [max_length, d_model], learned
+                                               (a weight) or sinusoids (a constant)
+      Role(stack, sublayer=FINAL_NORM, part=)  "gamma" / "beta" of a stack's final layer norm
+      Role(stack, layer, sublayer, part)       an attention sub-layer's "query_kernel",
+                                               "query_bias" (likewise key, value, output), a
+                                               feed-forward's "inner_kernel", "inner_bias",
+                                               "outer_kernel", "outer_bias", and either's residual
+                                               layer norm, "norm_gamma" / "norm_beta"
+    """
+    stack: str = ""  # ENCODER / DECODER
+    layer: Optional[int] = None  # the layer's index in its stack
+    sublayer: str = ""  # SELF_ATTENTION / CROSS_ATTENTION / FEED_FORWARD / FINAL_NORM
+    part: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
 class Weight:
-    name: str  # the checkpoint's path under model/
+    name: str  # the checkpoint's path under model/, and the built model's attribute path
     shape: tuple
     tokens: str = ""  # SOURCE / TARGET: a matmul each such position goes through once; "": none
+    role: Optional[Role] = None  # what it is in the model (Role); None: a part no format maps
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,3 +88,7 @@ class Layout:
         matmuls = sum(2 * length[w.tokens] * math.prod(w.shape) for w in self.weights if w.tokens)
         return matmuls + sum(2 * length[a.queries] * length[a.keys] * a.width
                              for a in self.attention)
+
+    def by_role(self):
+        """{Role: Weight} of the weights and constants that have a role."""
+        return {w.role: w for w in self.weights + self.constants if w.role is not None}

@@ -16,7 +16,9 @@ from t2t_lite.layers.attention import causal_bias, padding_bias
 from t2t_lite.layers.embedding import PositionEncoding, SharedEmbedding
 from t2t_lite.layers.packing import Packing
 from t2t_lite.layers.transformer_layers import DecoderLayer, EncoderLayer, LayerNorm
-from t2t_lite.models.layout import SOURCE, TARGET, Attention, Layout, Weight
+from t2t_lite.models.layout import (
+    CROSS_ATTENTION, DECODER, EMBEDDING, ENCODER, FEED_FORWARD, FINAL_NORM, POSITIONS,
+    SELF_ATTENTION, SOURCE, TARGET, Attention, Layout, Role, Weight)
 from t2t_lite.models.registry import register_model
 
 
@@ -67,54 +69,62 @@ class Transformer(keras.Model):
 
     @staticmethod
     def layout(config, vocab_size):
-        """Every variable this class builds for `config`, by checkpoint name (models/layout.py);
-        tests/model_dir/test_check.py holds it equal to a built model's checkpoint."""
+        """Every variable this class builds for `config`, by checkpoint name and role
+        (models/layout.py); tests/model_dir/test_check.py holds it equal to a built model's
+        checkpoint, tests/export/test_ctranslate2_export.py every weight mapped to CTranslate2."""
         c = config
         d, heads, dk, dv = c.d_model, c.num_heads, c.key_dim, c.value_dim
         # The one matrix embeds both sides and is the pre-softmax projection of every target.
-        weights = [Weight("embedding/embeddings", (vocab_size, d), TARGET)]
+        weights = [Weight("embedding/embeddings", (vocab_size, d), TARGET, Role(part=EMBEDDING))]
         constants = []
-        if c.position_encoding == "learned":
-            weights.append(Weight("positions/table", (c.max_length, d)))
-        else:
-            constants.append(Weight("positions/sinusoids", (c.max_length, d)))
+        positions = Weight("positions/table", (c.max_length, d), role=Role(part=POSITIONS))
+        (weights if c.position_encoding == "learned" else constants).append(positions)
         if c.norm_position == "pre":
-            for stack in ("encoder", "decoder"):
-                weights += [Weight(f"{stack}_final_norm/beta", (d,)),
-                            Weight(f"{stack}_final_norm/gamma", (d,))]
+            for prefix, stack in (("encoder_final_norm", ENCODER), ("decoder_final_norm", DECODER)):
+                weights += [Weight(f"{prefix}/{part}", (d,),
+                                   role=Role(stack, sublayer=FINAL_NORM, part=part))
+                            for part in ("beta", "gamma")]
         attention = []
 
-        def attention_sublayer(prefix, queries, keys):
-            weights.extend([Weight(f"{prefix}/query_kernel", (d, heads, dk), queries),
-                            Weight(f"{prefix}/key_kernel", (d, heads, dk), keys),
-                            Weight(f"{prefix}/value_kernel", (d, heads, dv), keys),
-                            Weight(f"{prefix}/output_kernel", (heads, dv, d), queries)])
+        def sublayer(prefix, role, parts):
+            """One sub-layer's weights, (part, name under `prefix`, shape, tokens) each, then its
+            residual's layer norm; `role` is the sub-layer's Role, without a part."""
+            weights.extend(Weight(f"{prefix}/{name}", shape, tokens, role._replace(part=part))
+                           for part, name, shape, tokens in parts)
+            weights.extend(Weight(f"{prefix}_residual/norm/{part}", (d,),
+                                  role=role._replace(part=f"norm_{part}"))
+                           for part in ("beta", "gamma"))
+
+        def attention_sublayer(prefix, role, queries, keys):
+            parts = [("query_kernel", (d, heads, dk), queries),
+                     ("key_kernel", (d, heads, dk), keys),
+                     ("value_kernel", (d, heads, dv), keys),
+                     ("output_kernel", (heads, dv, d), queries)]
             if c.attention_bias:
-                weights.extend([Weight(f"{prefix}/query_bias", (heads, dk)),
-                                Weight(f"{prefix}/key_bias", (heads, dk)),
-                                Weight(f"{prefix}/value_bias", (heads, dv)),
-                                Weight(f"{prefix}/output_bias", (d,))])
+                parts += [("query_bias", (heads, dk), ""), ("key_bias", (heads, dk), ""),
+                          ("value_bias", (heads, dv), ""), ("output_bias", (d,), "")]
+            sublayer(prefix, role, [(part, part, *rest) for part, *rest in parts])
             attention.append(Attention(queries, keys, heads * (dk + dv)))
-            residual_norm(prefix)
 
-        def feed_forward_sublayer(prefix, tokens):
-            weights.extend([Weight(f"{prefix}/inner/_kernel", (d, c.d_ff), tokens),
-                            Weight(f"{prefix}/inner/bias", (c.d_ff,)),
-                            Weight(f"{prefix}/outer/_kernel", (c.d_ff, d), tokens),
-                            Weight(f"{prefix}/outer/bias", (d,))])
-            residual_norm(prefix)
+        def feed_forward_sublayer(prefix, role, tokens):
+            sublayer(prefix, role, [  # two Dense layers, "inner" and "outer"
+                ("inner_kernel", "inner/_kernel", (d, c.d_ff), tokens),
+                ("inner_bias", "inner/bias", (c.d_ff,), ""),
+                ("outer_kernel", "outer/_kernel", (c.d_ff, d), tokens),
+                ("outer_bias", "outer/bias", (d,), "")])
 
-        def residual_norm(prefix):
-            weights.extend([Weight(f"{prefix}_residual/norm/beta", (d,)),
-                            Weight(f"{prefix}_residual/norm/gamma", (d,))])
-
-        for index in range(c.num_layers):
-            encoder, decoder = f"encoder_layer_{index}", f"decoder_layer_{index}"
-            attention_sublayer(f"{encoder}/self_attention", SOURCE, SOURCE)
-            feed_forward_sublayer(f"{encoder}/feed_forward", SOURCE)
-            attention_sublayer(f"{decoder}/self_attention", TARGET, TARGET)
-            attention_sublayer(f"{decoder}/cross_attention", TARGET, SOURCE)
-            feed_forward_sublayer(f"{decoder}/feed_forward", TARGET)
+        for i in range(c.num_layers):
+            encoder, decoder = f"encoder_layer_{i}", f"decoder_layer_{i}"
+            attention_sublayer(f"{encoder}/self_attention", Role(ENCODER, i, SELF_ATTENTION),
+                               SOURCE, SOURCE)
+            feed_forward_sublayer(f"{encoder}/feed_forward", Role(ENCODER, i, FEED_FORWARD),
+                                  SOURCE)
+            attention_sublayer(f"{decoder}/self_attention", Role(DECODER, i, SELF_ATTENTION),
+                               TARGET, TARGET)
+            attention_sublayer(f"{decoder}/cross_attention", Role(DECODER, i, CROSS_ATTENTION),
+                               TARGET, SOURCE)
+            feed_forward_sublayer(f"{decoder}/feed_forward", Role(DECODER, i, FEED_FORWARD),
+                                  TARGET)
         return Layout(weights, attention, constants)
 
     def dropout_layers(self):

@@ -18,11 +18,12 @@ import tensorflow as tf
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 
-from t2t_lite import hparams  # noqa: E402
+from t2t_lite import hparams, models  # noqa: E402
 from t2t_lite.decoding.translate import translate  # noqa: E402
 from t2t_lite.errors import UserError  # noqa: E402
 from t2t_lite.export import ctranslate2_export  # noqa: E402
 from t2t_lite.inference import ctranslate2_engine, translation_module  # noqa: E402
+from t2t_lite.models.layout import Weight  # noqa: E402
 from t2t_lite.models.transformer import Transformer  # noqa: E402
 
 from tests.reverse_model import EXTRA, TOKENS, VOCAB  # noqa: E402
@@ -147,6 +148,61 @@ def test_bad_vocabulary_and_occupied_folder_are_refused(tmp_path):
     with pytest.raises(UserError, match="not an empty directory"):
         ctranslate2_export.convert(model, TOKENS, str(occupied))
     assert os.listdir(occupied) == ["keep.txt"]
+
+
+@models.register_model("transformer_renamed_test")
+class RenamedTransformer(Transformer):
+    """Test-only: every variable renamed, in the model (one more attribute on its path) and in its
+    layout (models/layout.py), as renaming a layer would."""
+
+    @property
+    def renamed(self):
+        return self
+
+    @staticmethod
+    def layout(config, vocab_size):
+        layout = Transformer.layout(config, vocab_size)
+        rename = lambda weights: [dataclasses.replace(w, name=f"renamed/{w.name}")  # noqa: E731
+                                  for w in weights]
+        return dataclasses.replace(layout, weights=rename(layout.weights),
+                                   constants=rename(layout.constants))
+
+
+@models.register_model("transformer_with_output_scale_ct2_test")
+class ScaledTransformer(Transformer):
+    """Test-only: one more weight, with no role (models/layout.py) and no CTranslate2 place."""
+
+    def __init__(self, config, vocab_size, **kwargs):
+        super().__init__(config, vocab_size, **kwargs)
+        self.output_scale = self.add_weight(name="output_scale", shape=(), initializer="ones")
+
+    @staticmethod
+    def layout(config, vocab_size):
+        layout = Transformer.layout(config, vocab_size)
+        layout.weights.append(Weight("output_scale", ()))
+        return layout
+
+
+def test_the_mapping_follows_the_layout_names_and_refuses_a_weight_it_cannot_place(tmp_path):
+    """The CTranslate2 mapping spells no variable name: a model whose variables are all renamed
+    (in the model and its layout) converts to the very same model.bin; a weight the mapping has no
+    place for is refused, not dropped."""
+    config = dataclasses.replace(hparams.load("tiny", ["MAX_LENGTH = 24"])[0],
+                                 norm_position="pre")
+    keras.utils.set_random_seed(2)
+    plain = models.build(config, VOCAB)
+    renamed = models.build(dataclasses.replace(config, model="transformer_renamed_test"), VOCAB)
+    renamed.set_weights(plain.get_weights())
+    folders = [ctranslate2_export.convert(model, TOKENS, str(tmp_path / name))
+               for name, model in (("plain", plain), ("renamed", renamed))]
+    plain_bin, renamed_bin = [open(os.path.join(f, "model.bin"), "rb").read() for f in folders]
+    assert renamed_bin == plain_bin
+
+    scaled = models.build(
+        dataclasses.replace(config, model="transformer_with_output_scale_ct2_test"), VOCAB)
+    with pytest.raises(UserError, match="weights output_scale have no counterpart"):
+        ctranslate2_export.convert(scaled, TOKENS, str(tmp_path / "scaled"))
+    assert not os.path.exists(tmp_path / "scaled")
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ import tensorflow as tf
 from t2t_lite import hparams, models
 from t2t_lite.model_dir import check, files, loaded
 from t2t_lite.models import params
-from t2t_lite.models.layout import TARGET, Weight
+from t2t_lite.models.layout import CROSS_ATTENTION, DECODER, POSITIONS, TARGET, Role, Weight
 from t2t_lite.models.transformer import Transformer
 from t2t_lite.training import flops
 
@@ -89,3 +89,16 @@ def test_the_layout_marks_the_shared_matrix_as_the_targets_projection():
     embedding = models.layout_of(config, 50).weights[0]
     assert (embedding.name, embedding.shape, embedding.tokens) == (
         "embedding/embeddings", (50, config.d_model), TARGET)
+
+
+def test_every_weight_and_constant_of_the_transformer_has_one_role():
+    """Roles (models/layout.py) are what export/ctranslate2_export.py maps, whatever the names."""
+    for overrides in ({}, {"norm_position": "pre", "position_encoding": "learned",
+                           "attention_bias": False}):
+        config = dataclasses.replace(hparams.load("tiny")[0], **overrides)
+        layout = models.layout_of(config, 50)
+        roles = [w.role for w in layout.weights + layout.constants]
+        assert None not in roles and len(set(roles)) == len(roles)
+        assert layout.by_role()[Role(part=POSITIONS)].name == "positions/table"
+        assert layout.by_role()[Role(DECODER, 0, CROSS_ATTENTION, "query_kernel")].name == (
+            "decoder_layer_0/cross_attention/query_kernel")
