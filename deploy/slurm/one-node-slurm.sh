@@ -95,10 +95,16 @@ CONF
 }
 
 stop() {
-    [ -e "$SLURM_CONF" ] || fail "$dir has no slurm.conf"
-    if [ -e "$dir/slurmctld.pid" ]; then
-        scancel --full --signal=KILL --state=RUNNING --quiet 2>/dev/null || true
-        scancel --quiet 2>/dev/null || true
+    [ -d "$dir" ] || fail "$dir does not exist"
+    if [ -e "$SLURM_CONF" ] && [ -e "$dir/slurmctld.pid" ]; then
+        local jobs
+        jobs=$(squeue --noheader --format=%i 2>/dev/null | tr '\n' ' ')
+        if [ -n "${jobs// }" ]; then
+            # shellcheck disable=SC2086
+            scancel --full --signal=KILL $jobs 2>/dev/null || true   # no save: a teardown
+            # shellcheck disable=SC2086
+            scancel $jobs 2>/dev/null || true                        # the pending ones too
+        fi
         local deadline=$((SECONDS + 30))
         while [ -n "$(squeue -h -o %i 2>/dev/null)" ] && [ $SECONDS -lt $deadline ]; do
             sleep 0.5
