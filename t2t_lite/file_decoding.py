@@ -90,19 +90,19 @@ def decode_file(options, progress=sys.stderr):
         if options.engine == "ctranslate2" and output.identity:
             # What `auto` / `default` became on this machine is what a resume must reuse.
             output.identity["settings"]["compute_type"] = translator.compute_type
-        defaults = batch_decode.settings(translator)
-        protect = protected_spans.resolve(options.protect, defaults.get("problem"), po=False)
+        defaults = translator.settings
+        protect = protected_spans.resolve(options.protect, defaults.problem, po=False)
         line_constraints, glossary_counts = _line_constraints(
             translator, file_constraints, glossary, options, source.first_line)
         stats = batch_decode.decode_stream(
             translator, source, output, options.chunk_lines,
-            alpha=defaults["alpha"] if options.alpha is None else options.alpha,
+            alpha=defaults.alpha if options.alpha is None else options.alpha,
             # translate_texts clamps it to the model's max_length (huge values stay in int32).
-            extra_length=defaults["extra_length"] if options.extra_length is None
+            extra_length=defaults.extra_length if options.extra_length is None
             else options.extra_length,
             nbest=options.nbest, print_scores=options.print_scores,
             batch_tokens=options.batch_tokens, parallel_searches=searches, stream=progress,
-            splitting=batch_decode.sentence_splitting(defaults.get("problem"),
+            splitting=batch_decode.sentence_splitting(defaults.problem,
                                                       options.split_sentences),
             line_constraints=line_constraints, protect=protect)
         stats.glossary_terms = glossary_counts["applied"]
@@ -124,12 +124,9 @@ def check(options):
         value = getattr(options, name)
         if value is not None and value < 1:
             raise UserError(f"--{name} must be >= 1, got {value}")
-    from t2t_lite.model_dir import check as model_dir_check
+    from t2t_lite.inference.translator import check_overrides
 
-    if options.beam_size is not None:
-        model_dir_check.check_bounds({"beam_size": options.beam_size}, "--beam_size")
-    if options.alpha is not None:
-        model_dir_check.check_bounds({"alpha": options.alpha}, "--alpha")
+    check_overrides(options.beam_size, options.alpha)
 
 
 def _parallel_searches(options, num_lines):

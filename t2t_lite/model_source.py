@@ -29,7 +29,8 @@ def check(model_dir=None, export_dir=None, checkpoint_path=None, engine="tensorf
 
 def load(model_dir=None, export_dir=None, checkpoint_path=None, engine="tensorflow",
          beam_size=None, alpha=None, precision="float32", compute_type="default", searches=1):
-    """The translator for these settings (check() first). `precision` is resolved ("float32" or
+    """The translator (inference/translator.py's Translator protocol) for these settings: the one
+    way to load a model for translation. check() first; `precision` is resolved ("float32" or
     "bfloat16"); `searches`: how many searches run at once (CTranslate2's threads)."""
     check(model_dir, export_dir, checkpoint_path, engine, precision, compute_type)
     if engine == "ctranslate2":
@@ -40,11 +41,11 @@ def load(model_dir=None, export_dir=None, checkpoint_path=None, engine="tensorfl
 
         return translation_module.from_model_dir(model_dir, checkpoint_path, beam_size=beam_size,
                                          alpha=alpha, precision=precision)
-    from t2t_lite.inference import batch_decode, saved_model
+    from t2t_lite.inference import saved_model
 
     version_dir = saved_model.latest_version_dir(export_dir)
     module = saved_model.load(version_dir)
-    fixed = batch_decode.settings(module)["beam_size"]
+    fixed = module.settings.beam_size
     if beam_size is not None and beam_size != fixed:
         raise UserError(f"{version_dir} was exported with beam size {fixed}; re-export with "
                         f"--beam_size={beam_size} or decode with --model_dir")

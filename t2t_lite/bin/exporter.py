@@ -40,12 +40,6 @@ flags.DEFINE_string("protect", "auto",
 
 
 def main(argv):
-    from t2t_lite.model_dir import check
-
-    if FLAGS.beam_size is not None:
-        check.check_bounds({"beam_size": FLAGS.beam_size}, "--beam_size")
-    if FLAGS.alpha is not None:
-        check.check_bounds({"alpha": FLAGS.alpha}, "--alpha")
     if FLAGS.quantization and FLAGS.format != "ctranslate2":
         raise cli.UserError("--quantization applies to --format=ctranslate2 only")
     if FLAGS.decode_precision != "float32" and FLAGS.format != "savedmodel":
@@ -54,9 +48,6 @@ def main(argv):
     if FLAGS.protect != "auto" and FLAGS.format != "savedmodel":
         raise cli.UserError("--protect applies to --format=savedmodel only (CTranslate2's "
                             "outputs are repaired by the decoder that runs them)")
-    from t2t_lite.inference import protected_spans
-
-    protected_spans.parse_setting(FLAGS.protect)
     from absl import logging
 
     # TensorFlow's INFO lines about renamed function inputs and temporary paths are noise here.

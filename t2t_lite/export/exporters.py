@@ -41,7 +41,14 @@ class Exporter:
                extra_length=None):
         """Exports the checkpoint (default: the averaged one if newest, else the latest) under
         export_dir; beam_size, alpha, extra_length default to the model_dir's DecodeConfig.
-        Returns the path written."""
+        Returns the path written. A beam or alpha outside the bounds is refused first."""
+        from t2t_lite.inference.translator import check_overrides
+
+        check_overrides(beam_size, alpha)
+        return self._write(model_dir, export_dir, checkpoint_path, beam_size, alpha,
+                           extra_length)
+
+    def _write(self, model_dir, export_dir, checkpoint_path, beam_size, alpha, extra_length):
         raise NotImplementedError
 
 
@@ -53,11 +60,12 @@ class SavedModelExporter(Exporter):
     protect: the protected spans its text-in signatures keep (TranslationModule's `protect`)."""
 
     def __init__(self, precision="float32", protect="auto"):
-        self.precision = precision
-        self.protect = protect
+        from t2t_lite.inference import protected_spans  # pure Python: --help stays light
 
-    def export(self, model_dir, export_dir, checkpoint_path=None, beam_size=None, alpha=None,
-               extra_length=None):
+        self.precision = precision
+        self.protect = protected_spans.parse_setting(protect)
+
+    def _write(self, model_dir, export_dir, checkpoint_path, beam_size, alpha, extra_length):
         from t2t_lite.export import saved_model_versions
         from t2t_lite.inference import translation_module
 
@@ -76,27 +84,22 @@ class CTranslate2Exporter(Exporter):
     def __init__(self, quantization=None):
         self.quantization = quantization
 
-    def export(self, model_dir, export_dir, checkpoint_path=None, beam_size=None, alpha=None,
-               extra_length=None):
+    def _write(self, model_dir, export_dir, checkpoint_path, beam_size, alpha, extra_length):
         from t2t_lite.data.tokenizers import vocabulary_tokens
-        from t2t_lite.decoding.translate import clamp_to_limit
         from t2t_lite.export import ctranslate2_export
         from t2t_lite.inference.ctranslate2_engine import import_ctranslate2
-        from t2t_lite.model_dir import check, files, loaded
+        from t2t_lite.inference.translator import DecodeSettings
+        from t2t_lite.model_dir import files, loaded
 
         import_ctranslate2("--format=ctranslate2")  # a clear error before the (slow) model load
         ctranslate2_export.check_convertible(files.load_configs(model_dir)[0])
         run = loaded.load(model_dir, checkpoint_path)
         model = run.model
         vocab_path = files.vocab_path(model_dir, run.info)
-        metadata = run.metadata()
-        metadata.update(run.decode_config.settings(beam_size, alpha, extra_length),
-                        max_length=int(model.config.max_length),
-                        max_source_tokens=int(model.config.max_length) - 1)
-        metadata["extra_length"] = clamp_to_limit(metadata["extra_length"], metadata["max_length"])
-        # The flags' values too: a folder never carries settings its reader would refuse.
-        check.check_settings(dict(metadata, vocab_size=int(model.vocab_size)),
-                             "the export settings")
+        # The same settings a SavedModel fixes; a folder never carries ones its reader refuses.
+        settings = DecodeSettings.for_model(
+            model, **run.decode_config.settings(beam_size, alpha, extra_length),
+            provenance=run.metadata(), where="the export settings")
         return ctranslate2_export.convert(model, vocabulary_tokens(vocab_path), export_dir,
                                           vocab_path=vocab_path, quantization=self.quantization,
-                                          metadata=metadata)
+                                          metadata=dict(settings.values))

@@ -33,7 +33,6 @@ batching within the chunk), appending each finished chunk to its output: memory 
 chunk, not the file, and a resumable output lets a killed run continue (resume.py).
 """
 import dataclasses
-import json
 import sys
 import time
 
@@ -159,7 +158,7 @@ def _size(size):
 class SearchBudget:
     """fits(rows, width) for beam search batches (see search_bytes, and the shares above);
     check_line(width) refuses one line too big for a step alone. num_layers, d_model, num_heads:
-    the model's (model_dims(settings)); None when unknown, when the cache and attention are not
+    the model's (DecodeSettings.model_dims()); None when unknown, when the cache and attention are not
     counted in bytes (the beam steps still hold them)."""
 
     def __init__(self, batch_tokens, beam_size, vocab_size, extra_length, max_length,
@@ -228,18 +227,6 @@ def search_budget(batch_tokens, beam_size, vocab_size, extra_length, max_length,
                         num_layers, d_model, num_heads)
 
 
-def model_dims(fixed):
-    """{num_layers, d_model, num_heads} from a translator's settings (its own keys, else its
-    model_config's); the ones an older export does not say are left out."""
-    config = fixed.get("model_config") if isinstance(fixed.get("model_config"), dict) else {}
-    dims = {}
-    for name in ("num_layers", "d_model", "num_heads"):
-        value = fixed.get(name, config.get(name))
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            dims[name] = value
-    return dims
-
-
 def logits_budget(batch_tokens, vocab_size):
     """fits(rows, width) for forced decoding (scoring): its logits [rows, width, vocab_size]."""
     return lambda rows, width: rows * width * vocab_size <= batch_tokens * LOGITS_PER_TOKEN
@@ -280,14 +267,6 @@ def format_hypotheses(hypotheses, print_scores=False):
     return "\t".join(_one_line(text) for text, _ in hypotheses)
 
 
-def settings(translator):
-    """The translator's fixed settings (beam_size, alpha, extra_length, max_length, ...): its
-    `settings` dict when it was built in this process, a loaded SavedModel's describe() JSON."""
-    if hasattr(translator, "settings"):
-        return translator.settings
-    return json.loads(translator.describe().numpy().decode("utf-8"))
-
-
 def tokenize_texts(translator, texts):
     """list of str -> (per text, its ids as the model reads them: truncated, EOS-terminated;
     per text, its token count before truncation). One `tokenize` call per chunk of lines."""
@@ -325,7 +304,7 @@ def encode_constraints(translator, lines):
     encode_constraints), or None when no line has any."""
     if not any(line.strip() for line in lines):
         return None
-    if not hasattr(translator, "encode_constraints"):
+    if not translator.supports_constraints:
         raise UserError("this export has no constrained search (an older t2t_lite wrote it); "
                         "re-export it with t2t-lite-exporter")
     result = translator.encode_constraints(tf.constant(lines, tf.string))
@@ -390,27 +369,24 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
                                       stats=stats, parallel_searches=parallel_searches,
                                       constraints=piece_constraints)
             return [_joined(results[start:end]) for start, end in spans]
-    fixed = settings(translator)
+    fixed = translator.settings
     # A NaN or huge alpha (a flag, an edited setting) would rank hypotheses by nonsense.
     check.check_bounds({"alpha": alpha}, "decoding")
-    stats.max_source_tokens = fixed["max_source_tokens"]
-    if not 1 <= nbest <= fixed["beam_size"]:
-        raise UserError(f"--nbest must be between 1 and the beam size {fixed['beam_size']}, "
+    stats.max_source_tokens = fixed.max_source_tokens
+    if not 1 <= nbest <= fixed.beam_size:
+        raise UserError(f"--nbest must be between 1 and the beam size {fixed.beam_size}, "
                         f"got {nbest}")
-    if not (hasattr(translator, "tokenize") and hasattr(translator, "translate_ids")):
-        raise UserError("this export has no tokenize/translate_ids functions (an older "
-                        "t2t_lite wrote it); re-export it with t2t-lite-exporter")
     source_ids, counts = tokenize_texts(translator, texts)
     stats.empty += sum(1 for c in counts if c == 0)
-    stats.truncated += sum(1 for c in counts if c > fixed["max_source_tokens"])
+    stats.truncated += sum(1 for c in counts if c > fixed.max_source_tokens)
 
     results = [[] for _ in texts]
     to_translate = [i for i, c in enumerate(counts) if c > 0]
     alpha = tf.constant(alpha, tf.float32)
     # Clamped in Python first: tf.constant would wrap a value past int32 silently.
-    extra_length = clamp_to_limit(extra_length, int(fixed["max_length"]))
-    fits = search_budget(batch_tokens, int(fixed["beam_size"]), int(fixed.get("vocab_size", 0)),
-                         extra_length, int(fixed["max_length"]), **model_dims(fixed))
+    extra_length = clamp_to_limit(extra_length, fixed.max_length)
+    fits = search_budget(batch_tokens, fixed.beam_size, fixed.vocab_size, extra_length,
+                         fixed.max_length, **fixed.model_dims())
     extra_length = tf.constant(extra_length, tf.int32)
     done = len(texts) - len(to_translate)
     lengths = [len(source_ids[i]) - 1 for i in to_translate]  # tokens kept, EOS not counted
@@ -521,7 +497,7 @@ def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scor
     call's counts to.
     """
     if postprocess is None:
-        postprocess = output_postprocessor(settings(translator).get("problem"))
+        postprocess = output_postprocessor(translator.settings.problem)
     stats = stats if stats is not None else DecodeStats()
     stats.lines += len(raw_lines)
     start = time.monotonic()
@@ -557,7 +533,7 @@ def decode_stream(translator, line_input, output, chunk_lines, alpha, extra_leng
 
     line_constraints(line number in this input, source text) -> the line's constraint line
     (None: no constraints); protect: see decode_lines."""
-    postprocess = output_postprocessor(settings(translator).get("problem"))
+    postprocess = output_postprocessor(translator.settings.problem)
     stats = DecodeStats()
     next_line = [output.lines_done]  # the chunk's first line in this input
 

@@ -27,6 +27,7 @@ from t2t_lite.errors import UserError
 from t2t_lite.ids import EOS_ID, EOS_TOKEN, PAD_ID, UNK_ID
 from t2t_lite.inference.saved_model import METADATA_NAME
 from t2t_lite.inference.translation_module import ids_with_eos
+from t2t_lite.inference.translator import DecodeSettings
 from t2t_lite.model_dir import check
 
 
@@ -67,17 +68,19 @@ class CTranslate2Translator:
     searches: how many translate_ids calls may run at once (parallel_search.py), each on
     cores // searches threads: CTranslate2's inter_threads and intra_threads."""
 
+    supports_constraints = False
+
     def __init__(self, folder, compute_type="default", beam_size=None, keep_alive=None,
                  searches=1):
         ctranslate2 = import_ctranslate2()
-        self.settings = read_settings(folder)
+        values = read_settings(folder)
         if beam_size is not None:
-            self.settings["beam_size"] = int(beam_size)  # a search setting in CTranslate2
+            values["beam_size"] = int(beam_size)  # a search setting in CTranslate2
+        values["engine"] = f"ctranslate2 ({compute_type})"
         # The folder is data someone may have sent: its settings are held to a model_dir's
         # bounds before CTranslate2 loads it.
-        check.check_settings(self.settings, os.path.join(folder, METADATA_NAME))
-        self.settings["engine"] = f"ctranslate2 ({compute_type})"
-        vocab_file = self.settings.get("vocab_file")
+        self.settings = DecodeSettings.from_values(values, os.path.join(folder, METADATA_NAME))
+        vocab_file = values.get("vocab_file")
         # A file name, never a path: a folder someone sends must not read files outside it.
         if (not isinstance(vocab_file, str) or os.path.basename(vocab_file) != vocab_file
                 or not os.path.isfile(os.path.join(folder, vocab_file))):
@@ -86,7 +89,7 @@ class CTranslate2Translator:
         self.tokenizer = load_tokenizer(os.path.join(folder, vocab_file))
         self.tokens = vocabulary_tokens(os.path.join(folder, vocab_file))
         self.token_ids = {token: i for i, token in enumerate(self.tokens)}
-        self.max_length = int(self.settings["max_length"])
+        self.max_length = self.settings.max_length
         try:
             self.translator = ctranslate2.Translator(
                 folder, device="cpu", compute_type=compute_type, inter_threads=searches,
@@ -113,7 +116,7 @@ class CTranslate2Translator:
         ids = np.asarray(ids)
         # Every real token id is above EOS (UNK included); CTranslate2 appends EOS itself.
         sources = [[self.tokens[i] for i in row if i > EOS_ID] for row in ids.tolist()]
-        beam_size = int(self.settings["beam_size"])
+        beam_size = self.settings.beam_size
         results = translate_tokens(
             self.translator, sources, beam_size=beam_size, alpha=float(alpha),
             extra_length=int(extra_length), max_length=self.max_length, nbest=beam_size)

@@ -77,21 +77,14 @@ def check_export(version_dir):
 
 
 def load(export_dir):
-    """The newest export of export_dir (or the version folder given), loaded; it offers the
-    TranslationModule's functions (tokenize, translate_ids, score, describe, ...). Its settings
-    are checked before it loads (check_export) and, as its describe() returns them, after."""
+    """The newest export of export_dir (or the version folder given), loaded as a
+    translator.SavedModelTranslator. Its settings are checked before it loads (check_export) and,
+    as its describe() returns them (what the decoder will use, whatever the file says), after."""
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  registers the tokenizer ops the SavedModel uses
 
-    from t2t_lite.model_dir import check
+    from t2t_lite.inference.translator import SavedModelTranslator
 
     version_dir = latest_version_dir(export_dir)
     check_export(version_dir)
-    module = tf.saved_model.load(version_dir)
-    if hasattr(module, "describe"):  # what the decoder will use, whatever the file says
-        try:
-            settings = json.loads(module.describe().numpy().decode("utf-8"))
-        except ValueError:
-            settings = None
-        check.check_settings(settings, f"{version_dir} (its describe())")
-    return module
+    return SavedModelTranslator(tf.saved_model.load(version_dir), version_dir)

@@ -82,8 +82,8 @@ def _token_counts(translator, texts):
 def score_pairs(translator, pairs, batch_tokens=4096, stats=None):
     """[(source, target) texts] -> [(log_prob, score)] in the same order."""
     stats = stats if stats is not None else ScoreStats()
-    fixed = batch_decode.settings(translator)
-    limit = fixed["max_source_tokens"]
+    fixed = translator.settings
+    limit = fixed.max_source_tokens
     sources, targets = [p[0] for p in pairs], [p[1] for p in pairs]
     source_counts = _token_counts(translator, sources)
     target_counts = _token_counts(translator, targets)
@@ -92,7 +92,7 @@ def score_pairs(translator, pairs, batch_tokens=4096, stats=None):
     stats.truncated += sum(1 for s, t in zip(source_counts, target_counts) if max(s, t) > limit)
     lengths = [min(max(s, t), limit) for s, t in zip(source_counts, target_counts)]
     results = [None] * len(pairs)
-    fits = batch_decode.logits_budget(batch_tokens, int(fixed.get("vocab_size", 0)))
+    fits = batch_decode.logits_budget(batch_tokens, fixed.vocab_size)
     for batch in batch_decode.plan_batches(lengths, batch_tokens, fits=fits):
         scored = translator.score(tf.constant([sources[i] for i in batch], tf.string),
                                   tf.constant([targets[i] for i in batch], tf.string))

@@ -39,17 +39,15 @@ Every tf.function here has autograph=False: the code writes its loops and branch
 tf.while_loop / tf.cond, so converting the source of every function a translation calls would
 only slow the trace.
 """
-import json
-
 import tensorflow as tf
 
 from t2t_lite.config import DecodeConfig
 from t2t_lite.decoding import precision as decode_precision
 from t2t_lite.decoding.beam_search import length_penalty
-from t2t_lite.decoding.translate import clamp_to_limit, translate, translate_constrained
+from t2t_lite.decoding.translate import translate, translate_constrained
 from t2t_lite.ids import EOS_ID, PAD_ID
 from t2t_lite.inference import graph_spans, protected_spans
-from t2t_lite.model_dir import check
+from t2t_lite.inference.translator import DecodeSettings
 
 STRINGS = tf.TensorSpec([None], tf.string)
 IDS = tf.TensorSpec([None, None], tf.int32)
@@ -106,35 +104,27 @@ class TranslationModule(tf.Module):
         # A bfloat16 twin holds its own copy of the weights: tracked, so an export restores it.
         self.decoder_variables = ([] if decoder is model else
                                   [getattr(v, "value", v) for v in decoder.variables])
-        # Before the search is traced: a NaN alpha or a beam past the bounds (a flag, an edited
-        # configs.json) is refused in one line.
-        check.check_bounds({"beam_size": int(beam_size), "alpha": float(alpha)}, "decoding")
-        check.check_beam_steps(int(beam_size), int(model.config.max_length), "decoding")
-        self.tokenizer = tokenizer
-        self.beam_size = int(beam_size)
-        self.max_length = int(model.config.max_length)
-        self.default_alpha = float(alpha)
-        # Clamped as translate() clamps it, so any configured value fits the int32 signature.
-        self.default_extra_length = clamp_to_limit(extra_length, self.max_length)
         metadata = dict(metadata or {})
         self.protect = protected_spans.resolve(protect, metadata.get("problem"), po=False)
         if self.precision != "float32":
             metadata.update(decode_precision=self.precision,
                             decode_precision_reason=precision_reason)
-        metadata.update(beam_size=self.beam_size, alpha=self.default_alpha,
-                        vocab_size=int(model.vocab_size),
-                        extra_length=self.default_extra_length, max_length=self.max_length,
-                        max_source_tokens=self.max_length - 1,
-                        # The widths a batch's search memory follows (batch_decode.search_budget).
-                        num_layers=int(model.config.num_layers), d_model=int(model.config.d_model),
-                        num_heads=int(model.config.num_heads), protect=sorted(self.protect))
-        self._settings = _Untracked(metadata)  # untracked: tf.Module would wrap a dict
+        metadata["protect"] = sorted(self.protect)
+        # Before the search is traced: a NaN alpha or a beam past the bounds (a flag, an edited
+        # configs.json) is refused in one line.
+        settings = DecodeSettings.for_model(model, beam_size, alpha, extra_length, metadata)
+        self._settings = _Untracked(settings)  # untracked: tf.Module would wrap its dict
+        self.tokenizer = tokenizer
+        self.beam_size, self.max_length = settings.beam_size, settings.max_length
+        self.default_alpha, self.default_extra_length = settings.alpha, settings.extra_length
         # Python attributes are lost in a SavedModel; the constant describe() returns survives.
-        self.metadata_json = json.dumps(metadata, sort_keys=True, indent=2)
+        self.metadata_json = settings.to_json()
+
+    supports_constraints = True
 
     @property
     def settings(self):
-        """The fixed settings and provenance describe() returns, as a dict (this process's)."""
+        """The fixed settings and provenance describe() returns (translator.DecodeSettings)."""
         return self._settings.value
 
     @property

@@ -194,12 +194,15 @@ def check_shapes(expected, stored, where, checkpoint_path):
                             f"{checkpoint_path} holds {stored[name]}")
 
 
-def check_settings(settings, where):
+DAMAGED_EXPORT = "; the export is damaged or was edited"
+
+
+def check_settings(settings, where, why=DAMAGED_EXPORT):
     """UserError unless an export's settings (describe()'s JSON, t2t_lite.json) are within the
-    bounds a model_dir's are: beam, lengths, alpha, vocabulary size, and the model they name."""
+    bounds a model_dir's are: beam, lengths, alpha, vocabulary size, and the model they name.
+    why: what the message adds about the cause."""
     if not isinstance(settings, dict):
         raise UserError(f"{where} holds no t2t_lite settings (a JSON object)")
-    why = "; the export is damaged or was edited"
     check_bounds({name: settings.get(name) for name in
                   ("beam_size", "alpha", "extra_length", "max_length", "vocab_size")}, where, why)
     check_beam_steps(settings["beam_size"], settings["max_length"], where)

@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.inference import batch_decode
+from t2t_lite.inference.translator import DecodeSettings
 
 
 def test_clean_lines():
@@ -209,18 +210,12 @@ def test_a_small_batch_tokens_does_not_refuse_what_the_default_decodes():
     assert batch_decode.search_budget(8192, **base).line_limit == 4 * 2 ** 30
 
 
-def test_model_dims_come_from_the_settings_or_their_model_config():
-    assert batch_decode.model_dims({"num_layers": 3, "d_model": 256, "num_heads": 4}) == DEMO_DIMS
-    assert batch_decode.model_dims({"model_config": dict(DEMO_DIMS, d_ff=1024)}) == DEMO_DIMS
-    assert batch_decode.model_dims({"model_config": "?", "d_model": True}) == {}
-
-
 class _HugeVocabularyTranslator:
     """The issue's export as the decoder sees it: its settings, a tokenizer, and a search that
     must never run."""
 
-    settings = dict(HUGE_VOCABULARY, alpha=0.6, max_source_tokens=1023, num_layers=1, d_model=2,
-                    num_heads=1)
+    settings = DecodeSettings(**HUGE_VOCABULARY, alpha=0.6, num_layers=1, d_model=2, num_heads=1)
+    supports_constraints = False
 
     def __init__(self):
         self.searches = 0

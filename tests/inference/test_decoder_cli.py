@@ -94,10 +94,10 @@ def test_bfloat16_decoding_is_wired_through_the_cli(cli, model_dir, hostile_line
     assert result.returncode == 0, result.stderr.decode()[-3000:]
     lines = result.stdout.decode("utf-8").split("\n")[:-1]
     module = translation_module.from_model_dir(model_dir, precision="bfloat16")
-    defaults = batch_decode.settings(module)
-    assert defaults["decode_precision"] == "bfloat16"
-    expected, _ = batch_decode.decode_lines(module, hostile_lines, alpha=defaults["alpha"],
-                                            extra_length=defaults["extra_length"])
+    defaults = module.settings
+    assert defaults.values["decode_precision"] == "bfloat16"
+    expected, _ = batch_decode.decode_lines(module, hostile_lines, alpha=defaults.alpha,
+                                            extra_length=defaults.extra_length)
     assert lines == expected and len(lines) == len(hostile_lines)
 
 

@@ -294,9 +294,9 @@ def test_saved_model_weights_are_bounded_by_the_machine(export_version_dir, tmp_
 
 @pytest.mark.slow
 def test_an_unedited_export_loads_and_describes_its_vocabulary(export_version_dir):
-    settings = batch_decode.settings(saved_model.load(export_version_dir))
-    assert settings["vocab_size"] > 3
-    check.check_settings(settings, "describe()")
+    settings = saved_model.load(export_version_dir).settings
+    assert settings.vocab_size > 3
+    check.check_settings(dict(settings.values), "describe()")
 
 
 @pytest.fixture(scope="module")
