@@ -45,7 +45,7 @@ def _why_not():
         return "needs root: slurmd starts the jobs and munged runs as the munge user"
     missing = [program for program in PROGRAMS if shutil.which(program) is None]
     if missing:
-        return (f"{', '.join(missing)} not installed: apt-get install -y slurm-wlm munge "
+        return (f"{', '.join(missing)} not found on PATH: apt-get install -y slurm-wlm munge "
                 "(Debian / Ubuntu; .ci/run does it when it runs as root)")
     try:
         import pwd
@@ -127,7 +127,8 @@ def cluster():
     # folders only their owner may enter.
     folder = pathlib.Path(tempfile.mkdtemp(prefix="t2t-slurm-"))
     folder.chmod(0o755)
-    ports = dict(SLURMCTLD_PORT=str(_free_ports(1)), SLURMD_PORT=str(_free_ports(1)))
+    port = _free_ports(2)
+    ports = dict(SLURMCTLD_PORT=str(port), SLURMD_PORT=str(port + 1))
     script = str(SLURM / "one-node-slurm.sh")
     try:
         started = subprocess.run([script, "start", str(folder / "slurm")], capture_output=True,
