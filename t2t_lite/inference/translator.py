@@ -131,6 +131,13 @@ class SavedModelTranslator:
         self.module, self.version_dir = module, version_dir
         self.supports_constraints = hasattr(module, "translate_constrained_ids")
 
+    def __getattr__(self, name):
+        # The export's other functions (serve, nbest, translate_constrained, attention,
+        # describe, ...) as tf.saved_model.load gives them.
+        if name in ("module", "version_dir"):
+            raise AttributeError(name)
+        return getattr(self.module, name)
+
     def tokenize(self, inputs):
         return self.module.tokenize(inputs)
 
