@@ -12,12 +12,11 @@ python-brace-format flags (--protect). The output is replaced whole when complet
 re-run with the same command continues its decodes (kept in OUTPUT.t2t-po-work/ meanwhile).
 Check the result with `msgfmt --check --use-fuzzy -o /dev/null y.po`.
 """
-import dataclasses
 import sys
 
 from absl import flags
 
-from t2t_lite import cli
+from t2t_lite import cli, command_line
 from t2t_lite.po_catalog import PoOptions
 
 FLAGS = flags.FLAGS
@@ -59,8 +58,7 @@ flags.DEFINE_enum("engine", PoOptions.engine, ["tensorflow", "ctranslate2"],
 def main(argv):
     from t2t_lite.po_catalog import translate_catalog
 
-    stats = translate_catalog(PoOptions(**{field.name: FLAGS[field.name].value
-                                           for field in dataclasses.fields(PoOptions)}))
+    stats = translate_catalog(command_line.from_flags(PoOptions, FLAGS))
     print(stats.summary(), file=sys.stderr)
 
 

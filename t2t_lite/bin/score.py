@@ -9,12 +9,11 @@ chunk at a time and batched by length; a killed run with --output_file resumes l
 What had to be mended (missing sides, empty targets, invalid UTF-8, truncation) is counted in the
 summary on stderr.
 """
-import dataclasses
 import sys
 
 from absl import flags
 
-from t2t_lite import cli
+from t2t_lite import cli, command_line
 from t2t_lite.file_scoring import ScoreOptions
 
 FLAGS = flags.FLAGS
@@ -46,8 +45,7 @@ flags.DEFINE_bool("start_over", ScoreOptions.start_over,
 def main(argv):
     from t2t_lite.file_scoring import score_file
 
-    stats = score_file(ScoreOptions(**{field.name: FLAGS[field.name].value
-                                       for field in dataclasses.fields(ScoreOptions)}))
+    stats = score_file(command_line.from_flags(ScoreOptions, FLAGS))
     print(stats.summary(), file=sys.stderr)
 
 
