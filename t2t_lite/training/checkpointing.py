@@ -1,8 +1,9 @@
 """The training loop's checkpoints, as a hook: on the set's timer or step count, where another
 hook asks (the budget plan's averaging window, and its dev evaluations before that window, so
 that the averager can choose evaluated weights), and after the last step. Under a cluster the
-chief's timer decides for every worker (hooks.Decisions), so all save at the same step. Inside the window only
-its own checkpoints are written: another save there would push one of them out of the last N."""
+chief's timer decides for every worker (hooks.Decisions), so all save at the same step. Inside
+the window only its own checkpoints are written: another save there would push one of them out
+of the last N."""
 from t2t_lite.training.hooks import Hook
 
 

@@ -77,6 +77,7 @@ class Signals:
         self.armed = False
         self.phase = "starting"  # "training", "ending", "waiting", "done"
         self._interrupts = 0
+        self._announced = False
         self._line = None
         self._previous = {}
         self._wakeup = None  # (read end, write end, the wakeup fd that was there before)
@@ -159,7 +160,14 @@ class Signals:
             os.close(read)
 
     def _now(self, signum):
-        """What cannot wait for the main thread: a second SIGINT, a signal at the barrier."""
+        """What cannot wait for the main thread: the line saying a signal was received, a
+        second SIGINT, a signal at the barrier."""
+        if self.phase == "training" and not self._announced:
+            self._announced = True
+            again = (" (Ctrl-C again stops at once, without saving)"
+                     if signum == signal.SIGINT else "")
+            os.write(2, f"{signal_name(signum)} received: saving after the step in progress, "
+                        f"then exiting{again}\n".encode())
         if signum == signal.SIGINT:
             self._interrupts += 1
             if self._interrupts >= 2:

@@ -104,6 +104,8 @@ def test_a_second_sigint_stops_at_once_even_during_an_evaluation(data_dir, tmp_p
                                    "--eval_every_steps=2", no_flock=True))
     run.wait_for(r"^slow dev pairs: waiting")  # the evaluation at step 2, which lasts 120 s
     run.process.send_signal(signal.SIGINT)  # recorded: the save waits for the evaluation
+    run.wait_for(r"^SIGINT received: saving after the step in progress, then exiting \(Ctrl-C "
+                 r"again stops at once, without saving\)$")
     run.process.send_signal(signal.SIGINT)  # Ctrl-C again: out now
     assert run.finish(timeout=60) == 130, run.output[-3000:]
     run.wait_for(r"^SIGINT again: stopping at once, without saving")
