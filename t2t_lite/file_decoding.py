@@ -66,7 +66,7 @@ def decode_file(options, progress=sys.stderr):
     from t2t_lite.data import sentences
     from t2t_lite.inference import batch_decode
 
-    check(options)
+    check_options(options)
     sentences.splitting_for(None, options.split_sentences)  # a bad language fails before any work
     source = line_input.open_input(options.decode_from_file, num_shards=options.num_shards,
                                    shard_index=options.shard_index)
@@ -110,9 +110,9 @@ def decode_file(options, progress=sys.stderr):
         return stats
 
 
-def check(options):
+def check_options(options):
     """UserError for settings that cannot work, named as the decoder's flags."""
-    model_source.check(options.model_dir, options.export_dir, options.checkpoint_path,
+    model_source.check_choice(options.model_dir, options.export_dir, options.checkpoint_path,
                        options.engine, options.decode_precision, options.compute_type)
     protected_spans.parse_setting(options.protect)
     if options.engine == "ctranslate2":

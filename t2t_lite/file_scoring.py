@@ -40,7 +40,7 @@ def score_file(options):
     Returns this run's scoring.ScoreStats."""
     from t2t_lite.inference import scoring
 
-    check(options)
+    check_options(options)
     source = _input(options)
     with resume.open_output(options.output_file, flag="--output_file",
                             inputs=source.described_statuses()) as output:
@@ -51,15 +51,15 @@ def score_file(options):
                                     batch_tokens=options.batch_tokens)
 
 
-def check(options):
+def check_options(options):
     """UserError for settings that cannot work, named as the scorer's flags."""
-    model_source.check(options.model_dir, options.export_dir, options.checkpoint_path)
+    model_source.check_choice(options.model_dir, options.export_dir, options.checkpoint_path)
     if options.export_dir and options.alpha is not None:
         raise UserError("--alpha needs --model_dir (an export's is fixed)")
     if options.alpha is not None:
-        from t2t_lite.model_dir import check as model_dir_check
+        from t2t_lite.model_dir import limits as model_dir_limits
 
-        model_dir_check.check_bounds({"alpha": options.alpha}, "--alpha")
+        model_dir_limits.check_bounds({"alpha": options.alpha}, "--alpha")
     for name in ("batch_tokens", "chunk_lines"):
         if getattr(options, name) < 1:
             raise UserError(f"--{name} must be >= 1, got {getattr(options, name)}")

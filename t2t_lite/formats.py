@@ -48,7 +48,7 @@ def stamped(values, fmt):
     return {FIELD: fmt.written, **{k: v for k, v in values.items() if k != FIELD}}
 
 
-def check(values, fmt, where):
+def check_version(values, fmt, where):
     """The format version of `values` (a file's JSON object, read from `where`): absent is 1.
     UserError in one line unless this t2t_lite reads it."""
     found = values.get(FIELD, 1) if isinstance(values, dict) else 1

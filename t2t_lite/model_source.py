@@ -2,14 +2,14 @@
 
 It sits above export/, whose converter turns a model_dir into a CTranslate2 folder on the fly.
 A translator comes from a model_dir's checkpoint (TensorFlow), a SavedModel export (TensorFlow)
-or a CTranslate2 folder (or a model_dir converted to one on the fly). `check` refuses a
+or a CTranslate2 folder (or a model_dir converted to one on the fly). `check_choice` refuses a
 combination of settings that cannot work before anything is read, so a mistake costs no model
 load; `load` builds the translator.
 """
 from t2t_lite.errors import UserError
 
 
-def check(model_dir=None, export_dir=None, checkpoint_path=None, engine="tensorflow",
+def check_choice(model_dir=None, export_dir=None, checkpoint_path=None, engine="tensorflow",
           precision="float32", compute_type="default"):
     """UserError for settings that do not fit together (named as the CLIs' flags)."""
     if bool(model_dir) == bool(export_dir):
@@ -32,7 +32,7 @@ def load(model_dir=None, export_dir=None, checkpoint_path=None, engine="tensorfl
     """The translator (inference/translator.py's Translator protocol) for these settings: the one
     way to load a model for translation. check() first; `precision` is resolved ("float32" or
     "bfloat16"); `searches`: how many searches run at once (CTranslate2's threads)."""
-    check(model_dir, export_dir, checkpoint_path, engine, precision, compute_type)
+    check_choice(model_dir, export_dir, checkpoint_path, engine, precision, compute_type)
     if engine == "ctranslate2":
         return _ctranslate2(model_dir, export_dir, checkpoint_path, beam_size, compute_type,
                             searches)

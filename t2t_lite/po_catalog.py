@@ -549,7 +549,7 @@ def problem_target_language(problem):
 
 # ---- the whole run ----------------------------------------------------------------------------
 
-def check(options):
+def check_options(options):
     """UserError for settings that cannot work, named as the tool's flags."""
     for name in ("input", "output"):
         if not getattr(options, name):
@@ -564,7 +564,7 @@ def check(options):
 
     # The decoder's own checks (the model's flags, beam size, chunk and batch sizes), before
     # any work.
-    file_decoding.check(file_decoding.DecodeOptions(
+    file_decoding.check_options(file_decoding.DecodeOptions(
         model_dir=options.model_dir, export_dir=options.export_dir,
         checkpoint_path=options.checkpoint_path, beam_size=options.beam_size,
         batch_tokens=options.batch_tokens, chunk_lines=options.chunk_lines,
@@ -592,7 +592,7 @@ def translate_catalog(options, translate=None, kinds_of=None, progress=sys.stder
     (the entry's format flags) -> frozenset of protected kinds replaces protected_spans."""
     start = time.monotonic()
     if translate is None:
-        check(options)
+        check_options(options)
     elif not (options.input and options.output):
         raise UserError("--input and --output are required")
     catalog, raw = read_catalog(options.input)

@@ -83,8 +83,11 @@ ALLOWED = {
         "is neither a vocabulary file nor a model_dir": SAYS_FIX,
         "its vocabulary {} is missing": SAYS_FIX,
     },
-    "demo.py": {"no test split text in": "datagen's report before it says why the split is empty"},
     "export/ctranslate2_export.py": {
+        "have no counterpart in CTranslate2's Transformer": "only a model variant with weights "
+                                                            "the package's Transformer lacks",
+        "cannot convert to CTranslate2: no counterpart for": "only a model variant with weights "
+                                                             "the package's Transformer lacks",
         "d_k={} differs from d_v=": "the line says what CTranslate2 cannot hold; docs/ctranslate2.md",
         "the vocabulary has {} tokens but the model": DAMAGED,
         "the vocabulary must start with": "docs/ctranslate2.md says which vocabularies convert",
@@ -218,7 +221,7 @@ ALLOWED = {
         "no checkpoints in": "the trainer has not saved there yet",
         "cannot average:": "the checkpoint reader's reason follows",
     },
-    "model_dir/check.py": {
+    "model_dir/limits.py": {
         "is outside the sane range": DAMAGED,
         "more than the sane": DAMAGED,
         "GiB of memory": "the model needs more memory than the machine has; the line says so",
@@ -256,6 +259,9 @@ ALLOWED = {
         "was exported with beam size": "the line gives both ways: re-export or --model_dir",
     },
     "models/registry.py": {"unknown model": DAMAGED},
+    "problem_spec.py": {
+        "split of {} in {} is empty": "names the split, problem and --data_dir; datagen fills it",
+    },
     "po_catalog.py": {
         "--input {}: cannot read": OS_ERROR,
         "unknown charset": "the line names the header's charset; gettext's msgfmt refuses it too",
@@ -309,7 +315,6 @@ ALLOWED = {
     "table3/run.py": {
         "does not exist; run t2t-lite-datagen": "the line gives the datagen command",
         "no dev text": "the line gives the datagen command",
-        "is empty": TABLE3,
         "interrupted; re-run the same command": "the line says how to resume",
     },
     "table3/selection.py": {

@@ -23,7 +23,7 @@ from typing import Callable, Optional
 from absl import logging
 
 from t2t_lite.errors import UserError
-from t2t_lite.progress import ProgressLine
+from t2t_lite.progress_line import ProgressLine
 
 PARTIAL_SUFFIX = ".partial"
 _CHUNK_BYTES = 1 << 20

@@ -48,7 +48,7 @@ from t2t_lite.errors import UserError
 from t2t_lite.ids import PAD_ID
 from t2t_lite.inference import constraints as constraints_lib
 from t2t_lite.inference import parallel_search, protected_spans, streaming
-from t2t_lite.model_dir import check
+from t2t_lite.model_dir import limits
 
 TOKENIZE_CHUNK = 4096  # lines per `tokenize` call
 
@@ -140,7 +140,7 @@ def clean_line(raw):
 # One line alone may hold the bytes of max(batch_tokens, 4096) tokens (a small --batch_tokens
 # makes small batches, it does not refuse lines the default decodes); a line over that is refused
 # before its chunk is searched (SearchBudget.check_line), naming the setting to change. A line
-# over the beam steps alone is a batch alone: check.MAX_BEAM_STEPS bounds it.
+# over the beam steps alone is a batch alone: limits.MAX_BEAM_STEPS bounds it.
 LOGITS_PER_TOKEN = 1 << 16
 BEAM_STEPS_PER_TOKEN = 64
 SEARCH_BYTES_PER_TOKEN = 1 << 19
@@ -371,7 +371,7 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
             return [_joined(results[start:end]) for start, end in spans]
     fixed = translator.settings
     # A NaN or huge alpha (a flag, an edited setting) would rank hypotheses by nonsense.
-    check.check_bounds({"alpha": alpha}, "decoding")
+    limits.check_bounds({"alpha": alpha}, "decoding")
     stats.max_source_tokens = fixed.max_source_tokens
     if not 1 <= nbest <= fixed.beam_size:
         raise UserError(f"--nbest must be between 1 and the beam size {fixed.beam_size}, "

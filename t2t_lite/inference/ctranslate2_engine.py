@@ -28,7 +28,7 @@ from t2t_lite.ids import EOS_ID, EOS_TOKEN, PAD_ID, UNK_ID
 from t2t_lite.inference.saved_model import METADATA_NAME
 from t2t_lite.inference.translation_module import ids_with_eos
 from t2t_lite.inference.translator import DecodeSettings
-from t2t_lite.model_dir import check
+from t2t_lite.model_dir import limits
 
 
 def read_settings(folder):
@@ -42,8 +42,8 @@ def read_settings(folder):
     except (OSError, ValueError) as error:
         raise UserError(f"{path}: cannot read ({error})") from None
     if not isinstance(settings, dict):  # before any setting is read or overridden
-        check.check_settings(settings, path)  # says it holds no settings
-    formats.check(settings, formats.CTRANSLATE2, path)
+        limits.check_settings(settings, path)  # says it holds no settings
+    formats.check_version(settings, formats.CTRANSLATE2, path)
     return settings
 
 

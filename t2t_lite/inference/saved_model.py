@@ -1,6 +1,6 @@
 """Finding and loading the versioned SavedModels t2t-lite-exporter writes (E/<n>/), for the
 decoder, the scorer and anything else that translates with an export. An export is data someone
-may have sent: its settings are held to the bounds of model_dir/check.py before it loads."""
+may have sent: its settings are held to the bounds of model_dir/limits.py before it loads."""
 import json
 import math
 import os
@@ -66,13 +66,13 @@ def check_export(version_dir):
     weights its variables index declares are within the bounds a model_dir's are: checked before
     anything loads."""
     from t2t_lite import formats
-    from t2t_lite.model_dir import check
+    from t2t_lite.model_dir import limits
 
     metadata = _read_metadata(version_dir)
     if metadata is not None:
-        formats.check(metadata, formats.SAVED_MODEL, os.path.join(version_dir, METADATA_FILE))
-        check.check_settings(metadata, os.path.join(version_dir, METADATA_FILE))
-    check.check_elements(_variable_elements(version_dir), f"{version_dir}/variables declares",
+        formats.check_version(metadata, formats.SAVED_MODEL, os.path.join(version_dir, METADATA_FILE))
+        limits.check_settings(metadata, os.path.join(version_dir, METADATA_FILE))
+    limits.check_elements(_variable_elements(version_dir), f"{version_dir}/variables declares",
                          "the export")
 
 

@@ -3,7 +3,7 @@ output lines, report progress over the whole input; continue where the output sa
 run stopped (resume.ResumableOutput) or stream (resume.StreamOutput)."""
 import sys
 
-from t2t_lite.progress import ProgressLine
+from t2t_lite.progress_line import ProgressLine
 
 
 def run_chunks(line_input, output, chunk_lines, process, verb, unit, stream=sys.stderr):

@@ -14,7 +14,7 @@ import json
 from typing import Any, Mapping, Optional, Protocol, runtime_checkable
 
 from t2t_lite.errors import UserError
-from t2t_lite.model_dir import check
+from t2t_lite.model_dir import limits
 
 _MODEL_DIMS = ("num_layers", "d_model", "num_heads")
 
@@ -40,10 +40,10 @@ class DecodeSettings:
     why: dataclasses.InitVar[str] = ""
 
     def __post_init__(self, where, why):
-        check.check_bounds({"beam_size": self.beam_size, "alpha": self.alpha,
+        limits.check_bounds({"beam_size": self.beam_size, "alpha": self.alpha,
                             "extra_length": self.extra_length, "max_length": self.max_length,
                             "vocab_size": self.vocab_size, **self.model_dims()}, where, why)
-        check.check_beam_steps(self.beam_size, self.max_length, where)
+        limits.check_beam_steps(self.beam_size, self.max_length, where)
 
     @classmethod
     def for_model(cls, model, beam_size, alpha, extra_length, provenance=None, where="decoding"):
@@ -61,10 +61,10 @@ class DecodeSettings:
         return cls.from_values(values, where, why="")
 
     @classmethod
-    def from_values(cls, values, where, why=check.DAMAGED_EXPORT):
+    def from_values(cls, values, where, why=limits.DAMAGED_EXPORT):
         """Settings from a dict (describe()'s JSON, t2t_lite.json, a module's metadata); a
         UserError naming `where` (and adding `why`) for anything outside the bounds."""
-        check.check_settings(values, where, why)
+        limits.check_settings(values, where, why)
         config = values.get("model_config") if isinstance(values.get("model_config"), dict) else {}
         dims = {}
         for name in _MODEL_DIMS:  # the search memory's widths; an older export may lack them
@@ -93,9 +93,9 @@ class DecodeSettings:
 def check_overrides(beam_size=None, alpha=None):
     """UserError for a --beam_size or --alpha outside the bounds a model_dir's settings keep."""
     if beam_size is not None:
-        check.check_bounds({"beam_size": beam_size}, "--beam_size")
+        limits.check_bounds({"beam_size": beam_size}, "--beam_size")
     if alpha is not None:
-        check.check_bounds({"alpha": alpha}, "--alpha")
+        limits.check_bounds({"alpha": alpha}, "--alpha")
 
 
 @runtime_checkable

@@ -16,7 +16,7 @@ import tensorflow as tf
 from t2t_lite import models
 from t2t_lite.config import AVERAGE_WINDOWS
 from t2t_lite.errors import UserError
-from t2t_lite.model_dir import check, dev_history, files
+from t2t_lite.model_dir import dev_history, files, limits
 from t2t_lite.model_dir.checkpoint_reader import checkpoint_paths, restore, step_number
 
 
@@ -60,7 +60,7 @@ def average_checkpoints(model_dir, num_last, output_dir=None, paths=None):
     vocab_size = files.read_run_info(model_dir)["vocab_size"]
     for path in chosen:
         try:
-            check.check_model_dir(model_config, vocab_size, path, files.configs_where(model_dir))
+            limits.check_model_dir(model_config, vocab_size, path, files.configs_where(model_dir))
         except UserError as error:
             raise UserError(f"cannot average: {error}") from None
     model = models.build(model_config, vocab_size)

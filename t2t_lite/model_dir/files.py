@@ -181,7 +181,7 @@ def _read_configs_json(model_dir):
     except (OSError, ValueError) as error:
         raise UserError(f"cannot read {path}: {error}") from None
     # The format first: a newer layout is refused as newer, not as a damaged file.
-    formats.check(data, formats.MODEL_DIR, path)
+    formats.check_version(data, formats.MODEL_DIR, path)
     if not isinstance(data, dict) or not all(isinstance(data.get(k), dict) for k in _CONFIG_KEYS):
         raise UserError(f"{path} is not a t2t_lite configs file (needs model, train, decode)")
     return data

@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from t2t_lite.config import DecodeConfig, ModelConfig, TrainConfig
 from t2t_lite.errors import UserError
-from t2t_lite.model_dir import check, checkpoint_reader, files
+from t2t_lite.model_dir import checkpoint_reader, files, limits
 
 
 @dataclasses.dataclass
@@ -47,7 +47,7 @@ def load(model_dir, checkpoint_path=None):
     configs = files.load_configs(model_dir)
     path = checkpoint_reader.resolve_checkpoint(model_dir, checkpoint_path)
     # Before anything is allocated: the configs must describe the checkpoint's own weights.
-    check.check_model_dir(configs[0], info["vocab_size"], path, files.configs_where(model_dir),
+    limits.check_model_dir(configs[0], info["vocab_size"], path, files.configs_where(model_dir),
                           decode_config=configs[2])
     tokenizer = tokenizers.load_tokenizer(files.vocab_path(model_dir, info))
     if tokenizer.vocab_size != info["vocab_size"]:

@@ -7,7 +7,7 @@ as a matmul, which tokens pass through it (a source or a target position); the a
 with their query and key sides; and the constants a built model holds besides its weights (a
 sinusoid table). From it:
 - `shapes()`: {checkpoint name under model/: shape}, compared with a checkpoint's index before
-  anything is built (model_dir/check.py);
+  anything is built (model_dir/limits.py);
 - `parameter_count()`: the sum over the weights' shapes;
 - `forward_flops(source_length, target_length)`: 2 FLOPs per multiply-add of every matmul weight
   over the tokens that pass through it, plus each attention's scores and weighted sums;

@@ -8,7 +8,7 @@ import os
 from typing import Optional
 
 from t2t_lite import atomic
-from t2t_lite.progress import format_duration
+from t2t_lite.progress_line import format_duration
 from t2t_lite.table3 import findings
 from t2t_lite.table3.machine import describe_machine
 from t2t_lite.table3.mapping import describe_change

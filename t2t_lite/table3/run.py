@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 from t2t_lite import atomic
 from t2t_lite.errors import UserError
 from t2t_lite.problem_spec import ProblemSpec, write_eval_split
-from t2t_lite.progress import format_duration
+from t2t_lite.progress_line import format_duration
 from t2t_lite.table3.machine import describe_machine, machine
 from t2t_lite.table3.mapping import describe_change
 from t2t_lite.table3.outputs import write_outputs

@@ -5,7 +5,7 @@ import time
 
 import tensorflow as tf
 
-from t2t_lite.progress import format_duration
+from t2t_lite.progress_line import format_duration
 from t2t_lite.training.hooks import Hook
 
 

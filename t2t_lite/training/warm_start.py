@@ -22,7 +22,7 @@ import tensorflow as tf
 from t2t_lite.config import ModelConfig
 from t2t_lite.errors import UserError
 from t2t_lite.inference import saved_model
-from t2t_lite.model_dir import check, checkpoint_reader, files
+from t2t_lite.model_dir import checkpoint_reader, files, limits
 
 # The ModelConfig fields a child may set apart from its parent: they change how the weights go on
 # being trained, not the function they compute. Dropout rates act in training only (fine-tuning
@@ -183,7 +183,7 @@ def prepare(spec, model_dir, model_config, vocab_size, problem, data_dir, where,
                           f"vocab_from parameter)")
             raise UserError(f"its vocabulary {parent_vocab} is not the one {data_vocab} the data "
                             f"is encoded with; {remedy}")
-        check.check_model_dir(model_config, vocab_size, checkpoint, where)
+        limits.check_model_dir(model_config, vocab_size, checkpoint, where)
         accepted = compare_settings(parent_dir, model_config, where, accept)
     except UserError as error:
         raise UserError(f"cannot warm start from {spec}: {error}") from None

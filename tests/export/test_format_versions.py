@@ -16,7 +16,7 @@ from t2t_lite.errors import UserError
 from t2t_lite.inference import saved_model
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# The settings every export's t2t_lite.json holds (model_dir/check.py's bounds).
+# The settings every export's t2t_lite.json holds (model_dir/limits.py's bounds).
 SETTINGS = {"beam_size": 2, "alpha": 0.6, "extra_length": 6, "max_length": 16, "vocab_size": 60}
 
 
@@ -73,9 +73,9 @@ def test_each_format_counts_on_its_own(tmp_path, monkeypatch):
     _write(tmp_path / saved_model.METADATA_FILE, dict(SETTINGS, format_version=2))
     saved_model.check_export(str(tmp_path))
     with pytest.raises(UserError, match="reads format 1: upgrade t2t_lite$"):
-        formats.check({"format_version": 2}, formats.CTRANSLATE2, "F/t2t_lite.json")
+        formats.check_version({"format_version": 2}, formats.CTRANSLATE2, "F/t2t_lite.json")
     with pytest.raises(UserError, match="reads format 1: upgrade t2t_lite$"):
-        formats.check({"format_version": 2}, formats.MODEL_DIR, "M/configs.json")
+        formats.check_version({"format_version": 2}, formats.MODEL_DIR, "M/configs.json")
 
 
 # ---- quick: the CTranslate2 folder ----------------------------------------------------------

@@ -160,11 +160,11 @@ HUGE_VOCABULARY = dict(beam_size=1024, vocab_size=1 << 22, extra_length=50, max_
 
 def test_a_beam_over_a_huge_vocabulary_is_refused_naming_the_beam():
     from t2t_lite.errors import UserError
-    from t2t_lite.model_dir import check
+    from t2t_lite.model_dir import limits
 
-    check.check_bounds({name: value for name, value in HUGE_VOCABULARY.items()
+    limits.check_bounds({name: value for name, value in HUGE_VOCABULARY.items()
                         if name != "extra_length"}, "the export")
-    check.check_beam_steps(1024, 1024, "the export")
+    limits.check_beam_steps(1024, 1024, "the export")
     budget = batch_decode.search_budget(4096, **HUGE_VOCABULARY, num_layers=1, d_model=2,
                                         num_heads=1)
     assert budget.search_bytes(1, 2)["logits"] == 2 * 16 * 2 ** 30

@@ -2,7 +2,7 @@
 import pytest
 
 from t2t_lite.errors import UserError
-from t2t_lite.file_decoding import DecodeOptions, _settings, check
+from t2t_lite.file_decoding import DecodeOptions, _settings, check_options
 from t2t_lite.inference import constraints
 
 
@@ -68,12 +68,12 @@ def test_ctranslate2_refuses_constraints_in_one_line():
     for flag in ("constraints_file", "glossary"):
         options = DecodeOptions(export_dir="E", engine="ctranslate2", **{flag: "x.txt"})
         with pytest.raises(UserError, match=f"--{flag} needs --engine=tensorflow"):
-            check(options)
+            check_options(options)
 
 
 def test_a_bad_protect_setting_is_refused():
     with pytest.raises(UserError, match="--protect=printf,tags: expected auto, none"):
-        check(DecodeOptions(model_dir="M", protect="printf,tags"))
+        check_options(DecodeOptions(model_dir="M", protect="printf,tags"))
 
 
 def test_a_resume_identity_holds_the_constraints_and_the_glossary(tmp_path):

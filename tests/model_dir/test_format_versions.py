@@ -85,7 +85,7 @@ def test_a_model_dir_without_the_field_is_format_1_and_reads_as_before(model_dir
     old = _copy(model_dir, tmp_path)
     _edit_configs(old, lambda data: data.pop(formats.FIELD))
     assert files.load_configs(str(old)) == files.load_configs(model_dir)
-    assert formats.check({}, formats.MODEL_DIR, "x") == 1
+    assert formats.check_version({}, formats.MODEL_DIR, "x") == 1
 
 
 @pytest.mark.parametrize("edit", [_newer, lambda data: data.update({formats.FIELD: NEWER}),

@@ -16,7 +16,7 @@ import tensorflow as tf
 from t2t_lite.decoding import translate
 from t2t_lite.errors import UserError
 from t2t_lite.inference import batch_decode, saved_model
-from t2t_lite.model_dir import check, loaded
+from t2t_lite.model_dir import limits, loaded
 
 from tests.conftest import REPO
 
@@ -199,10 +199,10 @@ def test_alpha_flag_nan_is_one_error_line_and_writes_nothing(cli, model_dir, tmp
 
 
 def test_check_bounds_takes_alpha_for_the_flag_paths():
-    check.check_bounds({"alpha": 0.6}, "--alpha")
-    check.check_bounds({"alpha": 1}, "--alpha")
+    limits.check_bounds({"alpha": 0.6}, "--alpha")
+    limits.check_bounds({"alpha": 1}, "--alpha")
     with pytest.raises(UserError, match=r"^--alpha: alpha = nan is outside the sane range"):
-        check.check_bounds({"alpha": float("nan")}, "--alpha")
+        limits.check_bounds({"alpha": float("nan")}, "--alpha")
 
 
 # ---- the size of the model itself --------------------------------------------------------------
@@ -222,11 +222,11 @@ def test_a_huge_embedding_is_refused_before_the_index_is_compared(cli, model_dir
 
 def test_a_model_larger_than_the_machines_memory_is_refused(model_dir, monkeypatch):
     config = loaded.files.load_configs(model_dir)[0]
-    elements = check.model_elements(config, loaded.files.read_run_info(model_dir)["vocab_size"])
-    monkeypatch.setattr(check, "machine_memory", lambda: elements * 4 - 1)
+    elements = limits.model_elements(config, loaded.files.read_run_info(model_dir)["vocab_size"])
+    monkeypatch.setattr(limits, "machine_memory", lambda: elements * 4 - 1)
     with pytest.raises(UserError, match=r"more than this machine's [\d.]+ GiB of memory"):
         loaded.load(model_dir)
-    monkeypatch.setattr(check, "machine_memory", lambda: elements * 4)
+    monkeypatch.setattr(limits, "machine_memory", lambda: elements * 4)
     loaded.load(model_dir)  # exactly fits
 
 
@@ -234,7 +234,7 @@ def test_model_elements_count_the_sinusoid_table(model_dir):
     run = loaded.load(model_dir)
     weights = sum(math.prod(w.shape) for w in run.model.weights)
     table = run.model_config.max_length * run.model_config.d_model
-    assert check.model_elements(run.model_config, run.model.vocab_size) == weights + table
+    assert limits.model_elements(run.model_config, run.model.vocab_size) == weights + table
 
 
 # ---- exports carry the same checks -------------------------------------------------------------
@@ -281,7 +281,7 @@ def test_decoder_refuses_an_edited_export_in_one_line(cli, export_version_dir, t
 def test_saved_model_weights_are_bounded_by_the_machine(export_version_dir, tmp_path,
                                                        monkeypatch):
     saved_model.check_export(export_version_dir)  # passes
-    monkeypatch.setattr(check, "machine_memory", lambda: 1000)
+    monkeypatch.setattr(limits, "machine_memory", lambda: 1000)
     with pytest.raises(UserError, match=r"t2t_lite.json describes a model of [\d,]+ weights"):
         saved_model.check_export(export_version_dir)
     # Without its metadata file, the variables' own index still bounds it.
@@ -296,7 +296,7 @@ def test_saved_model_weights_are_bounded_by_the_machine(export_version_dir, tmp_
 def test_an_unedited_export_loads_and_describes_its_vocabulary(export_version_dir):
     settings = saved_model.load(export_version_dir).settings
     assert settings.vocab_size > 3
-    check.check_settings(dict(settings.values), "describe()")
+    limits.check_settings(dict(settings.values), "describe()")
 
 
 @pytest.fixture(scope="module")

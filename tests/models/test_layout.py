@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite import hparams, models
-from t2t_lite.model_dir import check, files, loaded
+from t2t_lite.model_dir import files, limits, loaded
 from t2t_lite.models import params
 from t2t_lite.models.layout import CROSS_ATTENTION, DECODER, POSITIONS, TARGET, Role, Weight
 from t2t_lite.models.transformer import Transformer
@@ -73,8 +73,8 @@ def test_a_second_registered_model_is_checked_counted_and_loaded(tmp_path, model
     files.write_run_info(directory, run_info["problem"], "tiny", ["MAX_LENGTH = 20"],
                          files.vocab_path(model_dir), size, (config, *tiny[1:]))
     path = tf.train.CheckpointManager(tf.train.Checkpoint(model=model), directory, 1).save(1)
-    assert check.expected_shapes(config, size) == check.checkpoint_shapes(path)
-    assert "model/output_scale" in check.expected_shapes(config, size)
+    assert limits.expected_shapes(config, size) == limits.checkpoint_shapes(path)
+    assert "model/output_scale" in limits.expected_shapes(config, size)
 
     run = loaded.load(directory)  # checked against the layout, then built and restored
     assert isinstance(run.model, ScaledTransformer)

@@ -14,7 +14,7 @@ import pytest
 from t2t_lite import hparams, models, problems, registry
 from t2t_lite.data import datagen
 from t2t_lite.errors import UserError
-from t2t_lite.model_dir import averaging, check, loaded
+from t2t_lite.model_dir import averaging, limits, loaded
 from t2t_lite.models.transformer import Transformer
 from t2t_lite.training import trainer
 from t2t_lite.training.hooks import Hook
@@ -214,8 +214,8 @@ def test_every_compared_setting_changed_alone_is_refused(data_dir, parent, child
             _prepare(parent, data_dir, changed, problem, tmp_path / name)
         message = str(error.value)
         assert "\n" not in message and message.startswith(f"cannot warm start from {parent}: ")
-        if (check.expected_shapes(changed, vocab_size)
-                != check.expected_shapes(base, vocab_size)):
+        if (limits.expected_shapes(changed, vocab_size)
+                != limits.expected_shapes(base, vocab_size)):
             assert "shape" in message or "does not have" in message, (name, message)
             continue
         same_shapes.append(name)

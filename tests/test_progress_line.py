@@ -1,7 +1,7 @@
 """The one progress printer: rate-limited, an ETA over a known total, the final count once."""
 import io
 
-from t2t_lite.progress import ProgressLine, format_duration
+from t2t_lite.progress_line import ProgressLine, format_duration
 
 
 class Clock:

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from t2t_lite import hparams, models
 from t2t_lite.errors import UserError
-from t2t_lite.model_dir import check
+from t2t_lite.model_dir import limits
 
 VARIANTS = [dict(), dict(attention_bias=False), dict(position_encoding="learned"),
             dict(norm_position="pre"), dict(d_k=6, d_v=10, num_heads=2), dict(num_layers=3)]
@@ -22,8 +22,8 @@ VARIANTS = [dict(), dict(attention_bias=False), dict(position_encoding="learned"
 def test_expected_shapes_are_a_built_models_checkpoint(overrides, tmp_path):
     config = dataclasses.replace(hparams.load("tiny", ["MAX_LENGTH = 20"])[0], **overrides)
     path = tf.train.Checkpoint(model=models.build(config, 23)).save(str(tmp_path / "ckpt"))
-    assert check.expected_shapes(config, 23) == check.checkpoint_shapes(path)
-    check.check_model_dir(config, 23, path, "configs.json")  # passes
+    assert limits.expected_shapes(config, 23) == limits.checkpoint_shapes(path)
+    limits.check_model_dir(config, 23, path, "configs.json")  # passes
 
 
 def test_a_training_checkpoint_names_weights_through_its_object_graph(tmp_path):
@@ -37,7 +37,7 @@ def test_a_training_checkpoint_names_weights_through_its_object_graph(tmp_path):
     optimizer.build(model.trainable_variables)
     path = tf.train.Checkpoint(optimizer=optimizer, model=model).save(str(tmp_path / "ckpt"))
     assert not any(n.startswith("model/") and "kernel" in n for n, _ in tf.train.list_variables(path))
-    assert check.checkpoint_shapes(path) == check.expected_shapes(config, 23)
+    assert limits.checkpoint_shapes(path) == limits.expected_shapes(config, 23)
 
 
 def _edited(model_dir, tmp_path, section, field, value):
