@@ -1,7 +1,7 @@
 """Where a line ends, in every file t2t_lite reads line by line (the decoder's and the scorer's
-inputs, the translation and reference files BLEU reads): at "\\n" only, so a stray "\\r" inside a
-line never makes one; the "\\r" of a Windows "\\r\\n" belongs to the line end; a last line without
-"\\n" is a line too."""
+inputs, the translation and reference files BLEU reads, training text through data/text_io.py):
+at "\\n" only, so a stray "\\r" inside a line never makes one; the "\\r" of a Windows "\\r\\n"
+belongs to the line end; a last line without "\\n" is a line too."""
 
 NEWLINE = b"\n"
 

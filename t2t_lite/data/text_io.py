@@ -10,6 +10,8 @@ import collections
 import gzip
 import lzma
 
+from t2t_lite.data.lines import without_line_end
+
 # Longest line (bytes) a reader keeps; longer lines are skipped as "too_long". Far above any
 # sentence, far below what would hurt memory.
 MAX_LINE_BYTES = 1 << 16
@@ -30,7 +32,8 @@ def open_binary(path):
 
 
 def bounded_lines(f, max_bytes=MAX_LINE_BYTES):
-    """Yields lines without their newline; a line over max_bytes becomes `Skipped("too_long")`."""
+    """Yields lines without their end (data/lines.py's one rule: "\n", and the "\r" of a
+    "\r\n"); a line over max_bytes becomes `Skipped("too_long")`."""
     while True:
         line = f.readline(max_bytes + 1)
         if not line:
@@ -40,7 +43,7 @@ def bounded_lines(f, max_bytes=MAX_LINE_BYTES):
                 line = f.readline(max_bytes + 1)
             yield Skipped("too_long")
             continue
-        yield line.rstrip(b"\r\n")
+        yield without_line_end(line)
 
 
 def read_parallel_files(source_path, target_path, max_bytes=MAX_LINE_BYTES):

@@ -13,3 +13,13 @@ def test_a_line_loses_its_end_once():
     assert lines.without_line_end(b"a\r") == b"a"  # its "\n" cut off by the reader
     assert lines.without_line_end("a\r\r\n") == "a\r"
     assert lines.without_line_end("a\rb") == "a\rb"
+
+
+def test_training_text_ends_its_lines_by_the_same_rule():
+    import io
+
+    from t2t_lite.data import text_io
+
+    raw = b"a\r\nb\r\r\nc\rd\ne\n\nf"
+    assert list(text_io.bounded_lines(io.BytesIO(raw))) == lines.split_lines(raw) == [
+        b"a", b"b\r", b"c\rd", b"e", b"", b"f"]
