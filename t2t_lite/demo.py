@@ -28,6 +28,9 @@ from t2t_lite.command_line import flag_args, shown, to_args
 STATE = "state.json"
 
 
+DEFAULT_TRAIN_MINUTES = 20.0
+
+
 @dataclasses.dataclass
 class DemoOptions:
     """t2t-lite-demo's settings: its flags of the same names (command_line: gin_params and
@@ -36,8 +39,9 @@ class DemoOptions:
     run_dir: str = "runs/ende_gettext"
     problem: str = "translate_ende_gettext"
     hparams_set: str = "small_cpu"
-    train_minutes: float = 20.0  # 0: no wall-clock budget, train train_steps
-    train_steps: Optional[int] = None
+    # None: DEFAULT_TRAIN_MINUTES, or no budget when train_steps is given; 0: no budget.
+    train_minutes: Optional[float] = None
+    train_steps: Optional[int] = None  # with the budget off, the run's plan
     average_last: Optional[int] = None  # None: the set's TrainConfig.average_last
     test_sentences: int = 0  # 0: the whole test split
     gin_params: Sequence[str] = ()
@@ -69,6 +73,14 @@ class Run:
         atomic.write_json(self.path(STATE), self.state, indent=2)
 
 
+def budget_minutes(options):
+    """The wall-clock budget a demo trains under: --train_minutes as given; left out, 20 minutes,
+    or none when --train_steps says how many steps to train (then they are the plan)."""
+    if options.train_minutes is not None:
+        return options.train_minutes
+    return 0.0 if options.train_steps else DEFAULT_TRAIN_MINUTES
+
+
 def run_demo(options, echo=print):
     """Runs every stage of DemoOptions `options`; its DemoResult (the results dict is also
     written to RUN/results.json)."""
@@ -96,7 +108,7 @@ def run_demo(options, echo=print):
         data_dir=data_dir, model_dir=model_dir, hparams_set=options.hparams_set,
         gin_params=list(options.gin_params), bleu_sentences=0, print_params=True,
         # Unset budgets are the set's, as when the flags are left out.
-        train_minutes=options.train_minutes or None, train_steps=options.train_steps or None)
+        train_minutes=budget_minutes(options) or None, train_steps=options.train_steps or None)
     echo(shown("trainer", to_args(train_options)), flush=True)
     start = time.monotonic()
     trained = train(train_options)

@@ -75,3 +75,12 @@ def test_a_state_file_pointing_outside_the_run_is_not_trusted(tmp_path):
                               str(export_dir))
     assert not _export_exists({"export_path": ["not", "a", "path"]}, str(export_dir))
 
+
+
+def test_train_steps_alone_is_the_plan_with_no_budget():
+    from t2t_lite.demo import DEFAULT_TRAIN_MINUTES, DemoOptions, budget_minutes
+
+    assert budget_minutes(DemoOptions()) == DEFAULT_TRAIN_MINUTES == 20.0
+    assert budget_minutes(DemoOptions(train_steps=300)) == 0.0
+    assert budget_minutes(DemoOptions(train_steps=300, train_minutes=5)) == 5
+    assert budget_minutes(DemoOptions(train_minutes=0)) == 0

@@ -10,7 +10,7 @@ print sacreBLEU/chrF, samples and where everything is. Re-running the same comma
 from absl import flags
 
 from t2t_lite import cli, command_line
-from t2t_lite.demo import DemoOptions, run_demo
+from t2t_lite.demo import DEFAULT_TRAIN_MINUTES, DemoOptions, run_demo
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("run_dir", DemoOptions.run_dir, "Folder for everything this run writes.")
@@ -20,9 +20,10 @@ flags.DEFINE_string("hparams_set", DemoOptions.hparams_set, "Hparams set by name
                     "(t2t-lite-trainer --registry_help lists them).")
 flags.DEFINE_multi_string("gin_param", [], "gin binding overriding one value (repeatable).")
 flags.DEFINE_float("train_minutes", DemoOptions.train_minutes,
-                   "Training wall-clock budget (total, across re-runs); 0: none, train "
-                   "--train_steps.")
-flags.DEFINE_integer("train_steps", None, "At most this many steps (the plan of a budgeted set "
+                   "Training wall-clock budget (total, across re-runs); 0: none. Default: "
+                   f"{DEFAULT_TRAIN_MINUTES:g} minutes, or none when --train_steps is given.")
+flags.DEFINE_integer("train_steps", None, "Steps to train: alone, the plan with no wall-clock "
+                     "budget; with --train_minutes, at most this many (a budgeted set's plan "
                      "fits to them when they fit the budget).")
 flags.DEFINE_integer("average_last", None, "Checkpoints to average (default: the set's).")
 flags.DEFINE_integer("test_sentences", DemoOptions.test_sentences,
