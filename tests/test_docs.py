@@ -225,3 +225,14 @@ def test_the_parsers_see_what_they_should():
     assert relative_links(page) == [(1, "docs/data.md")]
     assert anchors("# Decoding, exporting\n## Export: `--format=x`\n## Export: `--format=x`") == {
         "decoding-exporting", "export---formatx", "export---formatx-1"}
+
+
+def test_the_architecture_page_names_every_top_level_module_and_package():
+    package = ROOT / "t2t_lite"
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    names = [p.name for p in package.glob("*.py") if p.name != "__init__.py"]
+    names += [f"{p.name}/" for p in package.iterdir()
+              if p.is_dir() and (p / "__init__.py").exists()]
+    missing = [name for name in sorted(names)
+               if not re.search(rf"(?<![\w/]){re.escape(name.rstrip('/'))}\b", page)]
+    assert not missing, f"docs/architecture.md does not name {missing}"
