@@ -242,6 +242,14 @@ def render():
     sets = resolved_sets()
     flags = tool_flags()
     flag_names = {tool: {flag["name"] for flag in defined} for tool, (_, defined) in flags.items()}
+    out = [*_settings_section(sets, flag_names), *_sets_section(sets),
+           *_problem_params_section(flags, flag_names), *_flags_section(flags),
+           "", *formats.reference_section()]  # from t2t_lite/formats.py, the formats' home
+    return "\n".join(out) + "\n"
+
+
+def _settings_section(sets, flag_names):
+    """The page's opening and its Settings: every field of the configs."""
     out = [
         "# Configuration reference",
         "",
@@ -280,10 +288,14 @@ def render():
                 row += (f" {tool} `--{field.name}` |" if field.name in flag_names[tool]
                         else " |")
             out.append(row)
+    return out
 
-    out += ["", "## Hparams sets", "",
-            "Each set's opening sentence and the set it includes:", "",
-            "| set | includes | what |", "|---|---|---|"]
+
+def _sets_section(sets):
+    """Hparams sets: each set's description, and the resolved values where they differ."""
+    out = ["", "## Hparams sets", "",
+           "Each set's opening sentence and the set it includes:", "",
+           "| set | includes | what |", "|---|---|---|"]
     descriptions = set_descriptions()
     for name, (parent, _) in sets.items():
         out.append(f"| `{name}` | {f'`{parent}`' if parent else ''} | "
@@ -300,12 +312,16 @@ def render():
             if len({repr(v) for v in values}) > 1:
                 out.append(f"| `{cls.__name__}.{field.name}` | "
                            + " | ".join(_cell(_plain(v)) for v in values) + " |")
+    return out
 
+
+def _problem_params_section(flags, flag_names):
+    """Problem parameters: each built-in problem's constructor parameters."""
     takers = [tool for tool in flags if "problem_param" in flag_names[tool]]
-    out += ["", "## Problem parameters", "",
-            "`--problem_param=NAME=VALUE` (repeatable) passes a parameter to the problem's "
-            f"constructor, in {', '.join(takers)}. Values arrive as strings; the problem "
-            "converts them. *Default* none: the parameter is unset."]
+    out = ["", "## Problem parameters", "",
+           "`--problem_param=NAME=VALUE` (repeatable) passes a parameter to the problem's "
+           f"constructor, in {', '.join(takers)}. Values arrive as strings; the problem "
+           "converts them. *Default* none: the parameter is unset."]
     for name in builtin_problems():
         cls = registry.problem_class(name)
         doc = (inspect.getdoc(cls) or "").splitlines()
@@ -322,10 +338,14 @@ def render():
         out += ["| parameter | default | meaning |", "|---|---|---|"]
         out += [f"| `{param}` | {_value(default)} | {_cell(meaning)} |"
                 for param, default, meaning in rows]
+    return out
 
-    out += ["", "## Tool flags", "",
-            "The flags each command defines (absl's own, such as `--helpfull` and "
-            "`--verbosity`, come on top). `--helpshort` prints the same list."]
+
+def _flags_section(flags):
+    """Tool flags: every flag of every command."""
+    out = ["", "## Tool flags", "",
+           "The flags each command defines (absl's own, such as `--helpfull` and "
+           "`--verbosity`, come on top). `--helpshort` prints the same list."]
     for tool, (module, defined) in flags.items():
         doc = inspect.getdoc(sys.modules[module]) if module in sys.modules else None
         if doc is None:
@@ -339,8 +359,7 @@ def render():
             kind += f" ({', '.join(flag['values'])})" if flag["values"] else ""
             out.append(f"| `--{flag['name']}` | {_cell(kind)} | {_value(flag['default'])} | "
                        f"{_cell(flag['help'])} |")
-    out += ["", *formats.reference_section()]  # from t2t_lite/formats.py, the formats' home
-    return "\n".join(out) + "\n"
+    return out
 
 
 def _module_source(module):

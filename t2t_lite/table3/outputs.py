@@ -81,9 +81,23 @@ def _fmt(value, digits):
 
 
 def render_markdown(record, entries, plotted=False, checked_findings=()):
-    base = next((e for e in entries if e.row == "base"), None)
-    base_columns = base.columns if base else None
-    base_steps = base.steps if base else record.get("steps")
+    lines = [*_markdown_header(record, entries), *_markdown_table(record, entries)]
+    notes = [f"- `{e.row}` failed: {e.reason}" for e in entries
+             if e.status != "done" and e.reason]
+    lines += ["", "Empty cells are identical to base, as in the paper. time: training (across "
+              "resumes) plus evaluation.", ""]
+    if notes:
+        lines += ["Failed rows:", "", *notes, ""]
+    if plotted:
+        lines += [f"![each row's effect on dev BLEU and perplexity relative to base, beside the "
+                  f"paper's]({TABLE_PNG})", ""]
+    if any(f["comparisons"] for f in checked_findings):
+        lines += findings.render(checked_findings)
+    return "\n".join(lines)
+
+
+def _markdown_header(record, entries):
+    """The page's title and what the table ran on: problem, machine, budget, evaluation."""
     budget = record.get("budget") or {}
     if "train_minutes" in budget:
         budget_text = (f"base trained {budget['train_minutes']:g} minutes and reached step "
@@ -94,7 +108,7 @@ def render_markdown(record, entries, plotted=False, checked_findings=()):
     for e in entries:
         if e.machine and describe_machine(e.machine) not in machines:
             machines.append(describe_machine(e.machine))
-    lines = [
+    return [
         "# Table 3: variations on the Transformer",
         "",
         f"Reproduction of Vaswani et al. 2017, Table 3, with t2t-lite-table3: problem "
@@ -117,13 +131,18 @@ def render_markdown(record, entries, plotted=False, checked_findings=()):
         f"- Updated {record.get('updated', '')}.",
         "",
     ]
+
+
+def _markdown_table(record, entries):
+    """The table's header and one line per row; a cell equal to base's is left empty."""
+    base = next((e for e in entries if e.row == "base"), None)
+    base_columns = base.columns if base else None
+    base_steps = base.steps if base else record.get("steps")
     names = list(COLUMN_ORDER)
     header = (["", "row", *names, "steps", "PPL (dev)", "BLEU (dev)", "params ×10^6",
                "paper PPL", "paper BLEU", "paper params ×10^6", "time"])
-    lines.append("| " + " | ".join(header) + " |")
-    lines.append("|" + "---|" * len(header))
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     seen_groups = set()
-    notes = []
     for e in entries:
         group = e.group
         first = group not in seen_groups
@@ -146,8 +165,6 @@ def render_markdown(record, entries, plotted=False, checked_findings=()):
             ppl, bleu = _fmt(e.ppl, 2), _fmt(e.bleu, 1)
         else:
             ppl, bleu = e.status, ""
-            if e.reason:
-                notes.append(f"- `{e.row}` failed: {e.reason}")
         seconds = None
         if e.train_seconds is not None and e.evaluate_seconds is not None:
             seconds = e.train_seconds + e.evaluate_seconds
@@ -158,16 +175,7 @@ def render_markdown(record, entries, plotted=False, checked_findings=()):
             "" if e.paper_params is None else str(e.paper_params),
             format_duration(seconds) if seconds is not None and math.isfinite(seconds) else "",
         ]) + " |")
-    lines += ["", "Empty cells are identical to base, as in the paper. time: training (across "
-              "resumes) plus evaluation.", ""]
-    if notes:
-        lines += ["Failed rows:", "", *notes, ""]
-    if plotted:
-        lines += [f"![each row's effect on dev BLEU and perplexity relative to base, beside the "
-                  f"paper's]({TABLE_PNG})", ""]
-    if any(f["comparisons"] for f in checked_findings):
-        lines += findings.render(checked_findings)
-    return "\n".join(lines)
+    return lines
 
 
 CSV_FIELDS = ("group", "row", "status", "reason", *COLUMN_ORDER, "positions", "steps",
