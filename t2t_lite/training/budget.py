@@ -145,6 +145,34 @@ class BudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
 # Steps before the step rate is measured (tracing, first batches), and how many to time.
 RATE_SKIP_STEPS = 2
 RATE_STEPS = 10
+# A re-plan is printed when it moves the run's length by more than this share of the plan last
+# printed, or its dev evaluation interval by more than a quarter (the first timed evaluation
+# usually moves it); smaller moves (a busy machine's rate swings) change the plan silently.
+REPRINT_FRACTION = 0.1
+# The step rate falling below half the first measured one is warned about, once.
+SLOW_WARNING_FACTOR = 2.0
+
+
+def plan_change(shown, new):
+    """Why `new` is worth printing after the plan `shown` was ("the step rate fell 12%", ...),
+    or None when it changes no more than REPRINT_FRACTION of the length and a quarter of the
+    evaluation interval."""
+    longer = abs(new.total_steps - shown.total_steps) > REPRINT_FRACTION * shown.total_steps
+    evals = abs(new.eval_every - shown.eval_every) > max(1, 0.25 * shown.eval_every)
+    if not (longer or evals):
+        return None
+    reasons = []
+    if longer and shown.seconds_per_step and new.seconds_per_step:
+        change = shown.seconds_per_step / new.seconds_per_step - 1  # of the step rate
+        if abs(change) >= 0.01:
+            reasons.append(f"the step rate {'rose' if change > 0 else 'fell'} "
+                           f"{abs(change):.0%}")
+    if evals:
+        reasons.append(f"the dev evaluation interval moved from {shown.eval_every} to "
+                       f"{new.eval_every} steps")
+    if longer and not reasons:
+        reasons.append(f"{new.total_steps} steps instead of {shown.total_steps}")
+    return "; ".join(reasons)
 
 
 class BudgetPlanner(Hook):
@@ -166,6 +194,7 @@ class BudgetPlanner(Hook):
         self.bleu_sentences = bleu_sentences
         self.timed_seconds, self.timed_steps = 0.0, 0
         self.plan = self.printed_plan = None
+        self.first_seconds_per_step, self.warned_slow = None, False
         self.next_eval = None
         self.start_step, self.deadline, self.kept_warmup = 0, None, None
 
@@ -247,21 +276,34 @@ class BudgetPlanner(Hook):
             self.next_eval = step + new.eval_every
         elif new.eval_every != self.plan.eval_every:
             self.next_eval = min(self.next_eval, step + new.eval_every)
-        # Printed when its length moved more than 2% from the plan last printed, or its dev
-        # evaluation interval by a quarter (the first timed evaluation usually moves it).
-        shown = self.printed_plan
-        changed = (shown is None
-                   or abs(new.total_steps - shown.total_steps) > 0.02 * shown.total_steps
-                   or abs(new.eval_every - shown.eval_every) > max(1, 0.25 * shown.eval_every))
         self.plan = new
         if step >= new.warmup_steps:
             self.kept_warmup = new.warmup_steps
         self.warmup_var.assign(new.warmup_steps)
         self.total_var.assign(new.total_steps)
         state.total_steps = new.total_steps
-        if changed:
+        self._report(new, seconds_per_step)
+
+    def _report(self, new, seconds_per_step):
+        """Prints the first plan, and a re-plan that changes it materially (plan_change) with
+        why; warns once when the step rate falls below half the first measured one."""
+        if seconds_per_step > 0 and self.first_seconds_per_step is None:
+            self.first_seconds_per_step = seconds_per_step
+        first = self.first_seconds_per_step
+        if (first and not self.warned_slow
+                and seconds_per_step > SLOW_WARNING_FACTOR * first):
+            self.warned_slow = True
+            print(f"warning: the step rate fell below half the first measurement "
+                  f"({seconds_per_step:.2f} s/step against {first:.2f}): other work on this "
+                  "machine? The plan shrinks to fit the budget", flush=True)
+        if self.printed_plan is None:
             self.printed_plan = new
             print(new.describe(self.peak), flush=True)
+            return
+        why = plan_change(self.printed_plan, new)
+        if why:
+            self.printed_plan = new
+            print(f"{new.describe(self.peak)} (re-planned: {why})", flush=True)
 
     def _eval_due(self, step):
         if self.next_eval is not None and step >= self.next_eval and step < self.total_steps:

@@ -126,6 +126,76 @@ def test_the_printed_plan_follows_the_timed_evaluations(monkeypatch, capsys):
     assert abs(printed[-1] - kept) <= 0.25 * kept, (printed, evaluations)
 
 
+def _timed_run(monkeypatch, seconds_at, minutes=60, max_steps=100000):
+    """The BudgetPlanner hook over a run whose step `s` takes seconds_at(s) on a fake clock
+    (no evaluations): the planner and the lines it printed."""
+    import gin
+
+    from t2t_lite.config import TrainConfig
+    from t2t_lite.training.hooks import TrainState
+
+    gin.clear_config()
+    clock = [0.0]
+    monkeypatch.setattr(budget.time, "monotonic", lambda: clock[0])
+    planner = budget.BudgetPlanner(
+        TrainConfig(budget_schedule=True), max_steps, tf.Variable(1, dtype=tf.int64),
+        tf.Variable(max_steps, dtype=tf.int64), peak=1e-3, log_every=10, eval_batches=5,
+        bleu_sentences=0)
+    state = TrainState(None, None, None, step=0, total_steps=max_steps,
+                       deadline=minutes * 60.0, start=0.0)
+    planner.begin(state)
+    replans = 0
+    while state.step < state.total_steps and clock[0] < state.deadline:
+        seconds = seconds_at(state.step + 1)
+        clock[0] += seconds
+        state.next_step(state.step + 1, seconds=seconds)
+        before = planner.plan
+        planner.after_step(state)
+        replans += planner.plan is not before
+    return planner, replans
+
+
+def test_a_replan_is_printed_when_it_changes_the_plan_materially_and_says_why(monkeypatch,
+                                                                                capsys):
+    """A machine slowing down 2% at every progress report re-plans each time; the plan is
+    printed again only when its length moved more than 10%, naming the step rate's fall, and
+    the rate falling below half the first measurement is warned about once."""
+    import re
+
+    # 1 s a step, then from step 100 each 10 steps 2% slower (down to a third of the rate).
+    planner, replans = _timed_run(
+        monkeypatch, lambda step: 1.0 if step < 100 else min(3.0, 1.02 ** ((step - 100) // 10)))
+    out = capsys.readouterr().out
+    printed = re.findall(r"^plan: (\d+) steps .*$", out, flags=re.M)
+    assert replans > 20 and 2 <= len(printed) <= replans // 3, (replans, out)
+    assert out.count("(re-planned: ") == len(printed) - 1, out  # every re-print says why
+    falls = re.findall(r"\(re-planned: the step rate fell (\d+)%\)$", out, flags=re.M)
+    assert len(falls) >= len(printed) - 2 and all(int(r) >= 5 for r in falls), out
+    lines = [line for line in out.splitlines() if re.match(r"plan: \d+", line)]
+    for before, after in zip(lines, lines[1:]):  # each re-print moved the length > 10%
+        a, b = (int(re.match(r"plan: (\d+)", line).group(1)) for line in (before, after))
+        assert b < 0.9 * a or "the dev evaluation interval moved" in after, (before, after)
+    warnings = re.findall(r"^warning: the step rate fell below half the first measurement "
+                          r"\(([\d.]+) s/step against 1.00\)", out, flags=re.M)
+    assert len(warnings) == 1 and float(warnings[0]) > 2.0, out
+
+
+def test_a_steady_or_noisy_rate_prints_the_plan_once(monkeypatch, capsys):
+    """Rate swings of a few percent (a busy machine) re-plan silently: no re-print for the rate,
+    no warning."""
+    planner, replans = _timed_run(monkeypatch, lambda step: (1.0, 1.05, 0.97, 1.03)[step % 4],
+                                  minutes=20)
+    out = capsys.readouterr().out
+    import re
+
+    printed = re.findall(r"^plan: \d+ steps", out, flags=re.M)
+    # The first plan, and at most the interval the first re-plan sets (the guessed evaluation
+    # cost is for the steps planned at step 12).
+    assert replans > 10 and 1 <= len(printed) <= 2, out
+    assert "step rate fell" not in out and "step rate rose" not in out and "warning" not in out
+    assert budget.plan_change(planner.plan, planner.plan) is None
+
+
 def test_budget_schedule_warms_up_then_decays_linearly_to_zero():
     warmup, total = tf.Variable(10, dtype=tf.int64), tf.Variable(100, dtype=tf.int64)
     schedule = budget.BudgetSchedule(2e-3, warmup, total, decay_fraction=0.9)
@@ -197,9 +267,9 @@ def test_budgeted_trainer_plans_from_its_step_rate_and_replans_when_resumed(tmp_
     # down (or speeds up) afterwards moves the total, not the warmup.
     assert total == fits and 0.1 * total <= warmup <= 0.4 * total and averaged[-1] == total
     # The deadline stays a hard stop; the plan leaves room, so the run normally ends on plan,
-    # the plan in force being within the 2% that re-plans move before they are printed.
-    assert 0 < stopped <= 1.02 * total
-    # Re-plans under 2% are not printed, so the window's exact steps may have moved a little:
+    # the plan in force being within the 10% that re-plans move before they are printed.
+    assert 0 < stopped <= 1.1 * total
+    # Re-plans under 10% are not printed, so the window's exact steps may have moved a little:
     # the newest three checkpoints (average_last = 3) lie in the final 10% of the run.
     numbers = sorted(int(p.rsplit("-", 1)[1]) for p in tf.train.get_checkpoint_state(
         str(model_dir)).all_model_checkpoint_paths)
@@ -209,11 +279,11 @@ def test_budgeted_trainer_plans_from_its_step_rate_and_replans_when_resumed(tmp_
         # rate swings (other jobs on the 2 cores) the deadline may cut the window short.
         assert len(numbers) >= 3 and all(n >= 0.9 * stopped for n in numbers[-3:]), numbers
 
-    # Re-plans that move the total by under 2% are not printed: the warmup in force is the one
+    # Re-plans that move the total by under 10% are not printed: the warmup in force is the one
     # the checkpoint holds.
     reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(model_dir)))
     warmup_done = int(reader.get_tensor("plan_warmup/.ATTRIBUTES/VARIABLE_VALUE"))
-    assert abs(warmup_done - warmup) <= 0.05 * warmup
+    assert abs(warmup_done - warmup) <= 0.1 * warmup
 
     plans2, stopped2 = run(0.8)
     total2, _, _, warmup2, averaged2 = plans2[-1]
