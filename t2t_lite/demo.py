@@ -74,10 +74,11 @@ class Run:
 
 
 def budget_minutes(options):
-    """The wall-clock budget a demo trains under: --train_minutes as given; left out, 20 minutes,
-    or none when --train_steps says how many steps to train (then they are the plan)."""
+    """The wall-clock budget a demo trains under, in minutes (0.0: none, as everywhere):
+    --train_minutes as given; left out, 20 minutes, or none when --train_steps says how many
+    steps to train (then they are the plan)."""
     if options.train_minutes is not None:
-        return options.train_minutes
+        return float(options.train_minutes)
     return 0.0 if options.train_steps else DEFAULT_TRAIN_MINUTES
 
 
@@ -107,8 +108,8 @@ def run_demo(options, echo=print):
         problem=options.problem, problem_params=list(options.problem_params),
         data_dir=data_dir, model_dir=model_dir, hparams_set=options.hparams_set,
         gin_params=list(options.gin_params), bleu_sentences=0, print_params=True,
-        # Unset budgets are the set's, as when the flags are left out.
-        train_minutes=budget_minutes(options) or None, train_steps=options.train_steps or None)
+        # The demo's budget always (0.0: none); unset steps are the set's.
+        train_minutes=budget_minutes(options), train_steps=options.train_steps or None)
     echo(shown("trainer", to_args(train_options)), flush=True)
     start = time.monotonic()
     trained = train(train_options)

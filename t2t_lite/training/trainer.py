@@ -13,19 +13,20 @@ import math
 import os
 import sys
 import time
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import keras
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite import hparams, models, problems, registry
+from t2t_lite import hparams, models
 from t2t_lite.errors import UserError
 from t2t_lite.model_dir import dev_history
 from t2t_lite.model_dir import files as model_dir_files
 from t2t_lite.model_dir.checkpoint_reader import checkpoint_paths
 from t2t_lite.model_dir.checkpoint_saver import CheckpointKeeper
 from t2t_lite.models import params
+from t2t_lite.problem_spec import ProblemSpec
 from t2t_lite.training import preemption
 from t2t_lite.training import precision as precision_lib
 from t2t_lite.training import strategy as strategy_lib
@@ -53,9 +54,10 @@ class TrainOptions:
     hparams_set: str = "base"
     gin_files: Sequence[str] = ()  # the user's own gin files, after the set
     gin_params: Sequence[str] = ()
-    # None: the set's TrainConfig value (RUN_SETTINGS); a value overrides it for this run.
+    # The run settings (RUN_SETTINGS) carry only what the user overrode: None is the set's
+    # TrainConfig value; a value overrides it for this run (resolve_run_settings).
     train_steps: Optional[int] = None
-    train_minutes: Optional[float] = None  # wall-clock budget of the whole run
+    train_minutes: Optional[float] = None  # wall-clock budget of the whole run (0: none)
     generate_data: bool = False
     tmp_dir: Optional[str] = None
     num_gpus: Optional[int] = None
@@ -88,16 +90,15 @@ RUN_SETTINGS = ("train_steps", "train_minutes", "log_every", "eval_every_steps",
 
 
 def resolve_run_settings(options, train_config):
-    """(options, train_config) agreeing on RUN_SETTINGS: a value given in the options wins and is
-    recorded in the config (so configs.json says how the run went); None takes the set's."""
+    """The TrainConfig a run follows: the set's, with each RUN_SETTINGS value the options give
+    (None: not given) in its place. It is the one resolved object the trainer and its hooks read
+    every run setting from, and configs.json records it (how the run went)."""
     given = {name: getattr(options, name) for name in RUN_SETTINGS
              if getattr(options, name) is not None}
     try:
-        train_config = dataclasses.replace(train_config, **given)
+        return dataclasses.replace(train_config, **given)
     except ValueError as error:
         raise UserError(f"bad run setting: {error}") from None
-    resolved = {name: getattr(train_config, name) for name in RUN_SETTINGS}
-    return dataclasses.replace(options, **resolved), train_config
 
 
 @dataclasses.dataclass
@@ -155,8 +156,8 @@ def _train(options, signals):
     # First of all: MultiWorkerMirroredStrategy must configure collectives before any TF op runs.
     strategy = strategy_lib.make_strategy(options.num_gpus)
     signals.install()
-    for module in options.problem_modules:
-        registry.import_problem_module(module)
+    spec = ProblemSpec.of(options)
+    spec.import_modules()  # before gin is read: a user's module may register what it binds
     for path in options.gin_files:
         if not os.path.isfile(path):
             raise UserError(f"--gin_file {path} does not exist")
@@ -164,11 +165,11 @@ def _train(options, signals):
     model_config, train_config, decode_config = (
         hparams.load(options.hparams_set, options.gin_params, options.gin_files) if gin_bound
         else options.configs)
-    options, train_config = resolve_run_settings(options, train_config)
+    train_config = resolve_run_settings(options, train_config)
     # Seeding resets TF's kernel caches, which destroys resources such as the SentencePiece
     # op's model: it must come before any tokenizer is built.
     keras.utils.set_random_seed(train_config.seed)
-    problem = problems.build(options.problem, options.problem_params)
+    problem = spec.build()
     if options.generate_data:
         problem.generate_data(options.data_dir, options.tmp_dir)
     tokenizer = problem.tokenizer(options.data_dir)
@@ -182,41 +183,45 @@ def _train(options, signals):
         warm_start = warm_start_lib.prepare(
             options.warm_start_from, options.model_dir, model_config, vocab_size, problem,
             options.data_dir, _config_where(options), accept=options.warm_start_accept)
-    chief = strategy_lib.is_chief(strategy)
+    run = _Run(options, model_config, train_config, decode_config, problem, tokenizer,
+               strategy, strategy_lib.is_chief(strategy), warm_start, signals)
     os.makedirs(options.model_dir, exist_ok=True)
-    lock = model_dir_files.TrainerLock(options.model_dir) if chief else None
+    lock = model_dir_files.TrainerLock(options.model_dir) if run.chief else None
     if lock:
         lock.acquire()
         # Released on every way out, also where the process ends with os._exit
         # (preemption.leave_now: a lost worker, the end of a cluster run, a second Ctrl-C).
         preemption.before_exit(lock.release)
     try:
-        if chief:
-            extra = {}
-            # A resumed child keeps the record of the parent its weights started from.
-            record = warm_start.record() if warm_start else _previous_warm_start(options.model_dir)
-            if record:
-                extra["warm_start"] = record
-            model_dir_files.write_run_info(
-                options.model_dir, problem.name, options.hparams_set, options.gin_params,
-                problem.vocab_path(options.data_dir), vocab_size,
-                (model_config, train_config, decode_config),
-                extra={"gin_files": [os.path.abspath(p) for p in options.gin_files],
-                       "problem_params": list(options.problem_params),
-                       "problem_modules": list(options.problem_modules),
-                       "data_dir": os.path.abspath(options.data_dir), **extra},
-                config_text=hparams.config_text() if gin_bound else None)
-        position = _Position()
+        if run.chief:
+            _write_run_info(run, config_text=hparams.config_text() if gin_bound else None)
         try:
-            return _build_and_train(options, problem, tokenizer, strategy, chief, model_config,
-                                    train_config, decode_config, warm_start, signals, position)
+            return _build_and_train(run)
         except (preemption.WorkerGone, *preemption.LOST_WORKER_ERRORS) as error:
-            _lost_worker(error, strategy, options, position)
+            _lost_worker(error, run)
             raise  # an error of its own, not a lost worker: shown as it is
     finally:
         if lock:
             preemption.forget(lock.release)
             lock.release()
+
+
+def _write_run_info(run, config_text):
+    """run.json: what the run trains on and with (model_dir/files.py)."""
+    options, extra = run.options, {}
+    # A resumed child keeps the record of the parent its weights started from.
+    record = (run.warm_start.record() if run.warm_start
+              else _previous_warm_start(options.model_dir))
+    if record:
+        extra["warm_start"] = record
+    model_dir_files.write_run_info(
+        options.model_dir, run.problem.name, options.hparams_set, options.gin_params,
+        run.problem.vocab_path(options.data_dir), run.tokenizer.vocab_size, run.configs,
+        extra={"gin_files": [os.path.abspath(p) for p in options.gin_files],
+               "problem_params": list(options.problem_params),
+               "problem_modules": list(options.problem_modules),
+               "data_dir": os.path.abspath(options.data_dir), **extra},
+        config_text=config_text)
 
 
 class _Position:
@@ -229,19 +234,47 @@ class _Position:
         return self.state.step if self.state is not None else self.step
 
 
-def _lost_worker(error, strategy, options, position):
+@dataclasses.dataclass
+class _Run:
+    """A run's context, resolved once in _train and passed whole: the user's options (what they
+    overrode), the resolved configs (train_config holds every run setting: resolve_run_settings,
+    then the precision chosen for this machine), the problem, this worker's place in the
+    strategy, the warm-start parent and the signals."""
+    options: TrainOptions
+    model_config: Any
+    train_config: Any
+    decode_config: Any
+    problem: Any
+    tokenizer: Any
+    strategy: Any
+    chief: bool
+    warm_start: Any = None
+    signals: Any = None
+    position: _Position = dataclasses.field(default_factory=_Position)
+
+    @property
+    def configs(self):
+        return self.model_config, self.train_config, self.decode_config
+
+    @property
+    def cluster(self):
+        return strategy_lib.cluster_workers() > 1
+
+
+def _lost_worker(error, run):
     """Ends the process with the one `error:` line when `error` says a worker of the cluster
     went away (before the first step, during the steps or at the end-of-run barrier); returns
     when it is an error of this worker's own, or off a cluster."""
     if strategy_lib.cluster_workers() <= 1:
         return
-    resolver = strategy.cluster_resolver
+    resolver = run.strategy.cluster_resolver
     own = (resolver.task_type, int(resolver.task_id))
     lost = (error.worker if isinstance(error, preemption.WorkerGone)
             else preemption.lost_worker(error, own))
     if lost is None:
         return
-    line = preemption.lost_worker_error(error, position.current, options.model_dir, own, lost)
+    line = preemption.lost_worker_error(error, run.position.current, run.options.model_dir, own,
+                                        lost)
     # The line cli.run prints for a UserError, then out at once: TensorFlow's teardown would
     # wait out the lost task's heartbeats and add its own complaint after the line.
     print(f"error: {line}", file=sys.stderr, flush=True)
@@ -265,12 +298,13 @@ def _previous_warm_start(model_dir):
     return model_dir_files.read_run_info(model_dir).get("warm_start")
 
 
-def _checkpoint_dir(options, strategy, chief):
+def _checkpoint_dir(run):
     # Every worker of MultiWorkerMirroredStrategy saves, at the steps the chief decides for all
     # (hooks.Decisions), so a save is collective; only the chief's copy is kept.
-    if chief:
-        return options.model_dir
-    return os.path.join(options.model_dir, f".worker_{strategy_lib.worker_id(strategy)}")
+    if run.chief:
+        return run.options.model_dir
+    return os.path.join(run.options.model_dir,
+                        f".worker_{strategy_lib.worker_id(run.strategy)}")
 
 
 def loop(state, train_step, hooks):
@@ -313,123 +347,167 @@ def loop(state, train_step, hooks):
     return state.stopped_because
 
 
-def _build_and_train(options, problem, tokenizer, strategy, chief, model_config, train_config,
-                     decode_config, warm_start=None, signals=None, position=None):
-    """Builds the model, optimizer, checkpoint, data pipeline and hooks, restores the latest
-    checkpoint (else the warm start's weights), runs `loop` and prints how the run ended."""
-    train_config = _set_precision(train_config)
-    replicas = strategy.num_replicas_in_sync
-    per_replica_tokens, accumulate = batch_plan(train_config, replicas, options.accumulate_steps)
+def _build_and_train(run):
+    """Sets the run up (_set_up), steps it (_run_loop) and reports how it ended (_report)."""
+    training = _set_up(run)
+    _run_loop(run, training)
+    return _report(run, training)
+
+
+@dataclasses.dataclass
+class _Training:
+    """What _set_up builds for a run, for the loop and the final report."""
+    parts: "_Parts"
+    train_step: Any  # one optimizer step on the next batch (TrainSteps.train_step)
+    state: TrainState
+    progress: Progress
+    hooks: list
+    regularisation: list  # [the RegularisationPlan hook] when the run has one
+    start: float  # time.monotonic() when the loop starts
+    already_trained: float  # training seconds of the run before this process (resumes)
+
+
+def _set_up(run):
+    """Builds the model, optimizer, checkpoint, data pipeline and hooks, and restores the latest
+    checkpoint (else the warm start's weights)."""
+    run.train_config = config = _set_precision(run.train_config)
+    replicas = run.strategy.num_replicas_in_sync
+    per_replica_tokens, accumulate = batch_plan(config, replicas, run.options.accumulate_steps)
     logging.info("batching: %d tokens per replica x %d replicas x %d accumulation steps = %d "
                  "tokens per step (set: %d)", per_replica_tokens, replicas, accumulate,
-                 per_replica_tokens * replicas * accumulate, train_config.batch_tokens)
-    parts = _build(strategy, model_config, train_config, tokenizer.vocab_size,
-                   options.train_steps)
-    keeper = CheckpointKeeper(parts.checkpoint, _checkpoint_dir(options, strategy, chief),
-                              keep=train_config.keep_checkpoints,
-                              minutes=train_config.checkpoint_minutes,
-                              steps=train_config.checkpoint_steps)
+                 per_replica_tokens * replicas * accumulate, config.batch_tokens)
+    parts = _build(run.strategy, run.model_config, config, run.tokenizer.vocab_size,
+                   config.train_steps)
+    keeper, restored, step = _restore(run, parts)
+    sampling = _subword_sampling(config)
+
+    def dataset_fn(input_context):
+        return run.problem.dataset("train", run.options.data_dir,
+                                   batch_tokens=per_replica_tokens,
+                                   max_length=config.max_length, input_context=input_context,
+                                   seed=config.seed + step, subword_sampling=sampling)
+
+    iterator = iter(run.strategy.distribute_datasets_from_function(dataset_fn))
+    steps = TrainSteps(run.strategy, parts.model, parts.optimizer, config.label_smoothing,
+                       accumulate, element_spec=iterator.element_spec,
+                       jit_compile=config.jit_compile)
+    probe = next(iter(run.problem.dataset("dev", run.options.data_dir,
+                                          batch_tokens=per_replica_tokens,
+                                          max_length=config.max_length, drop_long=True)))
+    start = time.monotonic()
+    already_trained = float(parts.trained_seconds.numpy())
+    state, planned = _loop_state(run, parts, steps, step, restored, start, already_trained)
+    progress = Progress(every=config.log_every)
+    guard = DivergenceGuard(parts.model, probe, config.label_smoothing, keeper,
+                            loss_scaling=steps.loss_scaling)
+    planner = _planner(run, parts, planned)
+    # The order is the hooks' contract: each reads what the ones before it left on the state at
+    # this step (TrainState's fields name their writer and readers, hooks.py).
+    regularisation = _regularisation_plan(run, parts.model, steps, sampling,
+                                          planned=bool(planner))
+    hooks = [*planner, *regularisation, guard, progress,
+             Checkpoints(keeper, parts.trained_seconds, check=guard.verify),
+             *_evaluation(run, parts.model)]
+    return _Training(parts, lambda: steps.train_step(iterator), state, progress, hooks,
+                     regularisation, start, already_trained)
+
+
+def _restore(run, parts):
+    """(the keeper, the checkpoint restored or None, the step): the latest checkpoint, else the
+    warm start's weights; the chief also writes the operative config."""
+    config, model_dir = run.train_config, run.options.model_dir
+    keeper = CheckpointKeeper(parts.checkpoint, _checkpoint_dir(run),
+                              keep=config.keep_checkpoints, minutes=config.checkpoint_minutes,
+                              steps=config.checkpoint_steps)
     # Every worker resumes from the chief's checkpoint (a shared model_dir), so that all start
     # at the same step whatever a worker's own copy holds.
-    restored = (keeper if chief else CheckpointKeeper(parts.checkpoint, options.model_dir,
-                                                      keep=train_config.keep_checkpoints)
+    restored = (keeper if run.chief else CheckpointKeeper(parts.checkpoint, model_dir,
+                                                          keep=config.keep_checkpoints)
                 ).restore_latest()
-    if restored and not chief:
+    if restored and not run.chief:
         keeper.saved_as(restored)  # as the chief's keeper: no save at the restored step
-    if not restored and warm_start:
+    if not restored and run.warm_start:
         # The parent's model weights only: the optimizer, its iterations (the step) and
         # trained_seconds stay fresh, so the child runs its own schedule from step 0.
-        warm_start.restore(parts.model)
-        print(warm_start.describe(), flush=True)
+        run.warm_start.restore(parts.model)
+        print(run.warm_start.describe(), flush=True)
     step = int(parts.optimizer.iterations.numpy())
-    if position is not None:
-        position.step = step
+    run.position.step = step
     if restored:
         print(f"resumed from {restored} at step {step} (learning rate "
               f"{float(parts.schedule(step)):.6g})", flush=True)
-    elif chief:
-        dev_history.reset(options.model_dir)  # a fresh run's evaluations only
-    if chief:
+    elif run.chief:
+        dev_history.reset(model_dir)  # a fresh run's evaluations only
+    if run.chief:
         # Written after the model and optimizer exist, so it lists every value gin supplied
         # (the configs' own, when the caller gave them).
         model_dir_files.write_operative_config(
-            options.model_dir, (model_config, train_config, decode_config),
-            hparams.operative_config_text() if options.configs is None else None)
+            model_dir, run.configs,
+            hparams.operative_config_text() if run.options.configs is None else None)
+    return keeper, restored, step
 
-    sampling = _subword_sampling(train_config)
 
-    def dataset_fn(input_context):
-        return problem.dataset("train", options.data_dir, batch_tokens=per_replica_tokens,
-                               max_length=train_config.max_length, input_context=input_context,
-                               seed=train_config.seed + step, subword_sampling=sampling)
-
-    iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
-    steps = TrainSteps(strategy, parts.model, parts.optimizer, train_config.label_smoothing,
-                       accumulate, element_spec=iterator.element_spec,
-                       jit_compile=train_config.jit_compile)
-    cluster = strategy_lib.cluster_workers() > 1
-    probe = next(iter(problem.dataset("dev", options.data_dir, batch_tokens=per_replica_tokens,
-                                      max_length=train_config.max_length, drop_long=True)))
-    start = time.monotonic()
-    already_trained = float(parts.trained_seconds.numpy())
-    deadline = (start + options.train_minutes * 60 - already_trained
-                if options.train_minutes else None)
+def _loop_state(run, parts, steps, step, restored, start, already_trained):
+    """The loop's TrainState, with who decides where the run stops (preemption.py), and the
+    variables the budget planner writes its plan to."""
+    config = run.train_config
+    deadline = (start + config.train_minutes * 60 - already_trained
+                if config.train_minutes > 0 else None)
     plan = None
-    if cluster and parts.plan_variables:
+    if run.cluster and parts.plan_variables:
         # The planner writes its plan to copies; ClusterStopping applies the chief's.
         copies = tuple(tf.Variable(v.numpy(), trainable=False) for v in parts.plan_variables)
         plan = (*copies, *parts.plan_variables)
-    stopping = (preemption.ClusterStopping(signals, steps, chief, options.train_steps, plan)
-                if cluster else preemption.Stopping(signals))
-    state = TrainState(parts.model, parts.optimizer, parts.schedule, step, options.train_steps,
+    stopping = (preemption.ClusterStopping(run.signals, steps, run.chief, config.train_steps,
+                                           plan)
+                if run.cluster else preemption.Stopping(run.signals))
+    state = TrainState(parts.model, parts.optimizer, parts.schedule, step, config.train_steps,
                        deadline, start, already_trained, last_checkpoint=restored,
                        stopping=stopping)
-    if position is not None:
-        position.state = state
-    progress = Progress(every=options.log_every)
-    guard = DivergenceGuard(parts.model, probe, train_config.label_smoothing, keeper,
-                            loss_scaling=steps.loss_scaling)
-    planner = _planner(options, model_config, train_config, parts,
-                       plan[:2] if plan else parts.plan_variables)
-    # The order is the hooks' contract: each reads what the ones before it left on the state at
-    # this step (TrainState's fields name their writer and readers, hooks.py).
-    regularisation = _regularisation_plan(options, problem, model_config, train_config,
-                                          parts.model, steps, sampling, planned=bool(planner))
-    hooks = [*planner, *regularisation, guard, progress,
-             Checkpoints(keeper, parts.trained_seconds, check=guard.verify),
-             *_evaluation(options, problem, tokenizer, parts.model, model_config, train_config,
-                          decode_config, chief)]
+    run.position.state = state
+    return state, plan[:2] if plan else parts.plan_variables
+
+
+def _run_loop(run, training):
+    """Runs `loop`; under a cluster, waits at the end-of-run barrier. A signal's run prints what
+    was saved and exits 143 / 130 here."""
+    state, signals, cluster = training.state, run.signals, run.cluster
     try:
-        loop(state, lambda: steps.train_step(iterator), hooks)
+        loop(state, training.train_step, training.hooks)
     except preemption.Interrupted as stop:
         # A signal after the last checkpoint was written: the final dev evaluation is left to a
         # re-run of the same command, which trains no step and evaluates.
         state.signal = stop.signum
     if cluster and signals:
-        signals.waiting(lambda signum: _signal_line(state, parts, options, cluster, signum))
+        signals.waiting(lambda signum: _signal_line(run, training, signum))
     if signals and signals.received and not state.signal:
         state.signal = signals.received  # came after the loop's last look: all is written
     if cluster:
         # No worker leaves while another still works (the chief's last evaluation): one that
         # exits early stops sending heartbeats, which the coordination service reports as a
         # crashed task. A signal while waiting ends the process at once (Signals.waiting).
-        _end_of_run_barrier(strategy, stopping_anyway=bool(state.signal))
+        _end_of_run_barrier(run.strategy, stopping_anyway=bool(state.signal))
     if signals:
         signals.settle()
-
     if state.signal:
-        print(_signal_line(state, parts, options, cluster), flush=True)
+        print(_signal_line(run, training), flush=True)
         if cluster:
-            _leave_cluster(strategy, chief, preemption.EXIT_STATUS[state.signal])
+            _leave_cluster(run.strategy, run.chief, preemption.EXIT_STATUS[state.signal])
         raise SystemExit(preemption.EXIT_STATUS[state.signal])
-    total_flops = _estimate_flops(model_config, tokenizer.vocab_size, progress)
-    elapsed = time.monotonic() - start
+
+
+def _report(run, training):
+    """Prints how the run ended and returns it as a TrainResult (a cluster's process ends)."""
+    state, progress = training.state, training.progress
+    total_flops = _estimate_flops(run.model_config, run.tokenizer.vocab_size, progress)
+    elapsed = time.monotonic() - training.start
     print(f"stopped at step {state.step} ({state.stopped_because}) after {elapsed / 60:.1f} min "
-          f"({(already_trained + elapsed) / 60:.1f} min of training in total); "
+          f"({(training.already_trained + elapsed) / 60:.1f} min of training in total); "
           f"{progress.total_target_tokens:,.0f} target tokens this run; estimated training cost "
           f"{total_flops:.3g} FLOPs; last checkpoint {state.last_checkpoint}", flush=True)
-    if cluster:
-        _leave_cluster(strategy, chief, 0)
+    if run.cluster:
+        _leave_cluster(run.strategy, run.chief, 0)
+    regularisation = training.regularisation
     return TrainResult(step=state.step, stopped_because=state.stopped_because,
                        last_checkpoint=state.last_checkpoint, best_metrics=state.best_metrics,
                        total_flops=total_flops, last_train_metrics=state.last_train_metrics,
@@ -504,21 +582,22 @@ def _leave_cluster(strategy, chief, status):
     preemption.leave_now(status)
 
 
-def _signal_line(state, parts, options, cluster, signum=None):
+def _signal_line(run, training, signum=None):
     """One line saying what was saved and how to resume (`signum`: the signal, if not the one
     the run stopped on)."""
+    state, model_dir = training.state, run.options.model_dir
     name = preemption.signal_name(signum or state.signal)
-    if signum is None and (state.stopping.signal_elsewhere if cluster else False):
+    if signum is None and (state.stopping.signal_elsewhere if run.cluster else False):
         name += " on another worker"
     if state.last_checkpoint and state.step > 0:
         # A worker's own copy is not the one to resume from: the chief's in model_dir is.
-        path = os.path.join(options.model_dir, os.path.basename(state.last_checkpoint))
+        path = os.path.join(model_dir, os.path.basename(state.last_checkpoint))
         saved = (f"saved {path} at step {state.step} (learning rate "
-                 f"{float(parts.schedule(state.step)):.6g}; the budget plan, training time and "
-                 f"dev history are kept in {options.model_dir})")
+                 f"{float(training.parts.schedule(state.step)):.6g}; the budget plan, training "
+                 f"time and dev history are kept in {model_dir})")
     else:
         saved = "nothing to save"
-    again = "every worker's command" if cluster else "the same command"
+    again = "every worker's command" if run.cluster else "the same command"
     return f"{name}: {saved}; re-run {again} to resume"
 
 
@@ -578,18 +657,18 @@ def _subword_sampling(train_config):
                        name="subword_sampling")
 
 
-def _planner(options, model_config, train_config, parts, plan_variables):
+def _planner(run, parts, plan_variables):
     """The budget planner's hook, for a budgeted run; it writes its plan to `plan_variables`."""
     if not parts.plan_variables:
         return []
-    peak = peak_learning_rate(make_schedule(model_config, train_config), train_config)
-    return [BudgetPlanner(train_config, options.train_steps, *plan_variables, peak,
-                          log_every=options.log_every, eval_batches=options.eval_batches,
-                          bleu_sentences=options.bleu_sentences)]
+    config = run.train_config
+    peak = peak_learning_rate(make_schedule(run.model_config, config), config)
+    return [BudgetPlanner(config, config.train_steps, *plan_variables, peak,
+                          log_every=config.log_every, eval_batches=config.eval_batches,
+                          bleu_sentences=config.bleu_sentences)]
 
 
-def _regularisation_plan(options, problem, model_config, train_config, model, steps, sampling,
-                         planned):
+def _regularisation_plan(run, model, steps, sampling, planned):
     """The hook fitting dropout, label smoothing and subword sampling to the planned passes, for
     a budgeted run with a rule for any of them."""
     def set_dropout(rate):
@@ -600,41 +679,42 @@ def _regularisation_plan(options, problem, model_config, train_config, model, st
         steps.label_smoothing = eps
         steps.retrace()
 
+    config = run.train_config
     # (name, TrainConfig rule, rate until the plan decides, how to change it). Sampling needs no
     # retrace: the pipeline reads its variable as it runs (batches already prefetched keep the
     # old segmentation).
     candidates = [
-        ("dropout", "budget_dropout", model_config.dropout, set_dropout),
-        ("label smoothing", "budget_label_smoothing", train_config.label_smoothing,
+        ("dropout", "budget_dropout", run.model_config.dropout, set_dropout),
+        ("label smoothing", "budget_label_smoothing", config.label_smoothing,
          set_label_smoothing),
-        ("subword sampling", "budget_subword_sampling", train_config.subword_sampling,
+        ("subword sampling", "budget_subword_sampling", config.subword_sampling,
          lambda rate: sampling.assign(rate)),
     ]
-    regularisers = [Regulariser(name, setting, getattr(train_config, setting), current, apply)
+    regularisers = [Regulariser(name, setting, getattr(config, setting), current, apply)
                     for name, setting, current, apply in candidates
-                    if getattr(train_config, setting)]
+                    if getattr(config, setting)]
     if not (planned and regularisers):
         return []
-    return [RegularisationPlan(regularisers, train_examples(problem, options.data_dir),
+    return [RegularisationPlan(regularisers, train_examples(run.problem, run.options.data_dir),
                                measure_after=RATE_SKIP_STEPS + RATE_STEPS)]
 
 
-def _evaluation(options, problem, tokenizer, model, model_config, train_config, decode_config,
-                chief):
+def _evaluation(run, model):
     """The chief's dev evaluation and summaries hooks. Evaluation follows the budget plan in a
     budgeted run, else --eval_every_steps, else each checkpoint save."""
-    if not chief:
+    if not run.chief:
         return []
-    evaluator = Evaluator(model, problem, options.data_dir, tokenizer, model_config, train_config,
-                          decode_config, max_batches=options.eval_batches,
-                          bleu_sentences=options.bleu_sentences,
-                          beam_size=options.eval_beam_size)
-    when = ("plan" if train_config.budget_schedule
-            else options.eval_every_steps or "checkpoints")
-    return [Evaluation(evaluator, os.path.join(options.model_dir, "best"), when,
-                       early_stopping_evals=options.early_stopping_evals,
-                       history_dir=options.model_dir),
-            _Summaries(os.path.join(options.model_dir, "train"))]
+    config, model_dir = run.train_config, run.options.model_dir
+    evaluator = Evaluator(model, run.problem, run.options.data_dir, run.tokenizer,
+                          run.model_config, config, run.decode_config,
+                          max_batches=config.eval_batches,
+                          bleu_sentences=config.bleu_sentences,
+                          beam_size=config.eval_beam_size)
+    when = "plan" if config.budget_schedule else config.eval_every_steps or "checkpoints"
+    return [Evaluation(evaluator, os.path.join(model_dir, "best"), when,
+                       early_stopping_evals=config.early_stopping_evals,
+                       history_dir=model_dir),
+            _Summaries(os.path.join(model_dir, "train"))]
 
 
 class _Summaries(Summaries):

@@ -257,10 +257,15 @@ def test_run_settings_come_from_the_set_and_options_override_them():
     _, train_config, _ = hparams.load("tiny", ["TrainConfig.bleu_sentences = 7",
                                                "TrainConfig.train_minutes = 2.5"])
     options = TrainOptions(problem="p", data_dir="d", model_dir="m", eval_batches=3)
-    options, resolved = resolve_run_settings(options, train_config)
-    assert (options.bleu_sentences, options.eval_batches, options.train_minutes) == (7, 3, 2.5)
-    # What the run used is what configs.json will record.
+    resolved = resolve_run_settings(options, train_config)
+    # One resolved object, which the trainer and its hooks read and configs.json records; the
+    # options keep only what the user overrode.
     assert (resolved.bleu_sentences, resolved.eval_batches, resolved.train_minutes) == (7, 3, 2.5)
+    assert (options.bleu_sentences, options.train_minutes) == (None, None)
+    # "No budget" is 0 in every layer: an override of 0 turns the set's budget off.
+    off = resolve_run_settings(TrainOptions(problem="p", data_dir="d", model_dir="m",
+                                            train_minutes=0), train_config)
+    assert off.train_minutes == 0
     with pytest.raises(UserError, match="log_every"):
         resolve_run_settings(TrainOptions(problem="p", data_dir="d", model_dir="m", log_every=0),
                              train_config)

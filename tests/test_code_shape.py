@@ -1,0 +1,32 @@
+"""The package's shape: no function in t2t_lite longer than MAX_LINES (issue 46 point 6), so
+each reads as one step; a longer one is split into named steps."""
+import ast
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1] / "t2t_lite"
+MAX_LINES = 80
+
+
+def long_functions(root=ROOT, limit=MAX_LINES):
+    """(path, function, lines) for each function or method over `limit` lines, decorators
+    left out, docstring and body counted."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > limit:
+                    found.append((str(path.relative_to(root.parent)), node.name, lines))
+    return found
+
+
+def test_no_function_in_t2t_lite_is_over_80_lines():
+    assert long_functions() == []
+
+
+def test_the_check_finds_a_long_function(tmp_path):
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_LINES))
+    (tmp_path / "long.py").write_text(f"def short():\n    pass\n\n\ndef long():\n{body}\n")
+    assert [(name, lines) for _, name, lines in long_functions(tmp_path)] == [
+        ("long", MAX_LINES + 1)]
