@@ -38,24 +38,35 @@ class BudgetPlan:
     seconds_per_step: float
     steps_that_fit: Optional[int]  # None without a time budget
     decay_start: int = 0  # the step where the linear decay to 0 begins
+    # A run resumed inside its decay: (step, learning rate as a fraction of the peak) it goes on
+    # from, in a line to 0 at total_steps (no second warmup).
+    resumed_decay: Optional[tuple] = None
 
     def describe(self, peak_learning_rate):
         fit = ("no time budget" if self.steps_that_fit is None else
                f"{self.seconds_per_step:.2f} s/step measured, {self.steps_that_fit} steps fit")
-        return (f"plan: {self.total_steps} steps ({fit}); warmup {self.warmup_steps} steps to "
-                f"lr {peak_learning_rate:.2e}, held to step {self.decay_start}, then linear "
-                f"decay to 0 at step {self.total_steps}; "
+        if self.resumed_decay:
+            step, fraction = self.resumed_decay
+            shape = (f"warmup {self.warmup_steps} steps to lr {peak_learning_rate:.2e} done, "
+                     f"the decay going on from lr {fraction * peak_learning_rate:.2e} at step "
+                     f"{step}")
+        else:
+            shape = (f"warmup {self.warmup_steps} steps to lr {peak_learning_rate:.2e}, held to "
+                     f"step {self.decay_start}, then linear decay")
+        return (f"plan: {self.total_steps} steps ({fit}); {shape} to 0 at step "
+                f"{self.total_steps}; "
                 f"dev evaluation every {self.eval_every} steps; checkpoints averaged at steps "
                 f"{', '.join(map(str, self.average_steps)) or 'none left (the run is complete)'}")
 
 
 def plan(step, seconds_left, seconds_per_step, max_steps, average_last, warmup_fraction=0.2,
          average_fraction=0.05, eval_seconds=0.0, eval_fraction=0.05, warmup_steps=None,
-         decay_fraction=0.8):
+         decay_fraction=0.8, resumed_decay=None):
     """The plan for a run at `step` with `seconds_left` of budget (None: no time limit).
 
     `warmup_steps` keeps an earlier plan's warmup once the run is past it (a resumed run
-    re-plans its length, not its start).
+    re-plans its length, not its start). `resumed_decay` (step, fraction of the peak): a run
+    resumed inside its decay plans only the steps left, its decay going on from there.
     """
     if seconds_left is None:
         fits = None
@@ -97,7 +108,8 @@ def plan(step, seconds_left, seconds_per_step, max_steps, average_last, warmup_f
     return BudgetPlan(total_steps=total, warmup_steps=warmup_steps, average_steps=average_steps,
                       eval_every=eval_every, seconds_per_step=seconds_per_step,
                       steps_that_fit=fits,
-                      decay_start=decay_start(warmup_steps, total, decay_fraction))
+                      decay_start=decay_start(warmup_steps, total, decay_fraction),
+                      resumed_decay=resumed_decay)
 
 
 def _training_share(eval_fraction):
@@ -121,17 +133,25 @@ class BudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
     keeps them.
     """
 
-    def __init__(self, peak, warmup, total, decay_fraction=0.8):
+    def __init__(self, peak, warmup, total, decay_fraction=0.8, anchor_step=0,
+                 anchor_fraction=1.0):
         self.peak = peak
         self.warmup = warmup  # tf.Variable (int64) or a number
         self.total = total
         self.decay_fraction = decay_fraction
+        # A run resumed inside its decay (BudgetPlanner.begin): the decay goes on from the
+        # fraction of the peak its last step had, at (schedule) step `anchor_step`, in a line
+        # to 0 at the new total. 0: no anchor, the decay starts where decay_start says.
+        self.anchor_step, self.anchor_fraction = anchor_step, anchor_fraction
 
     def __call__(self, step):
         step = ops.cast(step, "float32") + 1.0  # the optimizer counts from 0
         warmup = ops.cast(self.warmup, "float32")
         total = ops.maximum(ops.cast(self.total, "float32"), warmup + 1.0)
         start = ops.maximum(warmup, ops.round(total - self.decay_fraction * total))
+        anchor = ops.cast(self.anchor_step, "float32")
+        fraction = ops.maximum(ops.cast(self.anchor_fraction, "float32"), 1e-6)
+        start = ops.where(anchor > 0.0, total + 1.0 - (total + 1.0 - anchor) / fraction, start)
         rise = step / warmup
         # +1: the last planned step still moves the weights.
         fall = (total + 1.0 - step) / (total + 1.0 - start)
@@ -139,7 +159,8 @@ class BudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
 
     def get_config(self):
         return {"peak": self.peak, "warmup": int(self.warmup), "total": int(self.total),
-                "decay_fraction": self.decay_fraction}
+                "decay_fraction": self.decay_fraction, "anchor_step": int(self.anchor_step),
+                "anchor_fraction": float(self.anchor_fraction)}
 
 
 # Steps before the step rate is measured (tracing, first batches), and how many to time.
@@ -187,9 +208,13 @@ class BudgetPlanner(Hook):
     """
 
     def __init__(self, train_config, max_steps, warmup_var, total_var, peak, log_every,
-                 eval_batches, bleu_sentences):
+                 eval_batches, bleu_sentences, anchor=None):
         self.config, self.max_steps = train_config, max_steps
         self.warmup_var, self.total_var, self.peak = warmup_var, total_var, peak
+        # The schedule's anchor variables (BudgetSchedule.anchor_step, anchor_fraction) and a
+        # callback that keeps them in the checkpoint once set: (step, fraction, keep).
+        self.anchor = anchor
+        self.resumed_decay = None
         self.log_every, self.eval_batches = log_every, eval_batches
         self.bleu_sentences = bleu_sentences
         self.timed_seconds, self.timed_steps = 0.0, 0
@@ -208,6 +233,8 @@ class BudgetPlanner(Hook):
         # A resumed run past its warmup keeps it: only the length is re-planned.
         self.kept_warmup = (restored_warmup if state.step and state.step >= restored_warmup
                             else None)
+        if self.kept_warmup is not None and self.anchor is not None:
+            self._anchor_a_resumed_decay(state.step)
         if self.deadline is None:
             self._make_plan(state, seconds_per_step=0.0)  # --train_steps alone: nothing to time
         else:
@@ -238,6 +265,21 @@ class BudgetPlanner(Hook):
     def end(self, state):
         if state.stopped_because == "train_steps" and self.total_steps < self.max_steps:
             state.stopped_because = "end of the budget plan"
+
+    def _anchor_a_resumed_decay(self, step):
+        """A run resumed inside its decay goes on from the learning rate of its last step, in a
+        line to 0 at whatever total the plans set: no second warmup to the peak."""
+        anchor_step, anchor_fraction, keep = self.anchor
+        restored = BudgetSchedule(1.0, self.warmup_var, self.total_var,
+                                  self.config.budget_decay_fraction, anchor_step,
+                                  anchor_fraction)
+        fraction = float(restored(step - 1))  # the last step's (schedule step `step`)
+        if fraction >= 1.0:
+            return  # still at the peak: a longer plan holds it longer
+        anchor_step.assign(step)
+        anchor_fraction.assign(fraction)
+        keep()
+        self.resumed_decay = (step, fraction)
 
     def _measure(self, state):
         step = state.step
@@ -271,7 +313,7 @@ class BudgetPlanner(Hook):
             eval_seconds=self._estimated_eval_seconds(state.evaluation_seconds,
                                                       seconds_per_step),
             eval_fraction=self.config.budget_eval_fraction, warmup_steps=self.kept_warmup,
-            decay_fraction=self.config.budget_decay_fraction)
+            decay_fraction=self.config.budget_decay_fraction, resumed_decay=self.resumed_decay)
         if self.plan is None or self.next_eval is None:
             self.next_eval = step + new.eval_every
         elif new.eval_every != self.plan.eval_every:

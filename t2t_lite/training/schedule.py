@@ -46,15 +46,16 @@ class T2TSchedule(keras.optimizers.schedules.LearningRateSchedule):
 
 
 def make_schedule(model_config, train_config, budget_variables=None):
-    """The set's schedule; with `budget_variables` (warmup, total) the budgeted one, whose peak
-    is the set's schedule at its own warmup_steps."""
+    """The set's schedule; with `budget_variables` (warmup, total[, anchor step, anchor
+    fraction]) the budgeted one, whose peak is the set's schedule at its own warmup_steps."""
     cls = {"paper": PaperSchedule, "t2t": T2TSchedule}[train_config.learning_rate_schedule]
     schedule = cls(model_config.d_model, train_config.warmup_steps,
                    train_config.learning_rate_scale)
     if budget_variables is None:
         return schedule
-    return BudgetSchedule(peak_learning_rate(schedule, train_config), *budget_variables,
-                          decay_fraction=train_config.budget_decay_fraction)
+    warmup, total, *anchor = budget_variables
+    return BudgetSchedule(peak_learning_rate(schedule, train_config), warmup, total,
+                          train_config.budget_decay_fraction, *anchor)
 
 
 def peak_learning_rate(schedule, train_config):

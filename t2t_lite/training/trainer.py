@@ -377,7 +377,7 @@ def _set_up(run):
                  "tokens per step (set: %d)", per_replica_tokens, replicas, accumulate,
                  per_replica_tokens * replicas * accumulate, config.batch_tokens)
     parts = _build(run.strategy, run.model_config, config, run.tokenizer.vocab_size,
-                   config.train_steps)
+                   config.train_steps, run.options.model_dir)
     keeper, restored, step = _restore(run, parts)
     sampling = _subword_sampling(config)
 
@@ -610,9 +610,12 @@ class _Parts:
     trained_seconds: tf.Variable
     plan_variables: Optional[tuple]  # (warmup, total) of a budgeted run's schedule
     checkpoint: tf.train.Checkpoint
+    # (anchor step, anchor fraction, keep) of a budgeted run's schedule (BudgetPlanner): keep()
+    # adds them to the checkpoint once a resumed decay sets them.
+    anchor: Optional[tuple] = None
 
 
-def _build(strategy, model_config, train_config, vocab_size, train_steps):
+def _build(strategy, model_config, train_config, vocab_size, train_steps, model_dir):
     with strategy.scope():
         if train_config.budget_schedule and train_config.budget_dropout:
             # Built with the highest rate the plan may choose (a dropout layer makes its random
@@ -634,7 +637,14 @@ def _build(strategy, model_config, train_config, vocab_size, train_steps):
                 tf.Variable(max(1, round(train_config.budget_warmup_fraction * train_steps)),
                             dtype=tf.int64, trainable=False, name="plan_warmup"),
                 tf.Variable(train_steps, dtype=tf.int64, trainable=False, name="plan_total"))
-        schedule = make_schedule(model_config, train_config, plan_variables)
+        anchor = ()
+        if train_config.budget_schedule:
+            # Where a run resumed inside its decay goes on from (BudgetSchedule); 0: nowhere.
+            anchor = (tf.Variable(0, dtype=tf.int64, trainable=False, name="plan_anchor_step"),
+                      tf.Variable(1.0, dtype=tf.float32, trainable=False,
+                                  name="plan_anchor_fraction"))
+        schedule = make_schedule(model_config, train_config,
+                                 (*plan_variables, *anchor) if plan_variables else None)
         optimizer = optimizer_with(schedule, train_config)
         optimizer.build(model.trainable_variables)
         # Training seconds so far, across restarts: --train_minutes is a budget for the whole
@@ -645,7 +655,24 @@ def _build(strategy, model_config, train_config, vocab_size, train_steps):
                 if plan_variables else {})
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
                                          trained_seconds=trained_seconds, **plan)
-    return _Parts(model, optimizer, schedule, trained_seconds, plan_variables, checkpoint)
+
+    def keep_anchor():
+        checkpoint.plan_anchor_step, checkpoint.plan_anchor_fraction = anchor
+
+    # A checkpoint from before the anchor (or of a run never resumed inside its decay) has
+    # none: the anchor joins the checkpoint only where one holds it or once it is set, so that
+    # every checkpoint restores.
+    if anchor and _has_anchor(model_dir):
+        keep_anchor()
+    return _Parts(model, optimizer, schedule, trained_seconds, plan_variables, checkpoint,
+                  (*anchor, keep_anchor) if anchor else None)
+
+
+def _has_anchor(model_dir):
+    """Whether the latest checkpoint in model_dir holds a budget schedule's anchor."""
+    paths = checkpoint_paths(model_dir) if os.path.isdir(model_dir) else []
+    return bool(paths) and any(name.startswith("plan_anchor_step/")
+                               for name, _ in tf.train.list_variables(paths[-1]))
 
 
 def _subword_sampling(train_config):
@@ -665,7 +692,7 @@ def _planner(run, parts, plan_variables):
     peak = peak_learning_rate(make_schedule(run.model_config, config), config)
     return [BudgetPlanner(config, config.train_steps, *plan_variables, peak,
                           log_every=config.log_every, eval_batches=config.eval_batches,
-                          bleu_sentences=config.bleu_sentences)]
+                          bleu_sentences=config.bleu_sentences, anchor=parts.anchor)]
 
 
 def _regularisation_plan(run, model, steps, sampling, planned):

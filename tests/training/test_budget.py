@@ -221,6 +221,57 @@ def test_budget_schedule_holds_the_peak_until_the_decay_share():
     assert budget.plan(0, None, 0.0, 300, 5, decay_fraction=0.4).decay_start == 180
 
 
+def _resumed(step, max_steps, warmup=20, total=100):
+    """A 100-step plan's schedule and a planner resumed at `step` with a `max_steps` cap and no
+    deadline: (schedule, its lr before the resume at each optimizer iteration, kept)."""
+    import gin
+
+    from t2t_lite.config import TrainConfig
+    from t2t_lite.training.hooks import TrainState
+
+    gin.clear_config()
+    config = TrainConfig(budget_schedule=True)
+    warmup, total = tf.Variable(warmup, dtype=tf.int64), tf.Variable(total, dtype=tf.int64)
+    anchor = (tf.Variable(0, dtype=tf.int64), tf.Variable(1.0, dtype=tf.float32))
+    schedule = budget.BudgetSchedule(1e-3, warmup, total, config.budget_decay_fraction, *anchor)
+    before = [float(schedule(i)) for i in range(max_steps)]
+    kept = []
+    planner = budget.BudgetPlanner(config, max_steps, warmup, total, peak=1e-3, log_every=10,
+                                   eval_batches=1, bleu_sentences=0,
+                                   anchor=(*anchor, lambda: kept.append(True)))
+    planner.begin(TrainState(None, None, None, step=step, total_steps=max_steps, deadline=None,
+                             start=0.0))
+    return schedule, before, kept, planner
+
+
+def test_a_run_resumed_inside_its_decay_goes_on_from_its_learning_rate(capsys):
+    """Resumed at step 60 of 100 (decaying since step 20) with room for 200 steps: the plan
+    covers the steps left, the learning rate going on from the last step's in a line to 0 at
+    step 200, never back up towards the peak (the set's plan over 200 steps would be at 87% of
+    it there)."""
+    schedule, before, kept, planner = _resumed(60, 200)
+    assert planner.plan.total_steps == 200 and kept == [True]
+    lr = [float(schedule(i)) for i in range(59, 200)]  # iteration 59: the last step trained
+    assert lr[0] == pytest.approx(before[59], rel=1e-5)
+    assert max(lr[1:]) < before[59] and np.all(np.diff(lr) < 0) and 0 < lr[-1] < 1e-5
+    # The line through (step 60, its rate) to 0 at step 201 (the schedule's last step moves).
+    assert lr[41] == pytest.approx(before[59] * (201 - 101) / (201 - 60), rel=1e-4)
+    assert "the decay going on from lr 5.06e-04 at step 60" in capsys.readouterr().out
+    # Without more steps the resumed run keeps the schedule it had.
+    schedule, before, _, _ = _resumed(60, 100)
+    assert [float(schedule(i)) for i in range(100)] == pytest.approx(before, rel=1e-5)
+
+
+def test_a_run_resumed_before_its_decay_keeps_the_peak_longer():
+    """Resumed at step 25 of 150 (decay from step 30): no anchor, the longer plan holds the
+    peak longer, as a fresh plan over the same steps would."""
+    schedule, before, kept, planner = _resumed(25, 200, warmup=20, total=150)
+    assert kept == [] and planner.resumed_decay is None
+    assert float(schedule(24)) == pytest.approx(1e-3) == before[24]
+    assert float(schedule(38)) == pytest.approx(1e-3) and before[38] < 1e-3
+    assert float(schedule(199)) < 1e-5
+
+
 @pytest.mark.slow
 def test_budgeted_trainer_plans_from_its_step_rate_and_replans_when_resumed(tmp_path):
     """A real tiny run under --train_minutes: the plan is printed, the run stops at the planned
