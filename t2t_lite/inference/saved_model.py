@@ -70,8 +70,9 @@ def check_export(version_dir):
 
     metadata = _read_metadata(version_dir)
     if metadata is not None:
-        formats.check_version(metadata, formats.SAVED_MODEL, os.path.join(version_dir, METADATA_FILE))
-        limits.check_settings(metadata, os.path.join(version_dir, METADATA_FILE))
+        path = os.path.join(version_dir, METADATA_FILE)
+        formats.check_version(metadata, formats.SAVED_MODEL, path)
+        limits.check_settings(metadata, path)
     limits.check_elements(_variable_elements(version_dir), f"{version_dir}/variables declares",
                          "the export")
 

@@ -44,6 +44,7 @@ class DecodeSettings:
                             "extra_length": self.extra_length, "max_length": self.max_length,
                             "vocab_size": self.vocab_size, **self.model_dims()}, where, why)
         limits.check_beam_steps(self.beam_size, self.max_length, where)
+        object.__setattr__(self, "alpha", float(self.alpha))  # an int alpha is in bounds too
 
     @classmethod
     def for_model(cls, model, beam_size, alpha, extra_length, provenance=None, where="decoding"):
@@ -64,7 +65,7 @@ class DecodeSettings:
     def from_values(cls, values, where, why=limits.DAMAGED_EXPORT):
         """Settings from a dict (describe()'s JSON, t2t_lite.json, a module's metadata); a
         UserError naming `where` (and adding `why`) for anything outside the bounds."""
-        limits.check_settings(values, where, why)
+        limits.check_is_settings(values, where)
         config = values.get("model_config") if isinstance(values.get("model_config"), dict) else {}
         dims = {}
         for name in _MODEL_DIMS:  # the search memory's widths; an older export may lack them
@@ -72,10 +73,14 @@ class DecodeSettings:
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 dims[name] = value
         problem = values.get("problem")
-        return cls(beam_size=values["beam_size"], alpha=float(values["alpha"]),
-                   extra_length=values["extra_length"], max_length=values["max_length"],
-                   vocab_size=values["vocab_size"], problem=problem if isinstance(problem, str)
-                   else None, values=dict(values), where=where, why=why, **dims)
+        # Built first: its own check bounds the values (a missing one is None, out of bounds).
+        settings = cls(beam_size=values.get("beam_size"), alpha=values.get("alpha"),
+                       extra_length=values.get("extra_length"),
+                       max_length=values.get("max_length"), vocab_size=values.get("vocab_size"),
+                       problem=problem if isinstance(problem, str) else None,
+                       values=dict(values), where=where, why=why, **dims)
+        limits.check_named_model(values, where, why)
+        return settings
 
     @property
     def max_source_tokens(self):

@@ -201,11 +201,22 @@ def check_settings(settings, where, why=DAMAGED_EXPORT):
     """UserError unless an export's settings (describe()'s JSON, t2t_lite.json) are within the
     bounds a model_dir's are: beam, lengths, alpha, vocabulary size, and the model they name.
     why: what the message adds about the cause."""
-    if not isinstance(settings, dict):
-        raise UserError(f"{where} holds no t2t_lite settings (a JSON object)")
+    check_is_settings(settings, where)
     check_bounds({name: settings.get(name) for name in
                   ("beam_size", "alpha", "extra_length", "max_length", "vocab_size")}, where, why)
     check_beam_steps(settings["beam_size"], settings["max_length"], where)
+    check_named_model(settings, where, why)
+
+
+def check_is_settings(settings, where):
+    """UserError unless `settings` is a dict (a JSON object) at all."""
+    if not isinstance(settings, dict):
+        raise UserError(f"{where} holds no t2t_lite settings (a JSON object)")
+
+
+def check_named_model(settings, where, why=DAMAGED_EXPORT):
+    """UserError unless the model_config a settings dict names (if any) is a model within the
+    bounds; its vocab_size already checked."""
     values = settings.get("model_config")
     if isinstance(values, dict):
         known = {field.name for field in dataclasses.fields(ModelConfig)}

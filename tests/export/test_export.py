@@ -19,8 +19,8 @@ SOURCES = ["the house is small .", "a cat sat on the mat", "der Hund", "! ? ,", 
 TARGETS = ["das Haus ist klein .", "", "the dog", "!", "wir lesen"]
 
 # Runs in a fresh interpreter where t2t_lite and gin cannot be imported (keras stays: tensorflow
-# itself imports it).
-FRESH_PROCESS_SCRIPT = r"""
+# itself imports it); tests/export/test_protected_export.py runs its own body after it too.
+FRESH_PROCESS_PREAMBLE = r"""
 import importlib.abc, json, sys
 
 class Block(importlib.abc.MetaPathFinder):
@@ -41,7 +41,8 @@ def session_serving_default(version_dir, sources):
                              {signature.inputs["inputs"].name: sources})
     return {"outputs": [s.decode() for s in result["outputs"]],
             "scores": result["scores"].tolist()}
-
+"""
+FRESH_PROCESS_SCRIPT = FRESH_PROCESS_PREAMBLE + r"""
 
 version_dir = sys.argv[1]
 sources, targets, decoded = (json.loads(arg) for arg in sys.argv[2:5])

@@ -16,6 +16,7 @@ from t2t_lite.export import saved_model_versions
 from t2t_lite.inference import protected_spans as ps
 from t2t_lite.inference.translation_module import TranslationModule
 from t2t_lite.model_dir import loaded
+from tests.export.test_export import FRESH_PROCESS_PREAMBLE
 
 pytestmark = pytest.mark.slow
 ALL = frozenset(ps.KINDS)
@@ -23,18 +24,7 @@ SOURCES = ["File %s not found.", "%d of %d files", "<b>%s</b> saved", "{name} ha
            "the house is small .", "%1$s to %2$s", "50% of them", ""]
 CONSTRAINTS = ["", "Dateien", "", "", "", "", "", ""]
 
-SCRIPT = r"""
-import importlib.abc, json, sys
-
-class Block(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("t2t_lite", "gin"):
-            raise ImportError(f"{name} must not be needed to load the export")
-
-sys.meta_path.insert(0, Block())
-import tensorflow as tf
-import tensorflow_text  # noqa: F401
-
+SCRIPT = FRESH_PROCESS_PREAMBLE + r"""
 version_dir, sources, constraints = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 sig = tf.saved_model.load(version_dir).signatures
 texts = lambda t: [s.decode() for s in t.numpy().reshape(-1).tolist()]
@@ -44,12 +34,7 @@ result = {
     "constrained": texts(sig["translate_constrained"](
         inputs=tf.constant(sources), constraints=tf.constant(constraints))["outputs"]),
 }
-with tf.Graph().as_default(), tf.compat.v1.Session() as session:
-    meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], version_dir)
-    signature = meta_graph.signature_def["serving_default"]
-    outputs = session.run(signature.outputs["outputs"].name,
-                          {signature.inputs["inputs"].name: sources})
-    result["session"] = [s.decode() for s in outputs]
+result["session"] = session_serving_default(version_dir, sources)["outputs"]
 print("RESULT" + json.dumps(result))
 """
 
