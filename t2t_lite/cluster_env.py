@@ -192,8 +192,9 @@ def slurm_tf_config(environ, port):
     tasks_name, ntasks = _env(environ, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS")
     ntasks = sum(counts) if ntasks is None else _integer(tasks_name, ntasks)
     if ntasks != sum(counts):
-        raise UserError(f"{tasks_name}={ntasks} but {counts_name}="
-                        f"{environ[counts_name].strip()} places {sum(counts)} task(s)")
+        placed_by = (f"{list_name}={hostlist} (one task a node)" if counts_name is None
+                     else f"{counts_name}={environ[counts_name].strip()}")
+        raise UserError(f"{tasks_name}={ntasks} but {placed_by} places {sum(counts)} task(s)")
     if not 0 <= procid < ntasks:
         raise UserError(f"SLURM_PROCID={procid} is out of range for {tasks_name}={ntasks}")
     if max(counts) > 1 and port + max(counts) - 1 > 65535:

@@ -114,6 +114,14 @@ def test_a_slurm_mistake_is_one_user_error(env, port, message):
         cluster_env.slurm_tf_config(env, port)
 
 
+def test_a_task_count_off_the_node_list_without_tasks_per_node_is_one_user_error():
+    env = slurm(0, "n[1-2]", "1(x2)", 3)
+    del env["SLURM_STEP_TASKS_PER_NODE"]
+    with pytest.raises(UserError, match=r"^SLURM_STEP_NUM_TASKS=3 but SLURM_STEP_NODELIST="
+                                        r"n\[1-2\] \(one task a node\) places 2 task\(s\)$"):
+        cluster_env.slurm_tf_config(env, 2222)
+
+
 def test_cyclic_placement_on_one_node_is_block_placement():
     env = slurm(1, "vm", "2", 2, node="vm", SLURM_DISTRIBUTION="cyclic")
     assert cluster_env.slurm_tf_config(env, 2222)["cluster"]["worker"] == ["vm:2222", "vm:2223"]
