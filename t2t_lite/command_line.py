@@ -83,16 +83,16 @@ def flags_of(options_type, flag_values):
     found = {}
     for field in dataclasses.fields(options_type):
         sequence = _is_sequence(hints[field.name])
-        name = field.name[:-1] if sequence and _repeated(field.name) else field.name
+        repeated = sequence and _repeated(field.name)
+        name = field.name[:-1] if repeated else field.name
         if name not in flag_values:
             continue
         flag = flag_values[name]
         multi = isinstance(flag, flags.MultiFlag)
         comma_list = not multi and isinstance(flag.parser, flags.ListParser)
-        wanted = ("a multi flag" if sequence and _repeated(field.name) else
+        wanted = ("a multi flag" if repeated else
                   "a list flag" if sequence else "a single-valued flag")
-        if (multi, comma_list) != (sequence and _repeated(field.name),
-                                   sequence and not _repeated(field.name)):
+        if (multi, comma_list) != (repeated, sequence and not repeated):
             raise TypeError(f"{options_type.__name__}.{field.name}: --{name} should be {wanted}")
         found[field.name] = flag
     return found

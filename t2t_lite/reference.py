@@ -192,14 +192,14 @@ def console_scripts():
 
 
 def tool_flags():
-    """{tool: (module, [flag dicts])} for every console script, listed side by side in child
+    """{tool: (module, [reference_facts.Flag])} for every console script, listed side by side in child
     processes (reference_facts.tool_flags)."""
     scripts = console_scripts()
     with futures.ThreadPoolExecutor(max_workers=len(scripts)) as pool:
         listed = [pool.submit(_in_child, reference_facts.tool_flags,
                               reference_facts.ToolModule(module),
                               f"listing {tool}'s flags ({module})") for tool, module in scripts]
-        return {tool: (module, [dataclasses.asdict(flag) for flag in rows.result()])
+        return {tool: (module, rows.result())
                 for (tool, module), rows in zip(scripts, listed)}
 
 
@@ -241,7 +241,7 @@ def render():
     """The whole page, as text."""
     sets = resolved_sets()
     flags = tool_flags()
-    flag_names = {tool: {flag["name"] for flag in defined} for tool, (_, defined) in flags.items()}
+    flag_names = {tool: {flag.name for flag in defined} for tool, (_, defined) in flags.items()}
     out = [*_settings_section(sets, flag_names), *_sets_section(sets),
            *_problem_params_section(flags, flag_names), *_flags_section(flags),
            "", *formats.reference_section()]  # from t2t_lite/formats.py, the formats' home
@@ -355,10 +355,10 @@ def _flags_section(flags):
         out += ["", f"### {tool}", "", _cell(summary), "",
                 "| flag | type | default | meaning |", "|---|---|---|---|"]
         for flag in defined:
-            kind = _FLAG_TYPES.get(flag["type"], flag["type"])
-            kind += f" ({', '.join(flag['values'])})" if flag["values"] else ""
-            out.append(f"| `--{flag['name']}` | {_cell(kind)} | {_value(flag['default'])} | "
-                       f"{_cell(flag['help'])} |")
+            kind = _FLAG_TYPES.get(flag.type, flag.type)
+            kind += f" ({', '.join(flag.values)})" if flag.values else ""
+            out.append(f"| `--{flag.name}` | {_cell(kind)} | {_value(flag.default)} | "
+                       f"{_cell(flag.help)} |")
     return out
 
 

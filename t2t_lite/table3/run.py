@@ -204,8 +204,9 @@ def _eta(table, plans, remaining, minutes):
     """Seconds the remaining rows should take: training at the FLOP rate measured on the
     finished rows (weighted by each row's size), plus their mean evaluation time; base under
     --train_minutes takes its minutes. None before anything is measured."""
-    measured = [(table.result(r), plans[r]) for r in plans if table.result(r)
-                and math.isfinite(table.result(r).seconds.train)]
+    results = {r: table.result(r) for r in plans}  # each reads and rebuilds the row's file
+    measured = [(results[r], plans[r]) for r in plans
+                if results[r] and math.isfinite(results[r].seconds.train)]
     steps = table.record.get("steps")
     seconds = 0.0
     if measured:
