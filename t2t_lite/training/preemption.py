@@ -30,6 +30,7 @@ import tensorflow as tf
 from t2t_lite.errors import UserError
 from t2t_lite.training.hooks import Decisions
 from t2t_lite.training.regularisation import RULES
+from t2t_lite.training.steps import DECISION_NAMES
 
 # 128 + the signal's number: what a shell reports for a process the signal ended, and what
 # Kubernetes and Slurm record for a preempted task.
@@ -287,7 +288,7 @@ class ClusterStopping(Stopping):
         warmup = total = 0
         if self.chief and self.plan:
             warmup, total = int(self.plan[0].numpy()), int(self.plan[1].numpy())
-        decisions = (0,) * (4 + len(RULES))
+        decisions = (0,) * len(DECISION_NAMES)
         if self.chief:
             deciding = state.deciding
             decisions = (deciding.save, deciding.evaluate, deciding.averaging_from or 0,
@@ -352,7 +353,7 @@ def lost_worker_error(error, step, model_dir, own_task, worker=None):
               if latest else "no checkpoint was written yet; re-running every worker's command "
               "starts the run again")
     return UserError(f"{worker or 'a worker'} went away at step {step} "
-                     f"({_first_line(error)}); {resume}")
+                     f"({first_line(error)}); {resume}")
 
 
 # TensorFlow's errors of a collective whose peer is gone, or that the health check aborted.
@@ -475,40 +476,40 @@ def _named_peer(message, own_task):
     return None
 
 
-def _unreachable_peer(own_task, timeout=2.0):
+def accepts(address, timeout=2.0):
+    """Whether host:port accepts a TCP connection within `timeout` seconds."""
     import socket
 
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _unreachable_peer(own_task, timeout=2.0):
     for task_type, addresses in _cluster().items():
         for index, address in enumerate(addresses):
-            if (task_type, index) == own_task:
-                continue
-            host, _, port = address.rpartition(":")
-            try:
-                socket.create_connection((host, int(port)), timeout=timeout).close()
-            except (OSError, ValueError):
+            if (task_type, index) != own_task and not accepts(address, timeout):
                 return _describe(task_type, index)
     return None
 
 
 def wait_until_gone(own_task, timeout=10.0):
     """Returns once no other task of the cluster accepts connections (at most `timeout`)."""
-    import socket
-
     deadline = time.monotonic() + timeout
     for task_type, addresses in _cluster().items():
         for index, address in enumerate(addresses):
             if (task_type, index) == own_task:
                 continue
-            host, _, port = address.rpartition(":")
-            while time.monotonic() < deadline:
-                try:
-                    socket.create_connection((host, int(port)), timeout=1.0).close()
-                except (OSError, ValueError):
-                    break
+            while time.monotonic() < deadline and accepts(address, 1.0):
                 time.sleep(0.05)
 
 
-def _first_line(error):
+def first_line(error):
+    """An error's first line that says something (TensorFlow's prefixes dropped), at most 200
+    characters."""
     text = getattr(error, "message", None) or str(error)
     for line in text.splitlines():
         line = re.sub(r"\{\{[^}]*\}\}", "", line).strip()  # {{function_node ...}} prefixes

@@ -10,15 +10,17 @@ one batch holding all of them.
 import tensorflow as tf
 
 from t2t_lite.training.loss import batch_statistics
+from t2t_lite.training.regularisation import RULES
 
 STAT_NAMES = ("loss", "nll", "correct", "tokens", "source_tokens", "sequences")
 # The final step's sums of the workers' votes (preemption.py): signalled workers, the chief's
 # reason to stop, the chief's budget plan (warmup, total steps) for every worker to apply, and
 # the chief's decisions for the step (hooks.Decisions): save, evaluate, the averaging window's
 # first step, and the regularisation plan's passes and rates (index + 1 in each rule, 0: none).
+DECISION_NAMES = ("save", "evaluate", "averaging_from", "passes",
+                  *(f"rate_{rule}" for rule in RULES))
 VOTE_NAMES = ("stop_sigterm", "stop_sigint", "stop_chief", "plan_warmup", "plan_total",
-              "save", "evaluate", "averaging_from", "passes", "rate_budget_dropout",
-              "rate_budget_label_smoothing", "rate_budget_subword_sampling")
+              *DECISION_NAMES)
 
 
 class TrainSteps:

@@ -7,12 +7,12 @@ addresses that refused connections, with status 1 (make_strategy).
 """
 import json
 import os
-import socket
 import sys
 
 import tensorflow as tf
 
 from t2t_lite.errors import UserError
+from t2t_lite.training import preemption
 
 CLUSTER_TIMEOUT_ENV = "T2T_LITE_CLUSTER_TIMEOUT"
 DEFAULT_CLUSTER_TIMEOUT = 600  # seconds: pods or nodes that start minutes apart still meet
@@ -157,13 +157,13 @@ def _multi_worker_strategy(config):
         own = (task["type"], task["index"])
         silent = [f"{job} {index} ({address})" for job in jobs
                   for index, address in enumerate(cluster[job])
-                  if (job, index) != own and not _accepts(address)]
+                  if (job, index) != own and not preemption.accepts(address)]
         seconds = f"{timeout:g} s ({CLUSTER_TIMEOUT_ENV})"
         if silent:
             _leave(f"{', '.join(silent)} refused connections for {seconds}: start every worker "
                    "with the same TF_CONFIG cluster and its own task index, or fix the address")
         _leave(f"the workers of TF_CONFIG did not all join within {seconds} "
-               f"({_first_line(error)}): start every worker with the same TF_CONFIG cluster and "
+               f"({preemption.first_line(error)}): start every worker with the same TF_CONFIG cluster and "
                "its own task index")
 
 
@@ -172,19 +172,4 @@ def _leave(message):
     teardown of a coordination agent that failed to register adds its own complaint after the
     line, and nothing can run TensorFlow in this process any more."""
     print(f"error: {message}", file=sys.stderr, flush=True)
-    sys.stdout.flush()
-    os._exit(1)
-
-
-def _accepts(address, timeout=2.0):
-    host, _, port = address.rpartition(":")
-    try:
-        socket.create_connection((host, int(port)), timeout=timeout).close()
-    except (OSError, ValueError):
-        return False
-    return True
-
-
-def _first_line(error):
-    text = getattr(error, "message", None) or str(error)
-    return next((line.strip() for line in text.splitlines() if line.strip()), type(error).__name__)
+    preemption.leave_now(1)
