@@ -192,8 +192,8 @@ def console_scripts():
 
 
 def tool_flags():
-    """{tool: (module, [reference_facts.Flag])} for every console script, listed side by side in child
-    processes (reference_facts.tool_flags)."""
+    """{tool: (module, [reference_facts.Flag])} for every console script, listed side by side
+    in child processes (reference_facts.tool_flags)."""
     scripts = console_scripts()
     with futures.ThreadPoolExecutor(max_workers=len(scripts)) as pool:
         listed = [pool.submit(_in_child, reference_facts.tool_flags,
