@@ -86,8 +86,6 @@ ALLOWED = {
     "export/ctranslate2_export.py": {
         "have no counterpart in CTranslate2's Transformer": "only a model variant with weights "
                                                             "the package's Transformer lacks",
-        "cannot convert to CTranslate2: no counterpart for": "only a model variant with weights "
-                                                             "the package's Transformer lacks",
         "d_k={} differs from d_v=": "the line says what CTranslate2 cannot hold; docs/ctranslate2.md",
         "the vocabulary has {} tokens but the model": DAMAGED,
         "the vocabulary must start with": "docs/ctranslate2.md says which vocabularies convert",

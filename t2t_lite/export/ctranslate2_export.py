@@ -99,14 +99,18 @@ def layout_arrays(model):
     layout = layout_of(model.config, model.vocab_size)
     unmapped = [weight.name for weight in layout.weights if weight.role is None]
     if unmapped:
-        raise UserError(f"cannot convert to CTranslate2: the model's weights {', '.join(unmapped)} "
-                        "have no counterpart in CTranslate2's Transformer")
+        raise _no_counterpart(unmapped)
     arrays = {}
     for role, weight in layout.by_role().items():
         value = _array(functools.reduce(getattr, weight.name.split("/"), model))
         assert value.shape == tuple(weight.shape), (weight.name, value.shape, weight.shape)
         arrays[role] = value
     return arrays
+
+
+def _no_counterpart(weight_names):
+    return UserError(f"cannot convert to CTranslate2: the model's weights "
+                     f"{', '.join(weight_names)} have no counterpart in CTranslate2's Transformer")
 
 
 def _array(variable):
@@ -205,9 +209,9 @@ def model_spec(model, tokens):
     if pre_norm:
         _set_final_norm(encoder.layer_norm, arrays, ENCODER)
         _set_final_norm(decoder.layer_norm, arrays, DECODER)
-    if arrays:  # a role this mapping does not know
-        raise UserError("cannot convert to CTranslate2: no counterpart for "
-                        + ", ".join(map(str, arrays)))
+    if arrays:  # roles the layout gives that this mapping does not place
+        by_role = layout_of(config, model.vocab_size).by_role()
+        raise _no_counterpart(by_role[role].name for role in arrays)
 
     spec = specs.TransformerSpec(encoder, decoder)
     spec.config.unk_token = UNK_TOKEN

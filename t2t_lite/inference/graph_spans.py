@@ -182,28 +182,39 @@ def _rewrite(texts, spans, source_spans):
     return tf.where(tf.size(missing) > 0, with_addition, body)
 
 
-def _repair_one(source, output, kinds):
+def _repair_hypotheses(source, outputs, kinds):
+    """One source and its hypotheses [K]: the source's spans are found once for all of them."""
     source = tf.strings.regex_replace(source, _MARKS, "")
-    clean = tf.strings.regex_replace(output, _MARKS, "")
     _, source_spans = _split(source, kinds, tf.constant([], tf.string))
     known = _tags(source_spans)
-    texts, spans = _split(clean, kinds, known)
-    if_kept = _agrees(source_spans, spans)
-    rewritten = _rewrite(texts, spans, source_spans)
-    _, rewritten_spans = _split(rewritten, kinds, known)
-    repaired = tf.where(_agrees(source_spans, rewritten_spans), rewritten, source)
-    result = tf.where(if_kept, clean, repaired)
-    return result, tf.not_equal(result, output)
+
+    def repair_one(output):
+        clean = tf.strings.regex_replace(output, _MARKS, "")
+        texts, spans = _split(clean, kinds, known)
+        if_kept = _agrees(source_spans, spans)
+        rewritten = _rewrite(texts, spans, source_spans)
+        _, rewritten_spans = _split(rewritten, kinds, known)
+        repaired = tf.where(_agrees(source_spans, rewritten_spans), rewritten, source)
+        result = tf.where(if_kept, clean, repaired)
+        return result, tf.not_equal(result, output)
+
+    return tf.map_fn(repair_one, outputs, fn_output_signature=(tf.string, tf.bool))
 
 
 def repair(sources, outputs, kinds):
-    """sources string [N], outputs string [N] -> (outputs string [N] whose protected spans of
-    `kinds` agree with their source's, changed bool [N]). No kinds: the outputs as they are."""
+    """sources string [N], outputs string [N] or [N, K] (K hypotheses of each source) ->
+    (outputs of the same shape whose protected spans of `kinds` agree with their source's,
+    changed bool of that shape). No kinds: the outputs as they are."""
     kinds = frozenset(kinds)
     if not kinds:
         return outputs, tf.zeros_like(outputs, tf.bool)
-    return tf.map_fn(lambda pair: _repair_one(pair[0], pair[1], kinds), (sources, outputs),
-                     fn_output_signature=(tf.string, tf.bool))
+    outputs = tf.convert_to_tensor(outputs, tf.string)
+    one_each = outputs.shape.rank == 1
+    rows = outputs[:, None] if one_each else outputs
+    texts, changed = tf.map_fn(
+        lambda pair: _repair_hypotheses(pair[0], pair[1], kinds), (sources, rows),
+        fn_output_signature=(tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.bool)))
+    return (texts[:, 0], changed[:, 0]) if one_each else (texts, changed)
 
 
 def find(text, kinds):

@@ -163,10 +163,8 @@ class TranslationModule(tf.Module):
         """outputs string [B, K] with each source's protected spans kept (graph_spans.repair)."""
         if not self.protect:
             return outputs
-        shape = tf.shape(outputs)
-        sources = tf.repeat(inputs, shape[1])
-        repaired, _ = graph_spans.repair(sources, tf.reshape(outputs, [-1]), self.protect)
-        return tf.reshape(repaired, shape)
+        repaired, _ = graph_spans.repair(inputs, outputs, self.protect)
+        return repaired
 
     @tf.function(autograph=False, input_signature=[IDS, ALPHA, EXTRA_LENGTH])
     def translate_ids(self, ids, alpha, extra_length):

@@ -57,19 +57,22 @@ def table_rows(table, plans):
             columns=row_columns(plan.configs) if plan else result and result.columns,
             status="done" if result else "failed" if failure else "not run",
             reason=(failure or {}).get("reason") if not result else None,
-            steps=None, ppl=None, bleu=None, chrf=None,
             params=plan.params if plan else result and result.params,
-            train_seconds=None, evaluate_seconds=None,
             paper_ppl=paper.ppl, paper_bleu=paper.bleu, paper_params=paper.params,
-            model_dir=table.row_path(row, "model"), precision=None, machine=None)
-        if result:
-            entry = dataclasses.replace(
-                entry, steps=result.steps, ppl=result.dev.perplexity, bleu=result.bleu,
+            model_dir=table.row_path(row, "model"), **_measured(result))
+        out.append(entry)
+    return out
+
+
+def _measured(result):
+    """A TableEntry's fields a done row's RowResult gives (None for a row not done)."""
+    if not result:
+        return dict.fromkeys(("steps", "ppl", "bleu", "chrf", "train_seconds",
+                              "evaluate_seconds", "precision", "machine"))
+    return dict(steps=result.steps, ppl=result.dev.perplexity, bleu=result.bleu,
                 chrf=result.chrf, train_seconds=result.seconds.train,
                 evaluate_seconds=result.seconds.evaluate, precision=result.precision,
                 machine=result.machine)
-        out.append(entry)
-    return out
 
 
 def _fmt(value, digits):

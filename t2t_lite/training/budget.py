@@ -26,7 +26,7 @@ from typing import Optional
 import keras
 from keras import ops
 
-from t2t_lite.training.hooks import Hook
+from t2t_lite.training.hooks import Hook, decide_and_act, decide_before_the_first_step
 
 
 @dataclasses.dataclass(frozen=True)
@@ -229,6 +229,11 @@ class BudgetPlanner(Hook):
 
     def begin(self, state):
         self.start_step, self.deadline = state.step, state.deadline
+        if self._resumes_a_finished_plan(state):
+            print(f"warning: the run's plan ended at step {state.step} with its learning rate "
+                  "decayed to 0: steps a larger budget adds go on from there and change the "
+                  "model little; to train on at the peak rate, start a new --model_dir with "
+                  "--warm_start_from from this one", flush=True)
         restored_warmup = int(self.warmup_var.numpy())
         # A resumed run past its warmup keeps it: only the length is re-planned.
         self.kept_warmup = (restored_warmup if state.step and state.step >= restored_warmup
@@ -243,17 +248,15 @@ class BudgetPlanner(Hook):
                   f"-{first + RATE_STEPS - 1}, then fitting the run to "
                   f"{(self.deadline - time.monotonic()) / 60:.1f} min left", flush=True)
         state.total_steps = self.total_steps
-        if state.ahead:
-            self._decide(state)
+        decide_before_the_first_step(state, self._decide)
 
     def after_step(self, state):
         self._measure(state)
         state.total_steps = self.total_steps
-        self._decide(state)
+        # The plan acts on nothing itself: it decides, first, for the hooks after it.
+        decide_and_act(state, self._decide, lambda state: None)
 
     def _decide(self, state):
-        if not state.decides:
-            return
         step, deciding = state.deciding_step, state.deciding
         if self.plan:
             deciding.averaging_from = (self.plan.average_steps[0] if self.plan.average_steps
@@ -265,6 +268,12 @@ class BudgetPlanner(Hook):
     def end(self, state):
         if state.stopped_because == "train_steps" and self.total_steps < self.max_steps:
             state.stopped_because = "end of the budget plan"
+
+    def _resumes_a_finished_plan(self, state):
+        """True for a re-run, with room for more steps, of a run that ended on its plan."""
+        room = self.max_steps > state.step and (state.deadline is None
+                                                or state.deadline > time.monotonic())
+        return bool(state.step) and room and state.step >= int(self.total_var.numpy())
 
     def _anchor_a_resumed_decay(self, step):
         """A run resumed inside its decay goes on from the learning rate of its last step, in a

@@ -4,7 +4,7 @@ that the averager can choose evaluated weights), and after the last step. Under 
 chief's timer decides for every worker (hooks.Decisions), so all save at the same step. Inside
 the window only its own checkpoints are written: another save there would push one of them out
 of the last N."""
-from t2t_lite.training.hooks import Hook
+from t2t_lite.training.hooks import Hook, decide_and_act, decide_before_the_first_step
 
 
 class Checkpoints(Hook):
@@ -22,25 +22,19 @@ class Checkpoints(Hook):
         self.keeper, self.trained_seconds, self.check = keeper, trained_seconds, check
 
     def begin(self, state):
-        if state.ahead:
-            self._decide(state)
+        decide_before_the_first_step(state, self._decide)
 
     def after_step(self, state):
         self.trained_seconds.assign(state.trained_seconds)
-        # On one process the decision is this step's; under a cluster this step's came with
-        # it, and the one made after the save is the next step's (so its timer starts anew).
-        if not state.ahead:
-            self._decide(state)
+        decide_and_act(state, self._decide, self._save_if_decided)
+
+    def _save_if_decided(self, state):
         if state.decided.save:
             self._save(state)
-        if state.ahead:
-            self._decide(state)
 
     def _decide(self, state):
         """Whether to save at state.deciding_step: where the plan asks, else on the timer, the
         step count or a dev evaluation, outside the plan's averaging window."""
-        if not state.decides:
-            return
         step, deciding = state.deciding_step, state.deciding
         in_window = deciding.averaging_from is not None and step >= deciding.averaging_from
         # A timer decided a step ahead counts the step still to run.

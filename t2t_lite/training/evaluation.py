@@ -21,7 +21,7 @@ from t2t_lite.inference import batch_decode, parallel_search, translation_module
 from t2t_lite.metrics import parseval
 from t2t_lite.metrics.bleu import corpus_scores
 from t2t_lite.model_dir import dev_history
-from t2t_lite.training.hooks import Hook
+from t2t_lite.training.hooks import Hook, decide_and_act, decide_before_the_first_step
 from t2t_lite.training.loss import batch_statistics
 
 
@@ -176,13 +176,10 @@ class Evaluation(Hook):
             else:
                 self.evals_without_improvement += 1
             self.evaluated_step = step
-        if state.ahead:
-            self._decide(state)
+        decide_before_the_first_step(state, self._decide)
 
     def _decide(self, state):
         """Whether to evaluate at state.deciding_step (hooks.Decisions)."""
-        if not state.decides:
-            return
         deciding = state.deciding
         if self.when == "plan":
             deciding.evaluate = deciding.evaluation_due
@@ -192,18 +189,18 @@ class Evaluation(Hook):
             deciding.evaluate = state.deciding_step % self.when == 0
 
     def after_step(self, state):
-        # As Checkpoints: this step's decision first on one process, the next step's after.
-        if not state.ahead:
-            self._decide(state)
-        reason = None
-        if state.decided.evaluate:
-            self._evaluate(state)
-            if (self.early_stopping_evals
-                    and self.evals_without_improvement >= self.early_stopping_evals):
-                reason = "early_stopping"
-        if state.ahead:
-            self._decide(state)
-        return reason
+        return decide_and_act(state, self._decide, self._evaluate_if_decided)
+
+    def _evaluate_if_decided(self, state):
+        """Evaluates when this step's Decisions say so; "early_stopping" when that was the
+        last evaluation early stopping allows without improvement."""
+        if not state.decided.evaluate:
+            return None
+        self._evaluate(state)
+        if (self.early_stopping_evals
+                and self.evals_without_improvement >= self.early_stopping_evals):
+            return "early_stopping"
+        return None
 
     def end(self, state):
         # A signal's grace period has no time for a dev evaluation: the resumed run makes it.

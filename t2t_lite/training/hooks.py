@@ -142,3 +142,24 @@ class Hook:
 
     def end(self, state):
         """After the last step, whatever stopped the loop (state.stopped_because says what)."""
+
+
+def decide_before_the_first_step(state, decide):
+    """A deciding hook's `begin`: under a cluster the chief decides the first step's already."""
+    if state.ahead and state.decides:
+        decide(state)
+
+
+def decide_and_act(state, decide, act):
+    """A deciding hook's `after_step`: on one process it decides this step's Decisions, then
+    acts on them; under a cluster this step's came with it, and the chief decides the next
+    step's after acting (so a save's timer starts anew). `decide(state)` writes
+    state.deciding, for state.deciding_step, and runs only where this process decides;
+    `act(state)` reads state.decided. Returns what `act` returns."""
+    if not state.ahead and state.decides:
+        decide(state)
+    result = act(state)
+    if state.ahead and state.decides:
+        decide(state)
+    return result
+

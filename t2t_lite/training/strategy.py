@@ -71,9 +71,10 @@ def _check_task(config, cluster):
                         f"cluster has {size} {task_type}(s), indices 0 to {size - 1}")
 
 
-def cluster_workers():
-    """Number of workers named in TF_CONFIG (0 when unset)."""
-    cluster = tf_config().get("cluster", {})
+def cluster_workers(config=None):
+    """Number of workers named in TF_CONFIG (`config`: tf_config()'s dict, read when None; 0
+    when unset)."""
+    cluster = (tf_config() if config is None else config).get("cluster", {})
     return sum(len(cluster.get(job, [])) for job in _JOBS)
 
 
@@ -95,7 +96,7 @@ def make_strategy(num_gpus=None):
     """MultiWorkerMirroredStrategy when TF_CONFIG names several workers; MirroredStrategy over
     `num_gpus` (None: all visible GPUs) when there are two or more; else the default strategy."""
     config = tf_config()
-    if cluster_workers() > 1:
+    if cluster_workers(config) > 1:
         return _multi_worker_strategy(config)
     gpus = tf.config.list_logical_devices("GPU")
     if num_gpus is not None and num_gpus > len(gpus):
@@ -118,6 +119,17 @@ def is_chief(strategy):
         return True
     has_chief = "chief" in resolver.cluster_spec().as_dict()
     return task_type == "worker" and task_id == 0 and not has_chief
+
+
+def in_cluster(strategy):
+    """True for a strategy make_strategy built over the workers of a TF_CONFIG cluster."""
+    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+
+
+def own_task(strategy):
+    """This worker's (task type, index) in its cluster, as preemption's functions name tasks."""
+    resolver = strategy.cluster_resolver
+    return resolver.task_type, int(resolver.task_id)
 
 
 def worker_id(strategy):

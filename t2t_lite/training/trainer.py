@@ -20,6 +20,7 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_lite import hparams, models
+from t2t_lite.config import TrainConfig
 from t2t_lite.errors import UserError
 from t2t_lite.model_dir import dev_history
 from t2t_lite.model_dir import files as model_dir_files
@@ -84,9 +85,12 @@ class TrainOptions:
             self.configs = model_dir_files.configs_from_values(self.configs)
 
 
-# TrainOptions fields that override the TrainConfig field of the same name.
-RUN_SETTINGS = ("train_steps", "train_minutes", "log_every", "eval_every_steps", "eval_batches",
-                "bleu_sentences", "eval_beam_size", "early_stopping_evals")
+# The run settings: TrainOptions fields that override the TrainConfig field of the same name.
+# Named by the names the two share, so a new one is a TrainConfig field (its type, default and
+# meaning), an Optional TrainOptions field defaulting to None, and its flag; tests/training/
+# test_run_settings.py holds the three in step.
+RUN_SETTINGS = tuple(sorted({field.name for field in dataclasses.fields(TrainOptions)}
+                            & {field.name for field in dataclasses.fields(TrainConfig)}))
 
 
 def resolve_run_settings(options, train_config):
@@ -165,7 +169,8 @@ def _train(options, signals):
     model_config, train_config, decode_config = (
         hparams.load(options.hparams_set, options.gin_params, options.gin_files) if gin_bound
         else options.configs)
-    train_config = resolve_run_settings(options, train_config)
+    # Resolved once: the user's run settings, then "auto" precision decided for this machine.
+    train_config = _set_precision(resolve_run_settings(options, train_config))
     # Seeding resets TF's kernel caches, which destroys resources such as the SentencePiece
     # op's model: it must come before any tokenizer is built.
     keras.utils.set_random_seed(train_config.seed)
@@ -234,7 +239,7 @@ class _Position:
         return self.state.step if self.state is not None else self.step
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class _Run:
     """A run's context, resolved once in _train and passed whole: the user's options (what they
     overrode), the resolved configs (train_config holds every run setting: resolve_run_settings,
@@ -258,17 +263,16 @@ class _Run:
 
     @property
     def cluster(self):
-        return strategy_lib.cluster_workers() > 1
+        return strategy_lib.in_cluster(self.strategy)
 
 
 def _lost_worker(error, run):
     """Ends the process with the one `error:` line when `error` says a worker of the cluster
     went away (before the first step, during the steps or at the end-of-run barrier); returns
     when it is an error of this worker's own, or off a cluster."""
-    if strategy_lib.cluster_workers() <= 1:
+    if not run.cluster:
         return
-    resolver = run.strategy.cluster_resolver
-    own = (resolver.task_type, int(resolver.task_id))
+    own = strategy_lib.own_task(run.strategy)
     lost = (error.worker if isinstance(error, preemption.WorkerGone)
             else preemption.lost_worker(error, own))
     if lost is None:
@@ -370,7 +374,7 @@ class _Training:
 def _set_up(run):
     """Builds the model, optimizer, checkpoint, data pipeline and hooks, and restores the latest
     checkpoint (else the warm start's weights)."""
-    run.train_config = config = _set_precision(run.train_config)
+    config = run.train_config
     replicas = run.strategy.num_replicas_in_sync
     per_replica_tokens, accumulate = batch_plan(config, replicas, run.options.accumulate_steps)
     logging.info("batching: %d tokens per replica x %d replicas x %d accumulation steps = %d "
@@ -529,9 +533,8 @@ def _end_of_run_barrier(strategy, stopping_anyway=False):
     from tensorflow.python.eager import context
 
     ctx = context.context()
-    resolver = strategy.cluster_resolver
-    own = (resolver.task_type, int(resolver.task_id))
-    spec = resolver.cluster_spec().as_dict()
+    own = strategy_lib.own_task(strategy)
+    spec = strategy.cluster_resolver.cluster_spec().as_dict()
     others = [(job, index) for job in ("chief", "worker")
               for index in range(len(spec.get(job, []))) if (job, index) != own]
     deadline = time.monotonic() + BARRIER_MS / 1000
@@ -577,8 +580,7 @@ def _leave_cluster(strategy, chief, status):
     sys.stdout.flush()
     sys.stderr.flush()
     if chief:
-        resolver = strategy.cluster_resolver
-        preemption.wait_until_gone((resolver.task_type, int(resolver.task_id)))
+        preemption.wait_until_gone(strategy_lib.own_task(strategy))
     preemption.leave_now(status)
 
 

@@ -183,7 +183,8 @@ class ScaledTransformer(Transformer):
         return layout
 
 
-def test_the_mapping_follows_the_layout_names_and_refuses_a_weight_it_cannot_place(tmp_path):
+def test_the_mapping_follows_the_layout_names_and_refuses_a_weight_it_cannot_place(
+        tmp_path, monkeypatch):
     """The CTranslate2 mapping spells no variable name: a model whose variables are all renamed
     (in the model and its layout) converts to the very same model.bin; a weight the mapping has no
     place for is refused, not dropped."""
@@ -203,6 +204,11 @@ def test_the_mapping_follows_the_layout_names_and_refuses_a_weight_it_cannot_pla
     with pytest.raises(UserError, match="weights output_scale have no counterpart"):
         ctranslate2_export.convert(scaled, TOKENS, str(tmp_path / "scaled"))
     assert not os.path.exists(tmp_path / "scaled")
+    # A role of the layout the mapping leaves unplaced is refused by its weight's name too.
+    monkeypatch.setattr(ctranslate2_export, "_set_final_norm", lambda spec, arrays, stack: None)
+    with pytest.raises(UserError, match="weights encoder_final_norm/beta, encoder_final_norm/"
+                                        "gamma, decoder_final_norm/beta, decoder_final_norm"):
+        ctranslate2_export.convert(plain, TOKENS, str(tmp_path / "unplaced"))
 
 
 @pytest.mark.slow

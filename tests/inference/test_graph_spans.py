@@ -104,6 +104,22 @@ def test_repair_keeps_spans_on_random_mutations_of_real_references():
     assert again == texts and not any(changed_again)
 
 
+def test_hypotheses_of_one_source_are_repaired_as_each_pair_alone():
+    """outputs [N, K], as the n-best signatures give them: the source's spans found once serve
+    its K hypotheses, with the result of repairing each (source, hypothesis) pair on its own."""
+    rng = random.Random(7)
+    pairs = list(zip(_lines("source.en"), _lines("reference.de")))[:200]
+    sources = [rng.choice(pairs) for _ in range(60)]
+    nbest = [[_mutate(rng, source, reference) for _ in range(3)] for source, reference in sources]
+    fn = tf.function(lambda s, o: graph_spans.repair(s, o, ALL), autograph=False)
+    texts, changed = fn(tf.constant([s for s, _ in sources]), tf.constant(nbest))
+    assert texts.shape == changed.shape == (60, 3)
+    flat_texts, flat_changed = _repair([s for s, _ in sources for _ in range(3)],
+                                       [o for row in nbest for o in row])
+    assert [t.decode() for t in texts.numpy().reshape(-1)] == flat_texts
+    assert changed.numpy().reshape(-1).tolist() == flat_changed
+
+
 def test_kinds_narrow_the_repair():
     texts, _ = _repair(["%s and {name}"], ["und"], frozenset({"brace"}))
     assert texts == ["und {name}"]

@@ -341,3 +341,16 @@ def test_budgeted_trainer_plans_from_its_step_rate_and_replans_when_resumed(tmp_
     assert total2 > stopped and stopped2 > stopped
     assert warmup2 == warmup_done  # the warmup already done is kept
     assert min(averaged2) > stopped
+
+
+
+def test_a_rerun_of_a_finished_plan_with_room_for_more_steps_warns(capsys):
+    """Its learning rate reached 0 at step 100: more steps go on from there (as any resume
+    inside the decay), with a warning that they change little and how to train on instead."""
+    _, _, _, planner = _resumed(100, 300)
+    out = capsys.readouterr().out
+    assert "warning: the run's plan ended at step 100 with its learning rate decayed to 0" in out
+    assert "--warm_start_from" in out and planner.plan.total_steps == 300
+    _resumed(100, 100)  # no room for more steps: nothing to warn about
+    _resumed(60, 300)  # inside the decay
+    assert "warning" not in capsys.readouterr().out
