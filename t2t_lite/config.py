@@ -156,8 +156,8 @@ class TrainConfig:
         if self.train_minutes < 0 or self.log_every < 1:
             raise ValueError(f"train_minutes must be >= 0 and log_every >= 1, got "
                              f"{self.train_minutes} and {self.log_every}")
-        for name in ("eval_every_steps", "eval_batches", "bleu_sentences", "eval_beam_size",
-                     "early_stopping_evals"):
+        for name in ("train_steps", "eval_every_steps", "eval_batches", "bleu_sentences",
+                     "eval_beam_size", "early_stopping_evals"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 
