@@ -17,7 +17,8 @@ regularisation rates) is a `Decisions`: hooks write theirs to `state.deciding`, 
 `state.deciding_step`, and act on `state.decided`. On one process the two are one object and the
 step is the current one. Under a cluster (preemption.ClusterStopping) only the chief decides
 (`state.decides`), for the next step; the next step's all-reduce carries its decisions, and every
-worker, the chief too, acts on what that step's sums say, so all act at the same step.
+worker, the chief too, acts on what that step's sums say, so all act at the same step. The
+hooks that decide keep this order through `decide_before_the_first_step` and `decide_and_act`.
 """
 import dataclasses
 import time
@@ -162,4 +163,3 @@ def decide_and_act(state, decide, act):
     if state.ahead and state.decides:
         decide(state)
     return result
-
