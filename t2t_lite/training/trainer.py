@@ -87,8 +87,8 @@ class TrainOptions:
 
 # The run settings: TrainOptions fields that override the TrainConfig field of the same name.
 # Named by the names the two share, so a new one is a TrainConfig field (its type, default and
-# meaning), an Optional TrainOptions field defaulting to None, and its flag; tests/training/
-# test_run_settings.py holds the three in step.
+# meaning), an Optional TrainOptions field defaulting to None, and its flag, which tests hold in
+# step (tests/training/test_trainer_options.py, tests/test_command_line.py).
 RUN_SETTINGS = tuple(sorted({field.name for field in dataclasses.fields(TrainOptions)}
                             & {field.name for field in dataclasses.fields(TrainConfig)}))
 
