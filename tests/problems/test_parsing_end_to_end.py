@@ -49,9 +49,13 @@ RULES = {  # the first rule of each symbol is not recursive (used past MAX_DEPTH
 }
 MAX_DEPTH, MAX_WORDS = 5, 12
 SIZES = {section: 150 for section in range(2, 24)}  # train 02-21, dev 22, test 23
-TRAIN = ["--hparams_set=tiny", "--train_steps=1200", "--bleu_sentences=50", "--eval_batches=2",
-         "--gin_param=TrainConfig.batch_tokens = 2048",
-         "--gin_param=TrainConfig.max_tokens_per_replica = 2048",
+# Half tiny's learning rate on 1,024-token batches: 1,000 steps reach test F1 90.6-92.8 (9 runs)
+# in under half the training time that tiny's rate took on 2,048-token batches for 1,200 steps
+# (test F1 67.6-85.6 in 5 runs; that rate plateaus for hundreds of steps).
+TRAIN = ["--hparams_set=tiny", "--train_steps=1000", "--bleu_sentences=50", "--eval_batches=2",
+         "--gin_param=TrainConfig.learning_rate_scale = 0.25",
+         "--gin_param=TrainConfig.batch_tokens = 1024",
+         "--gin_param=TrainConfig.max_tokens_per_replica = 1024",
          "--gin_param=ModelConfig.d_model = 64", "--gin_param=ModelConfig.d_ff = 128",
          "--gin_param=ModelConfig.d_k = 16", "--gin_param=ModelConfig.d_v = 16",
          "--gin_param=TrainConfig.checkpoint_minutes = 10"]
@@ -129,7 +133,7 @@ def test_generated_treebank_trains_parses_and_beats_baselines(tmp_path):
 
     train = cli("trainer", "--problem=parsing_wsj", f"--data_dir={data}", f"--model_dir={model}",
                 *params, *TRAIN).stdout
-    assert re.search(r"dev at step 1200: .* f1 [\d.]+", train)  # parsing's dev metric
+    assert re.search(r"dev at step 1000: .* f1 [\d.]+", train)  # parsing's dev metric
 
     gold_path = raw / "wsj" / "23" / "wsj_2301.mrg"
     with open(gold_path) as f:
