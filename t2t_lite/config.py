@@ -153,11 +153,14 @@ class TrainConfig:
                                  f"and rates in [0, 1), got {rule}")
         if not 0.0 <= self.subword_sampling < 1.0:
             raise ValueError(f"subword_sampling must be in [0, 1), got {self.subword_sampling}")
-        if self.train_minutes < 0 or self.log_every < 1:
-            raise ValueError(f"train_minutes must be >= 0 and log_every >= 1, got "
-                             f"{self.train_minutes} and {self.log_every}")
-        for name in ("train_steps", "eval_every_steps", "eval_batches", "bleu_sentences",
-                     "eval_beam_size", "early_stopping_evals"):
+        if self.train_minutes < 0:
+            raise ValueError(f"train_minutes must be >= 0, got {self.train_minutes}")
+        # Every dev evaluation has a loss: the best weights and early stopping fall back to it.
+        for name in ("log_every", "eval_batches"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("train_steps", "eval_every_steps", "bleu_sentences", "eval_beam_size",
+                     "early_stopping_evals"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 

@@ -32,7 +32,8 @@ flags.DEFINE_integer("accumulate_steps", None,
                      "Gradient accumulation steps (default: reach the set's batch_tokens).")
 flags.DEFINE_integer("eval_every_steps", None, "Evaluate every N steps (0: at each checkpoint; "
                      "default: the set's).")
-flags.DEFINE_integer("eval_batches", None, "Dev batches for the loss (default: the set's, 50).")
+flags.DEFINE_integer("eval_batches", None, "Dev batches for the loss (at least 1; default: the "
+                     "set's, 50).")
 flags.DEFINE_integer("bleu_sentences", None, "Dev sentences decoded for BLEU (0: none; default: "
                      "the set's, 200).")
 flags.DEFINE_integer("eval_beam_size", None, "Beam for BLEU during training (1: one beam; 0: the "

@@ -55,6 +55,6 @@ def test_the_resolved_config_takes_what_was_given_and_keeps_the_rest():
     assert dataclasses.replace(resolved, train_steps=100) == config
     assert resolve_run_settings(TrainOptions(problem="p", data_dir="d", model_dir="m"),
                                 config) == config
-    for bad in ({"log_every": 0}, {"train_steps": -1}):
+    for bad in ({"log_every": 0}, {"train_steps": -1}, {"eval_batches": 0}):
         with pytest.raises(UserError, match="^bad run setting: .* must be >= "):
             resolve_run_settings(dataclasses.replace(given, **bad), config)
