@@ -2,7 +2,11 @@
 through, the input is never its own output, one writer per output, a resume only continues the
 run it would write again, and a progress record never counts bytes that are not on disk.
 
-Every case but the unit tests at the end goes through the real CLI on the session's tiny model.
+Every case but the unit tests at the end runs the real CLI on the session's tiny model. A CLI
+start costs a TensorFlow import and a model load, so a refusal is checked through the tool's own
+library call (decode_file, score_file) in this process, whose one-line UserError is what the CLI
+prints as `error: ...` with exit status 1, unless it needs a process of its own (stdin, a pipe);
+a resume refused for its settings shows the decoder's line too (the scorer's: test_scoring.py).
 """
 import json
 import os
@@ -46,6 +50,28 @@ def _error_line(result):
     stderr = result.stderr.decode()
     assert result.returncode == 1 and "Traceback" not in stderr, stderr[-3000:]
     return stderr.strip().splitlines()[-1]
+
+
+def _refused(call, **options):
+    """The one-line UserError message of a tool's library call (_decode_file, _score_file),
+    which the CLI prints as `error: <message>` with exit status 1."""
+    with pytest.raises(UserError) as refused:
+        call(**options)
+    message = str(refused.value)
+    assert "\n" not in message, message
+    return message
+
+
+def _decode_file(**options):
+    from t2t_lite.file_decoding import DecodeOptions, decode_file
+
+    return decode_file(DecodeOptions(**options))
+
+
+def _score_file(**options):
+    from t2t_lite.file_scoring import ScoreOptions, score_file
+
+    return score_file(ScoreOptions(**options))
 
 
 def _wait_for(predicate, process, what, seconds=120):
@@ -139,14 +165,15 @@ def test_the_input_is_never_its_own_output(model_dir, tmp_path, how):
         os.link(text, output)
     elif how == "symlink":
         output.symlink_to(text)
-    args = [f"--decode_to_file={output}"]
-    if how == "stdin":
+    refusal = f"--decode_to_file {os.path.realpath(output)} is the input"
+    if how == "stdin":  # the CLI's error line (stdin redirected from the file itself)
         with open(text, "rb") as stdin:
-            result = _run_with_stdin_file(model_dir, stdin, *args)
-    else:
-        result = _run(model_dir, f"--decode_from_file={text}", *args)
-    line = _error_line(result)
-    assert line.startswith(f"error: --decode_to_file {os.path.realpath(output)} is the input")
+            result = _run_with_stdin_file(model_dir, stdin, f"--decode_to_file={output}")
+        assert _error_line(result).startswith(f"error: {refusal}")
+    else:  # refused before the model loads: the decoder's library call, in this process
+        message = _refused(_decode_file, model_dir=model_dir, decode_from_file=str(text),
+                           decode_to_file=str(output))
+        assert message.startswith(refusal), message
     assert text.read_bytes() == b"the house is small .\n"
     assert sorted(os.listdir(tmp_path)) == sorted({"text.txt", output.name})
 
@@ -166,12 +193,36 @@ def _killed_file_run(model_dir, source, out):
     return record, out.read_bytes()
 
 
+@pytest.fixture(scope="module")
+def killed_run(model_dir, source, tmp_path_factory):
+    """One _killed_file_run over `source` (--chunk_lines=1 --parallel_searches=1), shared by the
+    tests that resume or refuse to: (the model it ran with, a copy of model_dir of this module's
+    own, so a test may edit its configs.json and put it back; the folder holding OUT, its
+    progress record and its lock as the kill left them)."""
+    folder = tmp_path_factory.mktemp("killed")
+    model, run = folder / "model", folder / "run"
+    shutil.copytree(model_dir, model)
+    run.mkdir()
+    _killed_file_run(model, source, run / "out.txt")
+    return model, run
+
+
+def _copy_killed_run(killed_run, folder):
+    """The killed run's files copied byte for byte into `folder` (a progress record names no
+    output path: the copy resumes like the original): (model, record, OUT's bytes)."""
+    model, run = killed_run
+    for name in os.listdir(run):
+        shutil.copyfile(run / name, folder / name)
+    out = folder / "out.txt"
+    return model, out.with_name(out.name + resume.PROGRESS_SUFFIX), out.read_bytes()
+
+
 @pytest.mark.slow
-def test_a_pipe_rerun_over_a_file_runs_record_keeps_the_output(model_dir, source, expected,
+def test_a_pipe_rerun_over_a_file_runs_record_keeps_the_output(source, expected, killed_run,
                                                                tmp_path):
     out = tmp_path / "out.txt"
-    record, partial = _killed_file_run(model_dir, source, out)
-    result = _run(model_dir, f"--decode_to_file={out}", stdin=source.read_bytes())  # a pipe
+    model, record, partial = _copy_killed_run(killed_run, tmp_path)
+    result = _run(model, f"--decode_to_file={out}", stdin=source.read_bytes())  # a pipe
     line = _error_line(result)
     assert line.startswith(f"error: {record} records an unfinished run over {source}")
     assert "--start_over" in line
@@ -179,7 +230,7 @@ def test_a_pipe_rerun_over_a_file_runs_record_keeps_the_output(model_dir, source
 
     # The same file on stdin is provably the same input: the run resumes.
     with open(source, "rb") as stdin:
-        result = _run_with_stdin_file(model_dir, stdin, f"--decode_to_file={out}",
+        result = _run_with_stdin_file(model, stdin, f"--decode_to_file={out}",
                                       "--chunk_lines=1", "--parallel_searches=1")
     assert result.returncode == 0, result.stderr.decode()[-3000:]
     assert "resuming after" in result.stderr.decode()
@@ -199,33 +250,34 @@ CHANGED_ALONE = [("beam_size", {"beam_size": 2}), ("alpha", {"alpha": 0.9}),
 
 @pytest.mark.slow
 def test_each_output_changing_setting_is_refused_and_parallel_searches_resumes(
-        model_dir, source, expected, tmp_path):
+        source, expected, killed_run, tmp_path):
     from t2t_lite.file_decoding import DecodeOptions, decode_file
 
-    own_model = tmp_path / "model"
-    shutil.copytree(model_dir, own_model)
-    configs = own_model / "configs.json"
-    original = configs.read_bytes()
     out = tmp_path / "out.txt"
-    record, partial = _killed_file_run(own_model, source, out)
+    own_model, record, partial = _copy_killed_run(killed_run, tmp_path)
+    configs = own_model / "configs.json"  # the killed run's own copy: edited, then put back
+    original = configs.read_bytes()
     base = [f"--decode_from_file={source}", f"--decode_to_file={out}", "--chunk_lines=1",
             "--parallel_searches=1"]
     # The tool's one error line, once; every setting through the decoder's own library call.
     line = _error_line(_run(own_model, *base, "--beam_size=2"))
     assert line.startswith(f"error: {record} is from another run (") and "beam_size" in line, line
-    for name, changed in CHANGED_ALONE:
-        if changed is None:  # an edited decode setting in the model's own configs
-            edited = json.loads(original)
-            edited["decode"]["alpha"] = 0.9
-            configs.write_text(json.dumps(edited))
-        options = dict(model_dir=str(own_model), decode_from_file=str(source),
-                       decode_to_file=str(out), chunk_lines=1, parallel_searches=1)
-        with pytest.raises(UserError) as refused:
-            decode_file(DecodeOptions(**{**options, **(changed or {})}))
-        message = str(refused.value)
-        assert message.startswith(f"{record} is from another run (") and name in message, message
-        assert out.read_bytes() == partial
-    configs.write_bytes(original)
+    try:
+        for name, changed in CHANGED_ALONE:
+            if changed is None:  # an edited decode setting in the model's own configs
+                edited = json.loads(original)
+                edited["decode"]["alpha"] = 0.9
+                configs.write_text(json.dumps(edited))
+            options = dict(model_dir=str(own_model), decode_from_file=str(source),
+                           decode_to_file=str(out), chunk_lines=1, parallel_searches=1)
+            with pytest.raises(UserError) as refused:
+                decode_file(DecodeOptions(**{**options, **(changed or {})}))
+            message = str(refused.value)
+            assert message.startswith(f"{record} is from another run (") and name in message, \
+                message
+            assert out.read_bytes() == partial
+    finally:
+        configs.write_bytes(original)
     result = _run(own_model, *base[:-1], "--parallel_searches=2")
     assert result.returncode == 0, result.stderr.decode()[-3000:]
     assert "resuming after" in result.stderr.decode() and out.read_bytes() == expected
@@ -237,18 +289,20 @@ def test_a_second_writer_refuses_and_a_finished_run_leaves_no_lock(model_dir, so
     out = tmp_path / "out.txt"
     lock = out.with_name(out.name + file_lock.LOCK_SUFFIX)
     first = subprocess.Popen(_command("decoder", model_dir, f"--decode_to_file={out}",
-                                      "--chunk_lines=4"),
+                                      "--chunk_lines=4", "--parallel_searches=1"),
                              stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, env=ENV, cwd=REPO)
     _wait_for(lambda: lock.exists() and f'"pid": {first.pid}' in lock.read_text(), first,
               "the first decoder's lock")
-    for tool, args in (("decoder", [f"--decode_from_file={source}", f"--decode_to_file={out}"]),
-                       ("score", [f"--source_file={source}", f"--target_file={source}",
-                                  f"--output_file={out}"])):
-        line = _error_line(_run(model_dir, *args, tool=tool))
-        flag = "--decode_to_file" if tool == "decoder" else "--output_file"
-        assert line.startswith(f"error: {flag} {out} is being written by another run "
-                               f"(pid {first.pid} on host {socket.gethostname()}")
+    # Second writers, in this process (refused before their model loads): the decoder and the
+    # scorer, each naming its own flag and the first run.
+    holder = f"is being written by another run (pid {first.pid} on host {socket.gethostname()}"
+    message = _refused(_decode_file, model_dir=model_dir, decode_from_file=str(source),
+                       decode_to_file=str(out))
+    assert message.startswith(f"--decode_to_file {out} {holder}"), message
+    message = _refused(_score_file, model_dir=model_dir, source_file=str(source),
+                       target_file=str(source), output_file=str(out))
+    assert message.startswith(f"--output_file {out} {holder}"), message
     _, stderr = first.communicate(source.read_bytes(), timeout=300)  # a pipe: written afresh
     assert first.returncode == 0, stderr.decode()[-3000:]
     assert out.read_bytes() == expected and os.listdir(tmp_path) == ["out.txt"]
@@ -265,50 +319,62 @@ def test_a_free_lock_is_taken_over_but_a_foreign_file_is_not(model_dir, source, 
                                                             tmp_path):
     out = tmp_path / "out.txt"
     lock = out.with_name(out.name + file_lock.LOCK_SUFFIX)
-    args = [f"--decode_from_file={source}", f"--decode_to_file={out}", "--chunk_lines=4"]
 
     lock.write_text("my notes\n")  # not a lock of ours: never touched
-    assert _error_line(_run(model_dir, *args)) == (
-        f"error: {lock} exists and is not a t2t_lite lock; move it away to write "
+    assert _refused(_decode_file, model_dir=model_dir, decode_from_file=str(source),
+                    decode_to_file=str(out)) == (
+        f"{lock} exists and is not a t2t_lite lock; move it away to write "
         f"--decode_to_file {out}")
     assert lock.read_text() == "my notes\n" and not out.exists()
 
     # Nobody flocks it, on a local file system: its holder has ended, whatever host it names
     # (a pod's hostname changes on restart) and whatever pid. A lock file of NUL bytes (a power
     # cut before its record reached the disk) too. (The branch without flock, and a file system
-    # whose flocks stay on one machine: tests/test_file_lock.py.)
+    # whose flocks stay on one machine: tests/test_file_lock.py.) Each lock is beside an output
+    # of its own, so the three runs go at once.
     holder = {"kind": "t2t_lite lock", "pid": 4242, "host": "another-machine", "started": "x"}
-    for content in (json.dumps(holder), json.dumps(dict(holder, pid=_dead_pid(),
-                                                          host=socket.gethostname())),
-                    "\0" * 80):
-        lock.write_text(content)
-        result = _run(model_dir, *args)
-        assert result.returncode == 0, result.stderr.decode()[-3000:]
-        assert "taking over the lock" in result.stderr.decode()
-        assert out.read_bytes() == expected and not lock.exists()
-        out.unlink()
+    runs = []
+    for index, content in enumerate((json.dumps(holder),
+                                     json.dumps(dict(holder, pid=_dead_pid(),
+                                                     host=socket.gethostname())),
+                                     "\0" * 80)):
+        taken = tmp_path / f"taken{index}.txt"
+        taken_lock = taken.with_name(taken.name + file_lock.LOCK_SUFFIX)
+        taken_lock.write_text(content)
+        runs.append((taken, taken_lock, subprocess.Popen(
+            _command("decoder", model_dir, f"--decode_from_file={source}",
+                     f"--decode_to_file={taken}", "--chunk_lines=4", "--parallel_searches=1"),
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV, cwd=REPO)))
+    for taken, taken_lock, process in runs:
+        _, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, stderr.decode()[-3000:]
+        assert f"taking over the lock {taken_lock}" in stderr.decode(), stderr.decode()[-3000:]
+        assert taken.read_bytes() == expected and not taken_lock.exists()
+    assert lock.read_text() == "my notes\n" and not out.exists()
+    assert sorted(os.listdir(tmp_path)) == ["out.txt.lock", "taken0.txt", "taken1.txt",
+                                            "taken2.txt"]
 
 
 @pytest.mark.slow
-def test_bom_and_overlong_lines(model_dir, tmp_path):
+def test_bom_and_overlong_lines(model_dir, source, expected, tmp_path):
+    # The source behind a BOM translates to the plain source's translations, byte for byte.
     text = tmp_path / "bom.txt"
-    text.write_bytes(b"\xef\xbb\xbfthe house is small .\nthe cat\n")
+    text.write_bytes(b"\xef\xbb\xbf" + source.read_bytes())
     out = tmp_path / "out.txt"
-    result = _run(model_dir, f"--decode_from_file={text}", f"--decode_to_file={out}")
+    result = _run(model_dir, f"--decode_from_file={text}", f"--decode_to_file={out}",
+                  "--chunk_lines=4", "--parallel_searches=1")
     assert result.returncode == 0, result.stderr.decode()[-3000:]
     assert "1 UTF-8 byte-order mark dropped" in result.stderr.decode()
-    plain = tmp_path / "plain.txt"
-    plain.write_bytes(b"the house is small .\nthe cat\n")
-    result = _run(model_dir, f"--decode_from_file={plain}", f"--decode_to_file={tmp_path}/o2")
-    assert result.returncode == 0 and out.read_bytes() == (tmp_path / "o2").read_bytes()
+    assert out.read_bytes() == expected
 
     huge = tmp_path / "huge.txt"
     huge.write_bytes(b"a cat\nthe dog\n" + b"x" * (2 << 20) + b"\nmore\n")
-    line = _error_line(_run(model_dir, f"--decode_from_file={huge}",
-                            f"--decode_to_file={tmp_path}/o3"))
-    assert line == f"error: --decode_from_file {huge}: line 3 is longer than 1,048,576 bytes; " \
-                   "split or remove it"
+    # Refused as its chunk is read (after the model loads): the decoder's library call, here.
+    assert _refused(_decode_file, model_dir=model_dir, decode_from_file=str(huge),
+                    decode_to_file=str(tmp_path / "o3")) == \
+        f"--decode_from_file {huge}: line 3 is longer than 1,048,576 bytes; split or remove it"
     assert not (tmp_path / "o3").exists()
+    assert sorted(os.listdir(tmp_path)) == ["bom.txt", "huge.txt", "out.txt"]
 
 
 @pytest.mark.slow
@@ -316,11 +382,10 @@ def test_the_scorer_is_strict(model_dir, tmp_path):
     sources, targets = tmp_path / "src.txt", tmp_path / "tgt.txt"
     sources.write_text("the cat\nthe dog\nthe house\n")
     targets.write_text("die Katze\nder Hund\n")
-    line = _error_line(_run(model_dir, f"--source_file={sources}", f"--target_file={targets}",
-                            tool="score"))
-    assert line == (f"error: --source_file {sources} has 3 lines but --target_file {targets} "
-                    "has 2: the files are not parallel; --pad_shorter scores the missing side "
-                    "as empty")
+    assert _refused(_score_file, model_dir=model_dir, source_file=str(sources),
+                    target_file=str(targets)) == (
+        f"--source_file {sources} has 3 lines but --target_file {targets} has 2: the files "
+        "are not parallel; --pad_shorter scores the missing side as empty")
     result = _run(model_dir, f"--source_file={sources}", f"--target_file={targets}",
                   "--pad_shorter", tool="score")
     assert result.returncode == 0 and result.stdout.count(b"\n") == 3
@@ -328,14 +393,13 @@ def test_the_scorer_is_strict(model_dir, tmp_path):
 
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("the cat\tdie Katze\n-1.5\tthe dog\t-2.0\tder Hund\n")
-    line = _error_line(_run(model_dir, f"--pairs_file={pairs}", tool="score"))
-    assert line == "error: line 2 of the pairs has 4 tab-separated columns, not 2 " \
-                   "(source<TAB>target)"
+    assert _refused(_score_file, model_dir=model_dir, pairs_file=str(pairs)) == \
+        "line 2 of the pairs has 4 tab-separated columns, not 2 (source<TAB>target)"
 
     # A device that refuses every write: the error names the scorer's own flag.
-    line = _error_line(_run(model_dir, f"--source_file={sources}", f"--target_file={sources}",
-                            "--output_file=/dev/full", tool="score"))
-    assert line == "error: --output_file /dev/full: cannot write (No space left on device)"
+    assert _refused(_score_file, model_dir=model_dir, source_file=str(sources),
+                    target_file=str(sources), output_file="/dev/full") == \
+        "--output_file /dev/full: cannot write (No space left on device)"
 
 
 # Units: the order of writes to disk.
