@@ -153,7 +153,8 @@ def _checkpoint_identity(model_dir, prefix):
         vocab_file = os.path.join(model_dir, os.path.basename(vocab["vocab_file"]))
         if os.path.isfile(vocab_file):
             settings.update(_sha256([vocab_file]).encode("ascii"))
-    return {"path": os.path.abspath(index), "size": os.stat(index).st_size,
+    # No path: a copied or moved model_dir is the same model, and resumes.
+    return {"checkpoint": os.path.basename(prefix), "size": os.stat(index).st_size,
             "index_sha256": _sha256([index]),
             "data_size": sum(os.stat(path).st_size for path in data),
             "settings_sha256": settings.hexdigest()}

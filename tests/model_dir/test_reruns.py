@@ -71,7 +71,11 @@ def test_a_pinned_checkpoints_identity_is_its_own_files_and_decode_settings(mode
     pinned = str(own / "ckpt-10")
     identity = resume.model_identity(str(own), pinned)
     newest = resume.model_identity(str(own))
-    assert identity == newest and identity["path"] == os.path.abspath(pinned + ".index")
+    assert identity == newest and identity["checkpoint"] == "ckpt-10"
+    # A copy elsewhere is the same model: a run paused on one resumes on the other.
+    moved = tmp_path / "moved"
+    shutil.copytree(own, moved)
+    assert resume.model_identity(str(moved), str(moved / "ckpt-10")) == identity
     # The model_dir trains on: a newer checkpoint, another --train_steps in configs.json.
     later = tf.train.CheckpointManager(tf.train.Checkpoint(value=tf.Variable(1.0)), str(own),
                                        max_to_keep=5)
@@ -80,7 +84,7 @@ def test_a_pinned_checkpoints_identity_is_its_own_files_and_decode_settings(mode
     configs["train"]["train_steps"] += 1000
     (own / "configs.json").write_text(json.dumps(configs, indent=2) + "\n")
     assert resume.model_identity(str(own), pinned) == identity
-    assert resume.model_identity(str(own))["path"].endswith("ckpt-20.index")
+    assert resume.model_identity(str(own))["checkpoint"] == "ckpt-20"
     # What shapes the output does count: a decode setting, the vocabulary.
     configs["decode"]["alpha"] += 0.1
     (own / "configs.json").write_text(json.dumps(configs, indent=2) + "\n")
