@@ -65,35 +65,69 @@ PROBE = """
 import json, os, sys
 from t2t_lite.inference import parallel_search
 import tensorflow as tf
-done = parallel_search.configure_tensorflow(int(sys.argv[1]))
 threads = tf.config.threading
-result = dict(configured=done, intra=threads.get_intra_op_parallelism_threads(),
-              inter=threads.get_inter_op_parallelism_threads())
-tf.constant(1.0) + 1.0  # TensorFlow's runtime starts: its threads are fixed from here on
-result["other_after_start"] = parallel_search.configure_tensorflow(int(sys.argv[1]) + 1)
-print(json.dumps(result))
+steps = []
+for action in sys.argv[1:]:
+    if action == "start":
+        tf.constant(1.0) + 1.0  # TensorFlow's runtime starts: its threads are fixed from here on
+    elif action == "drop_user_setting":
+        del os.environ["TF_NUM_INTRAOP_THREADS"]
+    else:  # each call's result, and the threads as it left them
+        done = parallel_search.configure_tensorflow(int(action))
+        steps.append(dict(configured=done, intra=threads.get_intra_op_parallelism_threads(),
+                          inter=threads.get_inter_op_parallelism_threads()))
+print(json.dumps(steps))
 """
 
 
-def _probe(searches, **env):
+def _start_probe(*actions, **env):
+    """A fresh Python (TensorFlow not started) running PROBE's actions: a number of searches to
+    configure, "start" (TensorFlow runs an op), "drop_user_setting"; _probe_steps reads the
+    calls' results."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TF_NUM_")}
     environment.update(env, TF_CPP_MIN_LOG_LEVEL="3")
-    result = subprocess.run([sys.executable, "-c", PROBE, str(searches)], capture_output=True,
-                            text=True, cwd=REPO, env=environment, timeout=120)
-    assert result.returncode == 0, result.stderr[-2000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return subprocess.Popen([sys.executable, "-c", PROBE, *actions], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=REPO, env=environment)
+
+
+def _probe_steps(process):
+    try:
+        stdout, stderr = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
+    assert process.returncode == 0, stderr[-2000:]
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.slow
 def test_threads_are_set_before_tensorflow_starts_and_never_after():
+    """Two fresh processes (threads are fixed once TensorFlow starts), run at once; every call's
+    starting point is known, as each call reads the threads back."""
     cores = cpu.available_cores()
-    assert _probe(2) == dict(configured=True, intra=max(1, cores // 2), inter=2,
-                             other_after_start=False)
-    assert _probe(4) == dict(configured=True, intra=max(1, cores // 4), inter=4,
-                             other_after_start=False)
-    # One search leaves TensorFlow's own defaults (0: one per core), as does a user's setting.
-    assert _probe(1)["intra"] == 0
-    assert _probe(2, TF_NUM_INTRAOP_THREADS="3")["intra"] == 0  # TensorFlow reads it itself
+    processes = [_start_probe("1", "2", "start", "3"),
+                 _start_probe("2", "drop_user_setting", "4", "start", "5",
+                              TF_NUM_INTRAOP_THREADS="3")]
+    try:
+        (one, two, after_start), (user_set, four, other_after_start) = (
+            _probe_steps(p) for p in processes)
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    # One search leaves TensorFlow's own defaults (0: one per core), as does a user's setting
+    # (TensorFlow reads it itself).
+    assert one == dict(configured=True, intra=0, inter=0)
+    assert user_set["configured"] and user_set["intra"] == 0
+    # Set from intra 0 (the default, or a user's setting just dropped): cores // searches
+    # threads per op, `searches` ops at once.
+    assert two == dict(configured=True, intra=max(1, cores // 2), inter=2)
+    assert four == dict(configured=True, intra=max(1, cores // 4), inter=4)
+    # Once TensorFlow has started, nothing changes.
+    assert after_start == dict(two, configured=False)
+    assert other_after_start == dict(four, configured=False)
 
 
 @pytest.mark.slow

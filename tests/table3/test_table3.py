@@ -156,12 +156,14 @@ def test_an_out_dir_of_another_problem_or_scale_is_refused_and_kept(table_run, d
     before = {p: p.read_bytes() for p in out_dir.iterdir() if p.is_file()}
     runs = [command(data_dir, out_dir, "--scale=paper", f"--train_steps={STEPS}"),
             [a.replace(PROBLEM, "algorithmic_reverse") for a in command(data_dir, out_dir)]]
-    for args in runs:
-        result = subprocess.run(args, capture_output=True, text=True, env=USER_ENV, cwd=ROOT,
-                                timeout=300)
-        assert result.returncode == 1, result.stderr[-2000:]
-        errors = [l for l in result.stderr.splitlines() if l.strip()]
-        assert len(errors) == 1 and errors[0].startswith("error: "), result.stderr
+    # Both at once (each only reads the table to refuse it): their start-ups overlap.
+    processes = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=USER_ENV, cwd=ROOT) for args in runs]
+    for process in processes:
+        _, err = process.communicate(timeout=300)
+        assert process.returncode == 1, err[-2000:]
+        errors = [l for l in err.splitlines() if l.strip()]
+        assert len(errors) == 1 and errors[0].startswith("error: "), err
         assert "holds a Table 3 of another run" in errors[0] and "--out_dir" in errors[0]
     assert {p: p.read_bytes() for p in out_dir.iterdir() if p.is_file()} == before
 
