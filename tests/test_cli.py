@@ -113,3 +113,56 @@ def test_info_lines_read_as_plain_messages_and_warnings_keep_their_prefix():
     assert formatter.format(record(logging.INFO, "dropping %s examples")) == "dropping 23 examples"
     warning = formatter.format(record(logging.WARNING, "dropping %s examples"))
     assert warning.startswith("W") and warning.endswith("pipeline.py:81] dropping 23 examples")
+
+
+EXITING_TOOL = '''
+import atexit
+import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from t2t_lite import cli
+
+OUT = sys.argv.pop(1)
+STATUS = sys.argv.pop(1)
+
+
+def main(argv):
+    started = threading.Event()
+
+    def late_writer():  # a non-daemon thread still writing when main returns
+        started.wait()
+        with open(os.path.join(OUT, "thread.txt"), "w") as f:
+            f.write("x" * 100000)
+
+    threading.Thread(target=late_writer).start()
+    ThreadPoolExecutor(1).submit(lambda: open(os.path.join(OUT, "pool.txt"), "w").write("pool"))
+    atexit.register(lambda: open(os.path.join(OUT, "atexit.txt"), "w").write("ran"))
+    print("printed without a newline", end="")
+    started.set()
+    if STATUS == "message":
+        sys.exit("a message")
+    return int(STATUS)
+
+
+cli.run(main)
+'''
+
+
+@pytest.mark.parametrize("status, code", [("0", 0), ("3", 3), ("message", 1)])
+def test_a_tool_ends_as_the_interpreter_would_without_its_teardown(tmp_path, status, code):
+    """cli.run ends with os._exit once the work is done: threads and thread pools are still
+    waited for, atexit functions run, stdout is flushed, and the exit status (or message) is
+    the tool's."""
+    script = tmp_path / "exiting_tool.py"
+    script.write_text(EXITING_TOOL)
+    result = subprocess.run([sys.executable, str(script), str(tmp_path), status],
+                            capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == code, result.stderr
+    assert result.stdout == "printed without a newline"
+    assert (result.stderr.strip().splitlines() or [""])[-1] == (
+        "a message" if status == "message" else "")
+    assert (tmp_path / "thread.txt").read_text() == "x" * 100000
+    assert (tmp_path / "pool.txt").read_text() == "pool"
+    assert (tmp_path / "atexit.txt").read_text() == "ran"
