@@ -61,15 +61,18 @@ class Evaluator:
         # The decoder's default: long lines in the problem's source language go by sentence.
         self._splitting = sentences.splitting_for(getattr(problem, "source_language", None))
         self._pairs = None
+        self._dev_batches = None  # the dev batches of the loss (loss_metrics)
 
     def _batch_statistics(self, batch):
         return batch_statistics(self.model, batch, False, self.label_smoothing)
 
     def loss_metrics(self):
-        dataset = self.problem.dataset("dev", self.data_dir, batch_tokens=self.batch_tokens,
-                                       max_length=self.max_length, drop_long=True)
+        if self._dev_batches is None:  # built once: each evaluation reads it from the start
+            self._dev_batches = self.problem.dataset(
+                "dev", self.data_dir, batch_tokens=self.batch_tokens, max_length=self.max_length,
+                drop_long=True).take(self.max_batches)
         sums = {}
-        for batch in dataset.take(self.max_batches):
+        for batch in self._dev_batches:
             for key, value in self._statistics(batch).items():
                 sums[key] = sums.get(key, 0.0) + float(value)
         tokens = max(sums.get("tokens", 0.0), 1.0)
