@@ -78,9 +78,10 @@ def _exit(status):
 
     threading._shutdown()  # pylint: disable=protected-access  (what the interpreter calls)
     atexit._run_exitfuncs()  # pylint: disable=protected-access
-    for stream in (sys.stdout, sys.stderr):
+    for stream in (sys.stdout, sys.stderr):  # None where the descriptor was closed
         try:
-            stream.flush()
+            if stream is not None:
+                stream.flush()
         except (OSError, ValueError):
             pass
     os._exit(status)

@@ -201,9 +201,10 @@ def leave_now(status):
     """Ends the process with `status` at once (os._exit: no TensorFlow teardown, which under a
     cluster waits for the other tasks), after flushing the output and running what before_exit
     registered, so the model_dir lock is released on every way out."""
-    for stream in (sys.stdout, sys.stderr):
+    for stream in (sys.stdout, sys.stderr):  # None where the descriptor was closed
         try:
-            stream.flush()
+            if stream is not None:
+                stream.flush()
         except (OSError, ValueError):
             pass
     for function in reversed(list(_BEFORE_EXIT)):
