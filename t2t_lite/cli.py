@@ -25,7 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from absl import app  # noqa: E402
 
-from t2t_lite import stderr_filter  # noqa: E402
+from t2t_lite import process_end, stderr_filter  # noqa: E402
 from t2t_lite.errors import UserError  # noqa: E402
 
 
@@ -78,13 +78,7 @@ def _exit(status):
 
     threading._shutdown()  # pylint: disable=protected-access  (what the interpreter calls)
     atexit._run_exitfuncs()  # pylint: disable=protected-access
-    for stream in (sys.stdout, sys.stderr):  # None where the descriptor was closed
-        try:
-            if stream is not None:
-                stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(status)
+    process_end.end_now(status)
 
 
 def _help_describes(tool):

@@ -21,12 +21,12 @@ import json
 import os
 import re
 import signal
-import sys
 import threading
 import time
 
 import tensorflow as tf
 
+from t2t_lite import process_end
 from t2t_lite.errors import UserError
 from t2t_lite.training.hooks import Decisions
 from t2t_lite.training.regularisation import RULES
@@ -199,20 +199,15 @@ def forget(function):
 
 def leave_now(status):
     """Ends the process with `status` at once (os._exit: no TensorFlow teardown, which under a
-    cluster waits for the other tasks), after flushing the output and running what before_exit
-    registered, so the model_dir lock is released on every way out."""
-    for stream in (sys.stdout, sys.stderr):  # None where the descriptor was closed
-        try:
-            if stream is not None:
-                stream.flush()
-        except (OSError, ValueError):
-            pass
+    cluster waits for the other tasks), after running what before_exit registered, so the
+    model_dir lock is released on every way out, and flushing the output
+    (process_end.end_now)."""
     for function in reversed(list(_BEFORE_EXIT)):
         try:
             function()
         except Exception:  # pylint: disable=broad-except  (leaving anyway)
             pass
-    os._exit(status)
+    process_end.end_now(status)
 
 
 class Stopping:
