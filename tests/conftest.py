@@ -37,6 +37,20 @@ def sentences(count, seed=0):
     return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 12))) for _ in range(count)]
 
 
+def finished(process, timeout):
+    """(stdout, stderr) of a Popen child that exited 0 within `timeout` seconds (killed, and the
+    timeout raised, past it)."""
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
+    assert process.returncode == 0, (stderr if isinstance(stderr, str)
+                                     else stderr.decode())[-2000:]
+    return stdout, stderr
+
+
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("export_model")

@@ -11,6 +11,7 @@ import pytest
 from t2t_lite import cpu
 from t2t_lite.errors import UserError
 from t2t_lite.inference import batch_decode, parallel_search
+from tests.conftest import finished
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MORE_LINES = [b"the cat sat", b"a dog ran away !", b"we read", b"der Hund und die Katze sass",
@@ -91,13 +92,7 @@ def _start_probe(*actions, **env):
 
 
 def _probe_steps(process):
-    try:
-        stdout, stderr = process.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.communicate()
-        raise
-    assert process.returncode == 0, stderr[-2000:]
+    stdout, _ = finished(process, timeout=120)
     return json.loads(stdout.strip().splitlines()[-1])
 
 

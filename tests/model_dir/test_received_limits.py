@@ -19,7 +19,7 @@ from t2t_lite.errors import UserError
 from t2t_lite.inference import batch_decode, saved_model
 from t2t_lite.model_dir import limits, loaded
 
-from tests.conftest import REPO
+from tests.conftest import REPO, finished
 
 
 def _edited(model_dir, tmp_path, edits):
@@ -115,13 +115,7 @@ def _start_peak_rss(*args, stdin):
 
 def _peak_rss_mib(process):
     """The peak RSS in MiB of the decoder _start_peak_rss started."""
-    try:
-        stdout, stderr = process.communicate(timeout=600)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.communicate()
-        raise
-    assert process.returncode == 0, stderr.decode()
+    stdout, _ = finished(process, timeout=600)
     return int(stdout.decode().split()[-1]) / 1024
 
 
