@@ -175,8 +175,8 @@ def _multi_worker_strategy(config):
             _leave(f"{', '.join(silent)} refused connections for {seconds}: start every worker "
                    "with the same TF_CONFIG cluster and its own task index, or fix the address")
         _leave(f"the workers of TF_CONFIG did not all join within {seconds} "
-               f"({preemption.first_line(error)}): start every worker with the same TF_CONFIG cluster and "
-               "its own task index")
+               f"({preemption.first_line(error)}): start every worker with the same TF_CONFIG "
+               "cluster and its own task index")
 
 
 def _leave(message):
