@@ -646,7 +646,7 @@ def _strict(msgid_plural, index, nforms, forms, range_):
 
 
 def format_error(msgid, msgstr, flag, *, msgid_plural=None, plural_index=None, nforms=None,
-                 plural_forms=None, range=None):  # noqa: A002 (msgfmt's word)
+                 plural_forms=None, range_=None):
     """msgfmt -c's format check of one msgstr against msgid (or msgid_plural, for every form
     of a plural entry) for one flag: None when it passes or when the msgid itself is not a
     valid format string (msgfmt then checks nothing), else msgfmt's message."""
@@ -664,7 +664,7 @@ def format_error(msgid, msgstr, flag, *, msgid_plural=None, plural_index=None, n
                 f"'{pretty_msgid}'. Reason: {e.reason}")
     forms = _plural_forms(plural_forms)
     nforms = nforms if nforms is not None else forms.nplurals
-    strict = _strict(msgid_plural, plural_index or 0, nforms, forms, range)
+    strict = _strict(msgid_plural, plural_index or 0, nforms, forms, range_)
     return _CHECKS[language](spec1, spec2, strict, pretty_msgid, pretty_msgstr)
 
 
@@ -690,11 +690,11 @@ def _newline_errors(msgid, msgid_plural, msgstrs, which, first_index=0):
 
 
 def entry_errors(msgid, msgstr, flags=(), *, msgid_plural=None, plural_forms=None,
-                 range=None):  # noqa: A002
+                 range_=None):
     """Every error msgfmt -c counts for one entry, in msgfmt's order (it prints the first):
     newline tests, then for each format flag (format_flags) each msgstr form. `msgstr` is a
     str, or the list of msgstr[k] of a plural entry; `plural_forms` the catalog's
-    Plural-Forms (a header value or plural.PluralForms; None: msgfmt's default n != 1); `range`
+    Plural-Forms (a header value or plural.PluralForms; None: msgfmt's default n != 1); `range_`
     the entry's `#, range: a..b` as (a, b). An untranslated entry (msgstr or msgstr[0] empty)
     and the header (msgid "") are not checked, as msgfmt skips them; fuzziness is the caller's
     business (msgfmt checks fuzzy entries only with --use-fuzzy)."""
@@ -707,14 +707,14 @@ def entry_errors(msgid, msgstr, flags=(), *, msgid_plural=None, plural_forms=Non
     for flag in format_flags(flags):
         for k, text in enumerate(msgstrs):
             reason = format_error(msgid, text, flag, msgid_plural=msgid_plural, plural_index=k,
-                                  nforms=len(msgstrs), plural_forms=forms, range=range)
+                                  nforms=len(msgstrs), plural_forms=forms, range_=range_)
             if reason:
                 out.append(reason)
     return out
 
 
 def check_entry(msgid, msgstr, flag, *, msgid_plural=None, plural_index=None, nforms=None,
-                plural_forms=None, range=None):  # noqa: A002
+                plural_forms=None, range_=None):
     """msgfmt -c's verdict on one msgstr: None when it passes, else the first reason. `flag`
     is one format flag ('c-format', ...) or None (then only the newline tests). For a plural
     entry give msgid_plural, plural_index (k of msgstr[k]), nforms (how many msgstr[] the
@@ -734,7 +734,7 @@ def check_entry(msgid, msgstr, flag, *, msgid_plural=None, plural_index=None, nf
         return reasons[0] if reasons else None
     return format_error(msgid, msgstr, flag, msgid_plural=msgid_plural,
                         plural_index=plural_index, nforms=nforms, plural_forms=plural_forms,
-                        range=range)
+                        range_=range_)
 
 
 def check_accelerators(msgid, msgstr, char="&", *, msgid_plural=None):

@@ -190,7 +190,7 @@ def _nplurals(value):
     """msgfmt's reading: the digits after the first "nplurals=" (blanks skipped)."""
     at = value.find("nplurals=")
     if at < 0:
-        raise PluralFormsError('the header lacks a "nplurals=INTEGER" attribute')
+        raise PluralFormsError('header entry lacks a "nplurals=INTEGER" attribute')
     rest = value[at + 9:].lstrip(" \t\n\r\f\v")
     digits = len(rest) - len(rest.lstrip("0123456789"))
     if digits == 0:
@@ -281,7 +281,7 @@ def parse(value):
     nplurals = _nplurals(value)
     at = value.find("plural=")
     if at < 0:
-        raise PluralFormsError('the header lacks a "plural=EXPRESSION" attribute')
+        raise PluralFormsError('header entry lacks a "plural=EXPRESSION" attribute')
     text = value[at + 7:]
     for stop in (";", "\n"):
         text = text.split(stop, 1)[0]

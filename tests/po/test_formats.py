@@ -33,6 +33,9 @@ PL = "nplurals=3; plural=(n==1 ? 0 : n%10>=2 && n%10<=4 && (n%100<10 || n%100>=2
 AR = ("nplurals=6; plural=(n==0 ? 0 : n==1 ? 1 : n==2 ? 2 : n%100>=3 && n%100<=10 ? 3 : "
       "n%100>=11 ? 4 : 5);")
 JA = "nplurals=1; plural=0;"
+# A made-up formula at msgfmt's "often" boundary: form 2 is taken by 4 n, form 3 by 5.
+EDGE = ("nplurals=5; plural=n==1 ? 0 : n==2 || n==3 ? 1 : n>=4 && n<=7 ? 2 : "
+        "n>=8 && n<=12 ? 3 : 4;")
 DE = "nplurals=2; plural=(n != 1);"
 
 # ---------------------------------------------------------------- the cases
@@ -46,7 +49,8 @@ HAND = [
     ("c-format", "Offset %<PRIu64>", "Versatz %llu"),
     ("c-format", "Offset %llu", "Versatz %<PRIu64>"),
     ("c-format", "%<PRIu64> vs %<PRIuMAX>", "%<PRIuMAX> vs %<PRIu64>"),
-    ("c-format", "%<PRIdLEAST8> %<PRIxFAST32> %<PRIXPTR>", "%<PRIdLEAST8> %<PRIxFAST32> %<PRIXPTR>"),
+    ("c-format", "%<PRIdLEAST8> %<PRIxFAST32> %<PRIXPTR>",
+     "%<PRIdLEAST8> %<PRIxFAST32> %<PRIXPTR>"),
     ("c-format", "%<PRIdLEAST8>", "%<PRIdFAST8>"),
     ("c-format", "%<PRId64>", "%<PRId65>"),
     ("c-format", "%<PRId64>", "%<PRId64"),
@@ -153,6 +157,11 @@ HAND = [
     ("python-format", "%(a)s %(a)d", "%(a)s"),
     ("python-format", "%(a)s", "%(a)s %(a).0s"),
     ("python-format", "%(a)s", "%(a)r"),
+    ("python-format", "%(a)d", "%(a).0s %(a)d"),
+    ("python-format", "%(a).0s %(a)d", "%(a)d"),
+    ("python-format", "%(a).0s", "%(a)d"),
+    ("python-format", "%.0s", "%d"),
+    ("python-format", "%.00r %.01s", "%d %d"),
     ("python-format", "%(a(b)c)s", "%(a(b)c)s"),
     ("python-format", "%(a(b)c)s", "%(a(b c)s"),
     ("python-format", "%(x)s", "%(x)"),
@@ -412,10 +421,20 @@ def _compare(tmp_path, entries, plural_forms=None, range_of=None):
         flags, msgid, msgstr, msgid_plural = entries[k]
         errors = formats.entry_errors(msgid, msgstr, flags, msgid_plural=msgid_plural,
                                       plural_forms=forms,
-                                      range=(range_of or {}).get(k))
+                                      range_=(range_of or {}).get(k))
         counted += len(errors)
         failed += bool(errors)
         ours = _as_msgfmt_prints(errors[0]) if errors else None
+        flag = (formats.format_flags(flags) or (None,))[0]
+        if len(formats.format_flags(flags)) <= 1:  # check_entry, form by form, agrees
+            forms_k = [msgstr] if msgid_plural is None else msgstr
+            verdicts = [formats.check_entry(msgid, s, flag, msgid_plural=msgid_plural,
+                                            plural_index=None if msgid_plural is None else j,
+                                            nforms=len(forms_k), plural_forms=forms,
+                                            range_=(range_of or {}).get(k))
+                        for j, s in enumerate(forms_k)]
+            if any(verdicts) != bool(errors):
+                disagree.append((entries[k], errors, verdicts))
         if ours != messages.get(line):
             disagree.append((entries[k], messages.get(line), ours))
     assert not disagree, "\n".join(map(repr, disagree[:10]))
@@ -471,7 +490,8 @@ def _plural_entries(nplurals, seed):
 
 
 @needs_msgfmt
-@pytest.mark.parametrize("plural_forms", [RU, PL, AR, JA, DE], ids=["ru", "pl", "ar", "ja", "de"])
+@pytest.mark.parametrize("plural_forms", [RU, PL, AR, JA, DE, EDGE],
+                         ids=["ru", "pl", "ar", "ja", "de", "edge"])
 def test_plural_forms_are_checked_strictly_or_relaxed_as_msgfmt_does(tmp_path, plural_forms):
     nplurals = plural.parse(plural_forms).nplurals
     entries = _plural_entries(nplurals, seed=nplurals)
