@@ -245,7 +245,10 @@ class PluralForms:
     def often(self, k):
         """msgfmt's "the form is taken infinitely often": at least OFTEN n in 0..1000 select
         it. msgfmt -c checks such a msgstr[k] strictly (the same directives as msgid_plural);
-        any other form of a plural entry with 2 or more forms is checked relaxed."""
+        any other form of a plural entry with 2 or more forms is checked relaxed. (Above 100
+        forms msgfmt keeps no statistics and checks every form relaxed.)"""
+        if self.nplurals > 100:
+            return False
         return sum(1 for v in self.values if v == k) >= OFTEN
 
     def singular_only(self, k):

@@ -9,8 +9,6 @@ prints one per entry, the first), and the number of errors msgfmt counts over th
 The plural tests do the same under the Plural-Forms of ru, ar, ja, pl and a `range:` flag, where
 msgfmt relaxes the check of a form the formula selects rarely. Skipped without msgfmt.
 """
-import functools
-import glob
 import os
 import random
 import re
@@ -634,13 +632,17 @@ def test_format_flags_as_msgfmt_reads_them():
         formats.directives("x", "cobol-format")
 
 
-@functools.lru_cache(maxsize=None)
-def _never_eval():
-    return open(formats.__file__, encoding="utf-8").read() + open(
-        plural.__file__, encoding="utf-8").read()
-
-
 def test_no_eval_and_no_tensorflow_in_the_modules():
-    source = _never_eval()
+    source = "".join(open(m.__file__, encoding="utf-8").read() for m in (formats, plural))
     assert not re.search(r"\b(eval|exec|compile)\(", source)
     assert "tensorflow" not in source and "import keras" not in source
+
+
+@needs_msgfmt
+@pytest.mark.parametrize("nplurals", [100, 101])
+def test_above_100_forms_msgfmt_relaxes_every_form(tmp_path, nplurals):
+    value = f"nplurals={nplurals}; plural=n%{nplurals};"
+    forms = ["%d x"] * nplurals
+    forms[5] = "x"
+    failed = _compare(tmp_path, [("c-format", "%d a", forms, "%d b")], value)
+    assert failed == (nplurals <= 100)

@@ -160,3 +160,13 @@ def test_msgfmt_agrees_on_every_value(tmp_path):
         if ours is not None:  # msgfmt's words, the first of them on two lines
             words = [e.lstrip(".").removeprefix("but ") for e in errors]
             assert any(ours.startswith(w) for w in words), (value, errors, ours)
+
+
+def test_a_whole_header_is_read_as_msgfmt_reads_it():
+    header = ("Content-Type: text/plain; charset=UTF-8\nPlural-Forms: nplurals=3; "
+              "plural=(n==1 ? 0 : n==2 ? 1 : 2);\nX-Generator: t\n")
+    forms = plural.parse(header)
+    assert (forms.nplurals, forms.select(2), forms.expression) == (
+        3, 1, "(n==1 ? 0 : n==2 ? 1 : 2)")
+    many = plural.parse("nplurals=101; plural=n%101;")
+    assert not any(many.often(k) for k in range(101))  # msgfmt keeps no statistics then
