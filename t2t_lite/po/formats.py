@@ -31,6 +31,7 @@ anything. msgfmt -c also checks that msgid and msgstr both begin and both end wi
 neither does; entry_errors includes that. Texts are str; positions are indices into them.
 """
 import dataclasses
+import functools
 
 from t2t_lite.po import plural as plural_mod
 
@@ -662,16 +663,24 @@ def format_error(msgid, msgstr, flag, *, msgid_plural=None, plural_index=None, n
     except FormatError as e:
         return (f"'{pretty_msgstr}' is not a valid {PRETTY[language]} format string, unlike "
                 f"'{pretty_msgid}'. Reason: {e.reason}")
-    forms = _plural_forms(plural_forms)
-    nforms = nforms if nforms is not None else forms.nplurals
-    strict = _strict(msgid_plural, plural_index or 0, nforms, forms, range_)
+    strict = True
+    if msgid_plural is not None:
+        forms = _plural_forms(plural_forms)
+        nforms = nforms if nforms is not None else forms.nplurals
+        strict = _strict(msgid_plural, plural_index or 0, nforms, forms, range_)
     return _CHECKS[language](spec1, spec2, strict, pretty_msgid, pretty_msgstr)
 
 
 def _plural_forms(value):
     if isinstance(value, plural_mod.PluralForms):
         return value
-    return plural_mod.parse(GERMANIC if value is None else value)
+    return _parsed(GERMANIC if value is None else value)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(value):
+    """plural.parse, once per header value (a tool checks thousands of entries)."""
+    return plural_mod.parse(value)
 
 
 def _newline_errors(msgid, msgid_plural, msgstrs, which, first_index=0):
@@ -703,7 +712,7 @@ def entry_errors(msgid, msgstr, flags=(), *, msgid_plural=None, plural_forms=Non
         return []
     out = (_newline_errors(msgid, msgid_plural, msgstrs, "begin")
            + _newline_errors(msgid, msgid_plural, msgstrs, "end"))
-    forms = _plural_forms(plural_forms)
+    forms = _plural_forms(plural_forms) if msgid_plural is not None else None
     for flag in format_flags(flags):
         for k, text in enumerate(msgstrs):
             reason = format_error(msgid, text, flag, msgid_plural=msgid_plural, plural_index=k,
