@@ -1,0 +1,1 @@
+"""Gettext catalogs (PO files): reading and writing them byte for byte."""
