@@ -48,6 +48,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _NUMBER = re.compile(r"[0-9]+")
 _OCTAL = re.compile(r"[0-7]{1,3}")
 _HEX = re.compile(r"[0-9A-Fa-f]+")
+_UNDECODED = re.compile("[\udc80-\udcff]")
 
 
 class NotEncodable(UserError):
@@ -184,7 +185,6 @@ class _Lexer:
 
     def __init__(self, lines, encoding, charset, name):
         self.lines, self.name = lines, name
-        self._decode = codecs.getincrementaldecoder(encoding)
         self.encoding, self.charset = encoding, charset
         self.texts: List[str] = []
         self._tokens = self._generate()
@@ -193,18 +193,21 @@ class _Lexer:
 
     def _generate(self):
         for index, raw in enumerate(self.lines):
-            try:
-                text = self._decode().decode(raw, final=True)
-            except UnicodeDecodeError:
-                raise _error(self.name, index, f"not valid {self.encoding} (the header's "
-                                               f"charset is {self.charset or 'not given'})"
-                             ) from None
+            # Bytes the charset cannot decode are an error in a string or keyword, not in a
+            # comment (as in msgfmt): they are kept as surrogates until the lexer sees them.
+            text = raw.decode(self.encoding, "surrogateescape")
             if index == 0 and text.startswith("\ufeff"):
                 raise _error(self.name, 0, "syntax error: the file starts with a byte order "
                                            "mark (BOM), which msgfmt does not accept; remove "
                                            "it", 2)
             self.texts.append(text)
-            yield from _line_tokens(text, index, self.name, index == len(self.lines) - 1)
+            for token in _line_tokens(text, index, self.name, index == len(self.lines) - 1):
+                if token.kind != "COMMENT" and _UNDECODED.search(str(token.value)):
+                    col = _UNDECODED.search(text).start() + 1
+                    raise _error(self.name, index, "invalid multibyte sequence: not valid "
+                                                   f"{self.encoding} (the header's charset "
+                                                   f"is {self.charset or 'not given'})", col)
+                yield token
 
     def peek(self):
         if self.peeked is None:
@@ -218,9 +221,11 @@ class _Lexer:
 
     def syntax_error(self, token=None):
         token = token or self.peek()
-        if token is None:  # at the end of the file
-            line = max(len(self.lines) - 1, 0)
-            return _error(self.name, line, "syntax error")
+        if token is None:
+            return _error(self.name, max(len(self.lines) - 1, 0),
+                          "syntax error: the file ends inside an entry")
+        if token.kind == "COMMENT":
+            return _error(self.name, token.line, "syntax error: a comment inside an entry")
         return _error(self.name, token.line, "syntax error", token.end_col)
 
 
