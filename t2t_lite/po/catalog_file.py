@@ -186,28 +186,39 @@ class _Lexer:
     def __init__(self, lines, encoding, charset, name):
         self.lines, self.name = lines, name
         self.encoding, self.charset = encoding, charset
-        self.texts: List[str] = []
+        self.continued: Dict[int, int] = {}  # first physical line -> last, of joined lines
         self._tokens = self._generate()
         self.peeked: Optional[_Token] = None
         self.last: Optional[_Token] = None
 
     def _generate(self):
-        for index, raw in enumerate(self.lines):
+        index = 0
+        while index < len(self.lines):
             # Bytes the charset cannot decode are an error in a string or keyword, not in a
             # comment (as in msgfmt): they are kept as surrogates until the lexer sees them.
-            text = raw.decode(self.encoding, "surrogateescape")
+            text = self.lines[index].decode(self.encoding, "surrogateescape")
             if index == 0 and text.startswith("\ufeff"):
                 raise _error(self.name, 0, "syntax error: the file starts with a byte order "
                                            "mark (BOM), which msgfmt does not accept; remove "
                                            "it", 2)
-            self.texts.append(text)
-            for token in _line_tokens(text, index, self.name, index == len(self.lines) - 1):
+            first = index
+            # gettext reads a backslash before a newline as no character at all (lex_getc):
+            # the physical lines joined are one line for the lexer.
+            while text.endswith("\\\n") and index + 1 < len(self.lines):
+                index += 1
+                text = text[:-2] + self.lines[index].decode(self.encoding, "surrogateescape")
+            if index > first:
+                text = text.replace("\\\n", "")
+                self.continued[first] = index
+            last_line = index == len(self.lines) - 1
+            for token in _line_tokens(text, first, self.name, last_line):
                 if token.kind != "COMMENT" and _UNDECODED.search(str(token.value)):
                     col = _UNDECODED.search(text).start() + 1
-                    raise _error(self.name, index, "invalid multibyte sequence: not valid "
+                    raise _error(self.name, first, "invalid multibyte sequence: not valid "
                                                    f"{self.encoding} (the header's charset "
                                                    f"is {self.charset or 'not given'})", col)
                 yield token
+            index += 1
 
     def peek(self):
         if self.peeked is None:
@@ -676,6 +687,9 @@ class Entry:
         if self._catalog._shared.get(self._first) or self._catalog._shared.get(self._last):
             raise ValueError(f"{self!r} shares a line with another entry: it cannot be "
                              "rewritten without changing that one")
+        if any(self._first <= line <= self._last for line in self._catalog._continued):
+            raise ValueError(f"{self!r} has a line continued by a backslash: it cannot be "
+                             "rewritten line by line")
         first_msgstr = self._message.first_msgstr
         before = self._message.tokens[:self._message.tokens.index(first_msgstr)]
         if before and before[-1].line == first_msgstr.line:
@@ -725,6 +739,7 @@ class Catalog:
         self.entries: List[Entry] = []
         self._shared: Dict[int, bool] = {}
         self._header_changes: Dict[str, str] = {}
+        self._continued: Dict[int, int] = {}
         self._read()
 
     def _read(self):
@@ -741,12 +756,14 @@ class Catalog:
                                               f"definition is at line {seen[key] + 1})")
             seen[key] = line
             first = (comments or message.tokens)[0].line
-            entry = Entry(self, message, comments, first, message.tokens[-1].line)
+            last = lexer.continued.get(message.tokens[-1].line, message.tokens[-1].line)
+            entry = Entry(self, message, comments, first, last)
             for index in (entry._first, entry._last):
                 if index in owner and owner[index] is not entry:
                     self._shared[index] = True
                 owner[index] = entry
             self.entries.append(entry)
+        self._continued = lexer.continued
 
     @property
     def header(self) -> Optional[Entry]:
