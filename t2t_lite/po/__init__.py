@@ -1,7 +1,17 @@
-"""The gettext catalog tool's pieces.
+"""t2t-lite-po's pieces: a gettext catalog translated without breaking what msgfmt accepts.
 
+- catalog_file: a PO/POT file read as gettext reads it (its refusals too) and written back byte
+  for byte except what is changed.
 - formats: msgfmt's reading of c-format, objc-format, python-format and python-brace-format
   strings, and msgfmt -c's verdict on a translation (format directives, newlines,
   accelerators).
 - plural: a Plural-Forms header value parsed and evaluated as msgfmt does (never eval).
+- header: the header fields the tool sets for the target language, and its plural rule.
+- accelerators: a source's keyboard accelerator taken out and placed on the translation.
+- entries: which entries are translated, from which source, and which hypothesis is kept.
+- engine: the model, loaded once per run, with a journal a killed run resumes from.
+- judge: msgfmt itself, over the catalog's bytes before they are written.
+- work_folder: OUTPUT.t2t-po-work, an unfinished run's work.
+- model_language: the language a model translates into.
+- run: PoOptions, PoStats and translate_catalog, the whole run.
 """
