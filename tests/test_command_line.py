@@ -19,7 +19,7 @@ TOOLS = [
     pytest.param("demo", "t2t_lite.demo:DemoOptions", {"samples"}, id="demo"),
     pytest.param("decoder", "t2t_lite.file_decoding:DecodeOptions", set(), id="decoder"),
     pytest.param("score", "t2t_lite.file_scoring:ScoreOptions", set(), id="score"),
-    pytest.param("po", "t2t_lite.po_catalog:PoOptions", set(), id="po"),
+    pytest.param("po", "t2t_lite.po.run:PoOptions", set(), id="po"),
     pytest.param("table3", "t2t_lite.table3.run:TableOptions", set(), id="table3"),
 ]
 MIXES = 20

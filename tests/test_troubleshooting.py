@@ -260,25 +260,32 @@ ALLOWED = {
     "problem_spec.py": {
         "split of {} in {} is empty": "names the split, problem and --data_dir; datagen fills it",
     },
-    "po_catalog.py": {
-        "--input {}: cannot read": OS_ERROR,
-        "unknown charset": "the line names the header's charset; gettext's msgfmt refuses it too",
-        "not valid {} (the header's charset": "the catalog's bytes disagree with its header",
-        "PO syntax error": "the line gives the line number; msgfmt -c finds the same",
-        "not a PO catalog": SAYS_FIX,
-        "lacks a valid nplurals=N": "the line quotes the header's Plural-Forms",
-        "lines for {} inputs; re-run with --start_over": "a damaged work folder; the line says "
-                                                         "to start over",
-        "is not a t2t-lite-po work folder": "the line says to move it away",
-        "holds an unfinished run of another catalog": "the line names the difference and "
-                                                      "--start_over",
+    "po/catalog_file.py": {
+        "{}: {}": "FILE:LINE: msgfmt's own words for a catalog it refuses too (syntax, escape, "
+                  "duplicate, charset)",
+        "{}: cannot read ({})": OS_ERROR,
+    },
+    "po/header.py": {
+        "the header's Plural-Forms {} cannot be read": "the line quotes the header's "
+                                                       "Plural-Forms and msgfmt's reason",
+    },
+    "po/run.py": {
         "--{} is required": "names the missing flag",
         "give --model_dir or --export_dir": FLAG_PAIR,
-        "is not a folder": SAYS_FIX,
+        "--{} {} is not a folder": SAYS_FIX,
+        "--{} must be >= 1, got {}": FLAG_VALUE,
         "--input and --output are required": "names the missing flags",
         "is not a regular file": SAYS_FIX,
         "the translator returned": "an engine fault, not a user's; reported if it ever happens",
         "--output {}: cannot write": OS_ERROR,
+        "msgfmt keeps rejecting the translations": "a fault of the tool's own checks; nothing "
+                                                   "is written",
+        "msgfmt rejects the output at line": "the line quotes msgfmt's reason and line",
+    },
+    "po/work_folder.py": {
+        "is not a t2t-lite-po work folder": "the line says to move it away",
+        "holds an unfinished run of another catalog": "the line names the difference and "
+                                                      "--start_over",
     },
     "problems/gettext.py": {
         "needs --problem_param=target_lang=": SAYS_FIX,

@@ -17,7 +17,7 @@ import sys
 from absl import flags
 
 from t2t_lite import cli, command_line
-from t2t_lite.po_catalog import PoOptions
+from t2t_lite.po.run import PoOptions
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input", None, "The catalog to translate: a .po or .pot file.")
@@ -56,7 +56,7 @@ flags.DEFINE_enum("engine", PoOptions.engine, ["tensorflow", "ctranslate2"],
 
 
 def main(argv):
-    from t2t_lite.po_catalog import translate_catalog
+    from t2t_lite.po.run import translate_catalog
 
     stats = translate_catalog(command_line.from_flags(PoOptions, FLAGS))
     print(stats.summary(), file=sys.stderr)

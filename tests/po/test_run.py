@@ -1,4 +1,4 @@
-"""t2t-lite-po (t2t_lite/po_catalog.py): a gettext catalog in, the same catalog out with its
+"""t2t-lite-po (t2t_lite/po/run.py): a gettext catalog in, the same catalog out with its
 untranslated entries translated, fuzzy for review, and accepted by `msgfmt -c --use-fuzzy`.
 
 The quick tests inject a translator (translate(lines, kinds) -> translations) and the kinds of
@@ -21,9 +21,13 @@ import time
 import polib
 import pytest
 
-from t2t_lite import file_lock, po_catalog
+from t2t_lite import file_lock
+from t2t_lite.po import header as po_header
+from t2t_lite.po import entries as po_entries
+from t2t_lite.po import model_language
+from t2t_lite.po import run as po_run
 from t2t_lite.errors import UserError
-from t2t_lite.po_catalog import PoOptions
+from t2t_lite.po.run import PoOptions
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="1")
@@ -136,7 +140,7 @@ def _translate(tmp_path, text, translate=_mark, kinds_of=_no_kinds, name="in.po"
     source = tmp_path / name
     source.write_bytes(text.encode(encoding))
     output = tmp_path / "out.po"
-    stats = po_catalog.translate_catalog(
+    stats = po_run.translate_catalog(
         PoOptions(input=str(source), output=str(output), **options), translate=translate,
         kinds_of=kinds_of)
     return stats, output
@@ -229,18 +233,35 @@ def test_translate_fuzzy_and_no_fuzzy(tmp_path):
     assert entries[(None, "Save")].msgstr == "Speichern"  # a reviewed translation stays
 
 
+PLURAL_BODY = ('#, c-format\nmsgid "One file"\nmsgid_plural "%d files"\nmsgstr[0] ""\n'
+               'msgstr[1] ""\n')
+
+
 @needs_msgfmt
-def test_every_plural_form_of_the_target_language(tmp_path):
-    russian = ("nplurals=3; plural=(n%10==1 && n%100!=11 ? 0 : n%10>=2 && n%10<=4 && "
-               "(n%100<10 || n%100>=20) ? 1 : 2);")
-    body = 'msgid "%d file"\nmsgid_plural "%d files"\nmsgstr[0] ""\nmsgstr[1] ""\n'
-    stats, output = _translate(tmp_path, _po(language="ru", plural_forms=russian, body=body))
-    assert _entries(output)[(None, "%d file")].msgstr_plural == {
-        0: "DE[%d file]", 1: "DE[%d files]", 2: "DE[%d files]"}
+@pytest.mark.parametrize("language, forms", [
+    # Form k comes from the singular only where every n that selects it is 1 (German's 0);
+    # Russian's and Polish's form 0 also serves 21, 31 (ru) or is n == 1 (pl), Arabic's 1 is
+    # n == 1 alone, Japanese has one form for every n.
+    ("de", ["One file", "%d files"]),
+    ("ru", ["%d files"] * 3),
+    ("pl", ["One file", "%d files", "%d files"]),
+    ("ja", ["%d files"]),
+    ("ar", ["%d files", "One file", "%d files", "%d files", "%d files", "%d files"]),
+])
+def test_each_plural_form_from_the_source_its_formula_asks_for(tmp_path, language, forms):
+    rule = po_header.PLURAL_FORMS[language]
+    stats, output = _translate(tmp_path, _po(language=language, plural_forms=rule,
+                                             body=PLURAL_BODY))
+    assert _entries(output)[(None, "One file")].msgstr_plural == {
+        k: f"DE[{source}]" for k, source in enumerate(forms)}
     assert stats.plural == 1
     result = _msgfmt_check(output)
     assert result.returncode == 0, result.stderr
-    # A .pot for a language of one form: msgstr[0] covers every n, from msgid_plural.
+
+
+@needs_msgfmt
+def test_a_pot_for_a_language_of_one_form(tmp_path):
+    # msgstr[0] covers every n, from msgid_plural.
     stats, output = _translate(tmp_path, POT, name="prog.pot", target_language="ja")
     assert _entries(output)[(None, "%d file")].msgstr_plural == {0: "DE[%d files]"}
     assert polib.pofile(str(output)).metadata["Plural-Forms"] == "nplurals=1; plural=0;"
@@ -251,7 +272,7 @@ def test_every_plural_form_of_the_target_language(tmp_path):
 @needs_msgfmt
 def test_every_table_entry_is_a_plural_form_msgfmt_accepts(tmp_path):
     body = 'msgid "%d file"\nmsgid_plural "%d files"\nmsgstr[0] ""\nmsgstr[1] ""\n'
-    for language, forms in po_catalog.PLURAL_FORMS.items():
+    for language, forms in po_header.PLURAL_FORMS.items():
         _, output = _translate(tmp_path, _po(language=language, plural_forms=forms, body=body))
         result = _msgfmt_check(output)
         assert result.returncode == 0, (language, result.stderr)
@@ -267,7 +288,8 @@ def test_an_empty_translation_leaves_the_entry_untranslated(tmp_path):
     assert entries[(None, "first\nsecond\n")].msgstr == ""
     assert not entries[(None, "first\nsecond\n")].fuzzy
     assert entries[(None, "third")].msgstr == "DE[third]"
-    assert (stats.translated, stats.left_empty) == (1, 1)
+    assert (stats.translated, stats.left) == (1, 1)
+    assert stats.left_untranslated == {po_run.LEFT_EMPTY: 1}
 
 
 def test_entries_are_grouped_by_the_protection_their_flags_ask_for(tmp_path):
@@ -330,17 +352,19 @@ def test_identical_lines_are_translated_once(tmp_path):
     assert _entries(output)[(None, "Open\nOpen")].msgstr == "DE[Open]\nDE[Open]"
 
 
-def test_a_latin1_catalog_stays_latin1_unless_a_translation_needs_more(tmp_path):
-    body = 'msgid "Size"\nmsgstr "Größe"\n\nmsgid "Open"\nmsgstr ""\n'
+def test_a_latin1_catalog_stays_latin1_byte_for_byte(tmp_path):
+    body = 'msgid "Size"\nmsgstr "Größe"\n\nmsgid "Open"\nmsgstr ""\n\nmsgid "Go"\nmsgstr ""\n'
     text = _po(charset="ISO-8859-1", body=body)
-    _, output = _translate(tmp_path, text, encoding="latin-1",
-                           translate=lambda lines, kinds: ["Öffnen" for _ in lines])
-    assert "charset=ISO-8859-1" in output.read_bytes().decode("latin-1")
-    assert _entries(output)[(None, "Size")].msgstr == "Größe"
-    _, output = _translate(tmp_path, text, encoding="latin-1",
-                           translate=lambda lines, kinds: ["Öffnen →" for _ in lines])
-    assert "charset=UTF-8" in output.read_text(encoding="utf-8")
-    assert _entries(output)[(None, "Open")].msgstr == "Öffnen →"
+    stats, output = _translate(tmp_path, text, encoding="latin-1",
+                               translate=lambda lines, kinds: ["Öffnen" if line == "Open"
+                                                               else "Gehe →" for line in lines])
+    data = output.read_bytes()
+    assert "charset=ISO-8859-1" in data.decode("latin-1")
+    assert 'msgid "Size"\nmsgstr "Größe"\n'.encode("latin-1") in data
+    assert 'msgstr "Öffnen"'.encode("latin-1") in data
+    # A translation the charset cannot hold is left out, counted; the catalog stays Latin-1.
+    assert b'msgid "Go"\nmsgstr ""\n' in data
+    assert stats.left_untranslated == {po_run.LEFT_CHARSET: 1}
 
 
 def _error(tmp_path, text, encoding="utf-8", **options):
@@ -358,15 +382,16 @@ def test_broken_catalogs_end_in_one_line_naming_file_and_line(tmp_path):
     lines = _po().splitlines()
     save = lines.index('msgid "Save"')
     broken = "\n".join(lines[:save + 1] + ['msgstr "Spei"chern"'] + lines[save + 2:]) + "\n"
-    assert _error(tmp_path, broken).startswith(f"{source}:{save + 2}: PO syntax error")
+    # msgfmt's words and line (a keyword "chern" after the closed string "Spei").
+    assert _error(tmp_path, broken) == f'{source}:{save + 2}: keyword "chern" unknown'
     garbage = "\n".join(lines[:save] + ["this is no PO line"] + lines[save:]) + "\n"
-    assert _error(tmp_path, garbage).startswith(f"{source}:{save + 1}: PO syntax error")
+    assert _error(tmp_path, garbage).startswith(f"{source}:{save + 1}: ")
 
     message = _error(tmp_path, _po(charset="KLINGON-8"))
     assert message.startswith(f"{source}:6: unknown charset 'KLINGON-8'")
     message = _error(tmp_path, _po(charset="UTF-8", body='msgid "a"\nmsgstr "\xe4"\n'),
                      encoding="latin-1")
-    assert message.startswith(f"{source}:11: not valid utf-8")
+    assert message.startswith(f"{source}:11:9: invalid multibyte sequence: not valid utf-8")
 
 
 def test_plurals_without_plural_forms_and_no_known_language_end_in_one_line(tmp_path):
@@ -377,7 +402,8 @@ def test_plurals_without_plural_forms_and_no_known_language_end_in_one_line(tmp_
     message = _error(tmp_path, _po(language="", plural_forms=None), target_language="tlh")
     assert "'tlh' is not in t2t-lite-po's table" in message
     message = _error(tmp_path, _po(plural_forms="nplurals=; plural=n;"))
-    assert message.startswith(f"{source}:8: the header's Plural-Forms")
+    assert message.startswith(f"{source}:8: the header's Plural-Forms 'nplurals=; plural=n;' "
+                              "cannot be read (")
     # Without plural entries a header without Plural-Forms is fine, and gets one if known.
     stats, output = _translate(tmp_path, _po(language="", plural_forms=None,
                                              body='msgid "a"\nmsgstr ""\n'))
@@ -401,7 +427,7 @@ def test_the_input_is_never_the_output(tmp_path):
     (tmp_path / "soft.po").symlink_to(source)
     for output in (source, tmp_path / "hard.po", tmp_path / "soft.po"):
         with pytest.raises(UserError, match="is the input --input"):
-            po_catalog.translate_catalog(PoOptions(input=str(source), output=str(output)),
+            po_run.translate_catalog(PoOptions(input=str(source), output=str(output)),
                                          translate=_mark, kinds_of=_no_kinds)
     assert source.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hard.po", "in.po", "soft.po"]
@@ -413,12 +439,12 @@ def test_one_writer_per_output_and_a_symlink_written_through(tmp_path):
     output = tmp_path / "out.po"
     with file_lock.FileLock(str(output) + file_lock.LOCK_SUFFIX, "test"):
         with pytest.raises(UserError, match="is being written by another run"):
-            po_catalog.translate_catalog(PoOptions(input=str(source), output=str(output)),
+            po_run.translate_catalog(PoOptions(input=str(source), output=str(output)),
                                          translate=_mark, kinds_of=_no_kinds)
     assert not output.exists()
     (tmp_path / "real").mkdir()
     (tmp_path / "link.po").symlink_to(tmp_path / "real" / "de.po")
-    po_catalog.translate_catalog(PoOptions(input=str(source), output=str(tmp_path / "link.po")),
+    po_run.translate_catalog(PoOptions(input=str(source), output=str(tmp_path / "link.po")),
                                  translate=_mark, kinds_of=_no_kinds)
     assert (tmp_path / "link.po").is_symlink()
     assert os.listdir(tmp_path / "real") == ["de.po"]
@@ -435,51 +461,51 @@ def test_a_failing_translator_leaves_the_old_output(tmp_path):
         raise UserError("the model is gone")
 
     with pytest.raises(UserError, match="the model is gone"):
-        po_catalog.translate_catalog(PoOptions(input=str(source), output=str(output)),
+        po_run.translate_catalog(PoOptions(input=str(source), output=str(output)),
                                      translate=failing, kinds_of=_no_kinds)
     assert output.read_bytes() == b"the old output\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.po", "out.po"]
 
 
 def test_a_work_folder_the_tool_did_not_make_is_never_touched(tmp_path):
-    work = tmp_path / ("out.po" + po_catalog.WORK_SUFFIX)
+    work = tmp_path / ("out.po" + po_run.WORK_SUFFIX)
     work.mkdir()
     (work / "notes.txt").write_text("mine", encoding="utf-8")
     with pytest.raises(UserError, match="is not a t2t-lite-po work folder"):
-        po_catalog.WorkFolder(str(work), {"run": 1}, start_over=True)
+        po_run.WorkFolder(str(work), {"run": 1}, start_over=True)
     assert os.listdir(work) == ["notes.txt"]
     # Its own folder: another run's is refused (start over to replace it); removal leaves
     # what someone else put there.
-    folder = po_catalog.WorkFolder(str(tmp_path / "ours"), {"input_sha256": "a"}, False)
+    folder = po_run.WorkFolder(str(tmp_path / "ours"), {"input_sha256": "a"}, False)
     with pytest.raises(UserError, match="input_sha256 was 'a', now 'b'.*--start_over"):
-        po_catalog.WorkFolder(folder.path, {"input_sha256": "b"}, False)
-    (tmp_path / "ours" / "none.src").write_text("x\n", encoding="utf-8")
-    po_catalog.WorkFolder(folder.path, {"input_sha256": "b"}, True)
+        po_run.WorkFolder(folder.path, {"input_sha256": "b"}, False)
+    (tmp_path / "ours" / "journal.jsonl").write_text("x\n", encoding="utf-8")
+    po_run.WorkFolder(folder.path, {"input_sha256": "b"}, True)
     assert os.listdir(folder.path) == ["t2t-po-work.json"]
-    (tmp_path / "ours" / "printf.out.progress.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "ours" / "journal.jsonl").write_text("{}", encoding="utf-8")
     (tmp_path / "ours" / "keep.me").write_text("x", encoding="utf-8")
     folder.remove()
     assert os.listdir(folder.path) == ["keep.me"]
 
 
 def test_the_models_target_language(tmp_path):
-    assert po_catalog.problem_target_language("translate_ende_wmt14") == "de"
-    assert po_catalog.problem_target_language("translate_enfr_gettext") == "fr"
-    assert po_catalog.problem_target_language("translate_gettext") is None
-    assert po_catalog.problem_target_language("not_registered") is None
+    assert model_language.problem_target_language("translate_ende_wmt14") == "de"
+    assert model_language.problem_target_language("translate_enfr_gettext") == "fr"
+    assert model_language.problem_target_language("translate_gettext") is None
+    assert model_language.problem_target_language("not_registered") is None
     model_dir = tmp_path / "model"
     model_dir.mkdir()
     (model_dir / "run.json").write_text(
         '{"problem": "translate_gettext", "problem_params": ["target_lang=es"], '
         '"vocab_file": "v", "vocab_size": 8}', encoding="utf-8")
-    assert po_catalog.model_info(model_dir=str(model_dir)) == ("translate_gettext", "es")
+    assert model_language.model_info(model_dir=str(model_dir)) == ("translate_gettext", "es")
 
 
 def test_format_flags_of_an_entry():
-    entry = polib.POEntry(msgid="x", flags=["fuzzy", "c-format", "no-python-format",
-                                            "python-brace-format"])
-    assert po_catalog._format_flags(entry) == ("c-format", "no-python-format",
-                                               "python-brace-format")
+    flags = ["fuzzy", "c-format", "no-python-format", "python-brace-format", "range: 1..5"]
+    assert po_entries.checked_flags(flags) == ("c-format", "python-brace-format")
+    assert po_entries.checked_flags(["possible-c-format", "sh-format"]) == ("c-format",)
+    assert po_entries.range_of(flags) == (1, 5)
 
 
 # ---- slow: the real CLI on the session's tiny model -----------------------------------------
@@ -562,7 +588,7 @@ def _refused(**options):
     """The one-line UserError of translate_catalog run as the CLI runs it (the decoder as its
     translator), which the CLI prints as `error: <message>` with exit status 1."""
     with pytest.raises(UserError) as refused:
-        po_catalog.translate_catalog(PoOptions(**options))
+        po_run.translate_catalog(PoOptions(**options))
     message = str(refused.value)
     assert "\n" not in message, message
     return message
@@ -593,15 +619,15 @@ def _translations(path):
 def test_a_killed_run_continues_where_it_was(model_dir, tmp_path):
     source, _ = _machine_catalog(tmp_path)
     output = tmp_path / "de.po"
-    work = tmp_path / ("de.po" + po_catalog.WORK_SUFFIX)
+    work = tmp_path / ("de.po" + po_run.WORK_SUFFIX)
     process = subprocess.Popen(_command(model_dir, f"--input={source}", f"--output={output}",
                                         "--chunk_lines=2"),
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV,
                                cwd=REPO)
     deadline = time.monotonic() + 300
-    # The first finished chunk of the decoder's output is on disk with its record: kill then.
-    while not any(name.endswith(".progress.json") for name in
-                  (os.listdir(work) if work.is_dir() else ())):
+    # The first finished chunk is in the work folder's journal: kill then.
+    journal = work / "journal.jsonl"
+    while not (journal.is_file() and journal.read_bytes().endswith(b"\n")):
         assert process.poll() is None, process.stderr.read().decode()[-3000:]
         assert time.monotonic() < deadline, "no progress record after 300 s"
         time.sleep(0.02)
@@ -614,13 +640,14 @@ def test_a_killed_run_continues_where_it_was(model_dir, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     resumed = re.search(r"\((\d+) by the interrupted run resumed\)", result.stderr)
     assert resumed and int(resumed.group(1)) >= 2, result.stderr[-3000:]
+    assert "best translations of" in result.stderr  # the rest was translated
     resumed_translations = _translations(output)
     assert not work.exists() and not (tmp_path / "de.po.lock").exists()
 
     # Another setting meets the unfinished run's work: refused (translate_catalog as the CLI
     # runs it), then --start_over replaces it and translates the whole catalog uninterrupted:
     # what the resumed run wrote.
-    po_catalog.WorkFolder(str(work), {"other": "run"}, False)
+    po_run.WorkFolder(str(work), {"other": "run"}, False)
     message = _refused(model_dir=model_dir, input=str(source), output=str(output), chunk_lines=2)
     assert message.startswith(f"{os.path.realpath(work)} holds an unfinished run of another "
                               "catalog") and "--start_over" in message, message

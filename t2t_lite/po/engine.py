@@ -1,0 +1,142 @@
+"""The model as t2t-lite-po's translator: loaded once per run, hypotheses in process, a journal of
+finished chunks so that a killed run continues where it was.
+
+    engine = ModelEngine(options, journal_path)
+    engine.translate(lines, kinds, attempt)  ->  per line, its hypotheses (best first)
+
+Attempts, from the cheapest: "best" (the decoder's 1-best, long lines sentence by sentence),
+"nbest" (every hypothesis of the beam, the line whole) and "forced" (the beam with the line's
+protected spans as positive constraints). t2t-lite-po asks for the next attempt only for the
+lines whose hypotheses broke a format. TensorFlow is imported when the first line is
+translated, never before: a refused flag or catalog costs no TensorFlow import.
+"""
+import json
+import os
+import sys
+
+from t2t_lite.inference import constraints as constraints_lib
+
+ATTEMPTS = ("best", "nbest", "forced")
+
+
+class Journal:
+    """Append-only JSON lines {"key": [attempt, kinds, line], "hyps": [...]}: the hypotheses of
+    finished chunks, each chunk on disk (fsync) before the next starts. A torn last record (a
+    kill mid-write) is ignored."""
+
+    def __init__(self, path):
+        self.path = path
+        self.done = {}
+        if path and os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                for line in f:
+                    try:
+                        record = json.loads(line)
+                        self.done[tuple(record["key"])] = record["hyps"]
+                    except (ValueError, KeyError, TypeError):
+                        break
+
+    def add(self, items):
+        """items: [(key, hypotheses)]."""
+        for key, hyps in items:
+            self.done[key] = hyps
+        if not self.path or not items:
+            return
+        data = "".join(json.dumps({"key": list(key), "hyps": hyps}, ensure_ascii=False) + "\n"
+                       for key, hyps in items).encode("utf-8")
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def group_name(kinds):
+    return "+".join(sorted(kinds)) or "none"
+
+
+def forced_line(spans):
+    """The constraint line forcing a source's protected spans (those a constraint line can
+    hold), "" for none."""
+    phrases = [(False, [text]) for text in spans
+               if text.strip() == text and text and "\t" not in text
+               and constraints_lib.ALTERNATIVES not in text
+               and not text.startswith(constraints_lib.NEGATIVE)]
+    return constraints_lib.join_line(phrases[:constraints_lib.MAX_PHRASES])
+
+
+class ModelEngine:
+    """translate(lines, kinds, attempt) through one model loaded on first use (model_source)."""
+
+    def __init__(self, options, journal_path=None, progress=sys.stderr):
+        self.options, self.progress = options, progress
+        self.journal = Journal(journal_path)
+        self.resumed = 0  # lines whose hypotheses an earlier, interrupted run left
+        self._translator = self._settings = None
+        self.searches = 1
+
+    @property
+    def can_force(self):
+        return self.options.engine == "tensorflow"
+
+    def _load(self):
+        if self._translator is not None:
+            return self._translator
+        from t2t_lite import model_source
+        from t2t_lite.inference import parallel_search
+
+        options = self.options
+        on_gpu = options.engine == "tensorflow" and parallel_search.tensorflow_on_gpu()
+        self.searches = parallel_search.resolve(0, on_gpu)
+        parallel_search.configure_tensorflow(self.searches)
+        precision = options.decode_precision
+        if precision == "auto" and options.engine == "tensorflow" and options.model_dir:
+            from t2t_lite.decoding import precision as precision_lib
+
+            precision = precision_lib.choose(precision)[0]
+        self._translator = model_source.load(
+            options.model_dir, options.export_dir, options.checkpoint_path, options.engine,
+            beam_size=options.beam_size, precision=precision, searches=self.searches)
+        self._settings = self._translator.settings
+        return self._translator
+
+    @property
+    def problem(self):
+        return self._settings.problem if self._settings else None
+
+    def translate(self, lines, kinds, attempt="best", spans_of=None):
+        """Per line, its hypotheses (best first; [] for a line the attempt does not cover).
+        spans_of(line) -> the line's protected span texts, for the "forced" attempt."""
+        name = group_name(kinds)
+        keys = [(attempt, name, line) for line in lines]
+        todo = list(dict.fromkeys(k for k in keys if k not in self.journal.done))
+        self.resumed += len(set(keys)) - len(todo)
+        chunk = max(self.options.chunk_lines, 1)
+        for start in range(0, len(todo), chunk):
+            part = todo[start:start + chunk]
+            texts = [line for _, _, line in part]
+            self.journal.add(list(zip(part, self._search(texts, attempt, spans_of))))
+            print(f"t2t-lite-po: {attempt} translations of {name} lines: "
+                  f"{min(start + chunk, len(todo))}/{len(todo)}", file=self.progress, flush=True)
+        return [self.journal.done[key] for key in keys]
+
+    def _search(self, texts, attempt, spans_of):
+        from t2t_lite.inference import batch_decode
+
+        translator = self._load()
+        fixed = translator.settings
+        nbest = 1 if attempt == "best" else fixed.beam_size
+        constraints = None
+        if attempt == "forced":
+            constraints = [forced_line(spans_of(text)) if spans_of else "" for text in texts]
+        splitting = (batch_decode.sentence_splitting(fixed.problem, "auto")
+                     if attempt == "best" else None)
+        results = batch_decode.translate_texts(
+            translator, texts, fixed.alpha, fixed.extra_length, nbest=nbest,
+            batch_tokens=self.options.batch_tokens, parallel_searches=self.searches,
+            splitting=splitting, constraints=constraints)
+        postprocess = batch_decode.output_postprocessor(fixed.problem)
+        return [[postprocess(text, out) for out, _ in hyps] for text, hyps in zip(texts, results)]

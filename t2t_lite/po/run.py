@@ -1,0 +1,487 @@
+"""A gettext catalog (PO or POT) translated as t2t-lite-po does it, as one library call.
+
+    stats = translate_catalog(PoOptions(export_dir=E, input="x.pot", output="de.po"))
+    print(stats.summary())
+
+What it promises, by construction:
+- every entry it writes passes msgfmt's own reading of it: the directives of a `c-format`,
+  `python-format` or `python-brace-format` msgstr are those msgfmt finds in the msgid, a msgid's
+  single accelerator mark (`_` or `&`) is in the msgstr once, the newline structure is the
+  msgid's; an entry for which no hypothesis passes is left untranslated and counted, and the
+  whole catalog is judged by msgfmt itself (po/judge.py) before it is written;
+- what it does not translate stays byte for byte (po/catalog_file.py): the header except the
+  fields po/header.py sets, comments, flags, contexts, obsolete entries, wrapping, escapes;
+- a catalog msgfmt would refuse (a syntax error, a duplicate msgid, a bad escape or charset) is
+  refused in one line naming the file and line, before a model is loaded;
+- the output is never the input, has one writer (a lock beside it), and is replaced atomically
+  when complete; a killed run re-run with the same command continues (po/work_folder.py).
+
+Which entries and which hypothesis: po/entries.py. The model: po/engine.py, loaded once per run;
+its attempts go from the decoder's 1-best to the beam's n-best to a search with the line's
+protected spans forced, each asked only for the lines whose hypotheses so far broke a format.
+"""
+import collections
+import dataclasses
+import hashlib
+import os
+import re
+import sys
+import time
+from typing import Dict, Optional, Sequence
+
+from t2t_lite import atomic, file_lock
+from t2t_lite.errors import UserError
+from t2t_lite.inference import protected_spans, resume
+from t2t_lite.po import catalog_file, engine as engine_lib, entries, formats, header, judge
+from t2t_lite.po import model_language
+from t2t_lite.po.work_folder import SUFFIX as WORK_SUFFIX, WorkFolder
+
+# Why an entry was left untranslated, as the summary says it.
+LEFT_FORMAT = "their formats or accelerators could not be kept"
+LEFT_EMPTY = "the model gave no translation"
+LEFT_MSGFMT = "msgfmt rejected the translation"
+LEFT_CHARSET = "the catalog's charset cannot hold the translation"
+
+
+@dataclasses.dataclass
+class PoOptions:
+    """t2t-lite-po's settings; each field is the flag of the same name (see its --help)."""
+    input: Optional[str] = None
+    output: Optional[str] = None
+    model_dir: Optional[str] = None
+    export_dir: Optional[str] = None
+    checkpoint_path: Optional[str] = None
+    target_language: Optional[str] = None  # None: the model's, else the catalog's Language
+    protect: str = "auto"
+    no_fuzzy: bool = False
+    translate_fuzzy: bool = False
+    start_over: bool = False
+    beam_size: Optional[int] = None
+    batch_tokens: int = 4096
+    chunk_lines: int = 500  # lines per journal record: a killed run resumes after its last one
+    decode_precision: str = "float32"
+    engine: str = "tensorflow"
+
+
+@dataclasses.dataclass
+class PoStats:
+    entries: int = 0  # entries of the catalog (obsolete ones not counted)
+    translated: int = 0  # entries given a new translation
+    plural: int = 0  # of them, plural entries
+    kept: int = 0  # entries already translated, kept as they were
+    fuzzy_kept: int = 0  # fuzzy entries left as they were
+    fuzzy_marked: int = 0  # new translations marked fuzzy
+    obsolete: int = 0
+    accelerators: int = 0  # new translations given their msgid's accelerator mark
+    left_untranslated: Dict[str, int] = dataclasses.field(default_factory=dict)  # why -> count
+    lines: int = 0  # distinct lines translated
+    lines_retried: int = 0  # of them, lines that needed more than the 1-best
+    lines_resumed: int = 0  # hypotheses an interrupted run had left in the work folder
+    repaired: int = 0  # translations whose protected spans the repair changed
+    msgfmt: str = "not run"  # "accepted", "not installed", or the input's own errors it kept
+    header_filled: Sequence[str] = ()  # header fields written for the target language
+    target_language: Optional[str] = None
+    seconds: float = 0.0
+
+    def as_dict(self):
+        return dataclasses.asdict(self)
+
+    @property
+    def left(self):
+        return sum(self.left_untranslated.values())
+
+    def summary(self):
+        parts = [f"translated {self.translated} of {self.entries} entries ({self.plural} plural)"
+                 f" in {self.seconds:.1f}s", f"{self.kept} already translated kept",
+                 f"{self.fuzzy_kept} fuzzy kept", f"{self.fuzzy_marked} marked fuzzy"]
+        parts += [f"{count} entries left untranslated: {why}"
+                  for why, count in sorted(self.left_untranslated.items())] or \
+            ["0 entries left untranslated"]
+        parts.append(f"{self.lines} lines decoded"
+                     + (f" ({self.lines_retried} retried)" if self.lines_retried else "")
+                     + (f" ({self.lines_resumed} by the interrupted run resumed)"
+                        if self.lines_resumed else ""))
+        parts.append(f"{self.repaired} with format specifiers repaired")
+        if self.accelerators:
+            parts.append(f"{self.accelerators} accelerators placed")
+        parts.append(f"msgfmt: {self.msgfmt}")
+        if self.header_filled:
+            parts.append(f"header: {', '.join(self.header_filled)} set for "
+                         f"{self.target_language}")
+        return "; ".join(parts)
+
+
+# ---- settings -----------------------------------------------------------------------------------
+
+def check_options(options):
+    """UserError for settings that cannot work, named as the tool's flags; imports no
+    TensorFlow (a refusal costs well under a second)."""
+    from t2t_lite import model_source
+
+    for name in ("input", "output"):
+        if not getattr(options, name):
+            raise UserError(f"--{name} is required")
+    if not (options.model_dir or options.export_dir):
+        raise UserError("give --model_dir or --export_dir")
+    for flag in ("model_dir", "export_dir"):
+        path = getattr(options, flag)
+        if path and not os.path.isdir(path):
+            raise UserError(f"--{flag} {path} is not a folder")
+    model_source.check_choice(options.model_dir, options.export_dir, options.checkpoint_path,
+                              options.engine, options.decode_precision)
+    for name in ("beam_size", "chunk_lines", "batch_tokens"):
+        value = getattr(options, name)
+        if value is not None and value < 1:
+            raise UserError(f"--{name} must be >= 1, got {value}")
+    protected_spans.parse_setting(options.protect)
+
+
+def _kinds_resolver(setting, problem):
+    cache = {}
+
+    def kinds_of(flags):
+        if flags not in cache:
+            cache[flags] = frozenset(protected_spans.resolve(setting, problem_name=problem,
+                                                             po_flags=flags, po=True))
+        return cache[flags]
+
+    kinds_of(())  # a bad --protect fails before any work
+    return kinds_of
+
+
+class _FunctionEngine:
+    """A test's translate(lines, kinds) -> one translation (or a list of hypotheses) per line,
+    as the engine's first attempt; it has no further ones."""
+
+    can_force = False
+    resumed = 0
+
+    def __init__(self, translate):
+        self.function = translate
+
+    def translate(self, lines, kinds, attempt="best", spans_of=None):
+        if attempt != "best":
+            return [[] for _ in lines]
+        outputs = self.function(list(lines), kinds)
+        if len(outputs) != len(lines):
+            raise UserError(f"the translator returned {len(outputs)} lines for {len(lines)}")
+        return [[out] if isinstance(out, str) else list(out) for out in outputs]
+
+
+# ---- choosing translations ----------------------------------------------------------------------
+
+class _Candidates:
+    """Per (kinds, line): the hypotheses of the attempts so far, each repaired and as written."""
+
+    def __init__(self):
+        self.by_line = collections.defaultdict(list)
+        self.repaired = set()  # (kinds, line, candidate) that the repair changed
+
+    def add(self, kinds, line, hypotheses):
+        known = self.by_line[(kinds, line)]
+        for hypothesis in hypotheses:
+            fixed = protected_spans.restore(line, hypothesis, kinds)
+            for candidate in (fixed.text, hypothesis):
+                if candidate not in known:
+                    known.append(candidate)
+            if fixed.changed:
+                self.repaired.add((kinds, line, fixed.text))
+
+    def of(self, kinds, final, msgid):
+        def candidates(core):
+            found = self.by_line[(kinds, core)]
+            # A msgid of one word the model leaves empty (a program's name) is its own
+            # translation; only once every attempt gave nothing better.
+            if final and core == msgid.strip() and not core.split()[1:] and core not in found:
+                return found + [core]
+            return found
+        return candidates
+
+
+def _spans_of(flags_of_line):
+    def spans(line):
+        kinds, flags = flags_of_line[line]
+        texts = [span.text for span in protected_spans.find_spans(line, kinds)]
+        return texts + [d.text for d in _directives(line, flags)
+                        if d.text not in texts and d.conversion != "%"]
+    return spans
+
+
+def choose_translations(jobs, engine, stats):
+    """{job index: {msgstr index: text}} for the jobs whose every missing form has a
+    translation that passes entries.entry_problem; counts the others into stats."""
+    candidates = _Candidates()
+    flags_of_line = {}
+    needed = collections.defaultdict(dict)  # kinds -> ordered {line: None}
+    for job in jobs:
+        for line in job.lines():
+            needed[job.kinds][line] = None
+            flags_of_line.setdefault(line, (job.kinds, job.flags))
+    stats.lines = sum(len(lines) for lines in needed.values())
+    chosen, problems = {}, {}
+    attempts = [a for a in engine_lib.ATTEMPTS if a != "forced" or engine.can_force]
+    for number, attempt in enumerate(attempts):
+        for kinds in sorted(needed, key=lambda k: (len(k), sorted(k))):
+            lines = list(needed[kinds])
+            if attempt == "forced":
+                lines = [line for line in lines if _spans_of(flags_of_line)(line)]
+            if number:
+                stats.lines_retried += len(lines) if number == 1 else 0
+            if not lines:
+                continue
+            outputs = engine.translate(lines, kinds, attempt, spans_of=_spans_of(flags_of_line))
+            for line, hypotheses in zip(lines, outputs):
+                candidates.add(kinds, line, hypotheses)
+        final = number == len(attempts) - 1
+        needed = collections.defaultdict(dict)
+        for i, job in enumerate(jobs):
+            if i in chosen:
+                continue
+            texts, problem = _translate_job(job, candidates.of(job.kinds, final,
+                                                                job.entry.msgid))
+            if texts is not None:
+                chosen[i] = texts
+                problems.pop(i, None)
+                continue
+            problems[i] = problem
+            if problem[0] is not None:
+                needed[job.kinds][problem[0]] = None
+        if not needed:
+            break
+    stats.lines_resumed = getattr(engine, "resumed", 0)
+    for i, (_, why) in problems.items():
+        if i not in chosen:
+            stats.left_untranslated[why] = stats.left_untranslated.get(why, 0) + 1
+    for i, texts in chosen.items():
+        job = jobs[i]
+        stats.repaired += any((job.kinds, core, part) in candidates.repaired
+                              for source in job.sources.values()
+                              for core, part in zip(entries.cores(source),
+                                                    entries.cores(texts[_first(texts)])))
+    return chosen
+
+
+def _first(texts):
+    return next(iter(texts))
+
+
+def _translate_job(job, candidates_of):
+    """({index: text}, None) or (None, (a line to try again or None, why))."""
+    texts = {}
+    for index, source in job.sources.items():
+        parts, failed = entries.choose_parts(job, source, candidates_of)
+        if parts is None:
+            line, problem = failed
+            return None, (line, LEFT_EMPTY if problem in ("empty", "no hypothesis")
+                          else LEFT_FORMAT)
+        text = entries.with_accelerator(job, entries.rebuilt(source, parts),
+                                        lambda t: _protected_ranges(job, t))
+        if text is None:
+            return None, (None, LEFT_FORMAT)
+        texts[index] = text
+    if entries.entry_problem(job, texts):
+        return None, (None, LEFT_FORMAT)
+    return texts, None
+
+
+def _directives(text, flags):
+    """The directives msgfmt reads in text for each flag (those before an invalid one)."""
+    found = []
+    for flag in flags:
+        try:
+            found += formats.directives(text, flag, translated=True)
+        except formats.FormatError as error:
+            found += error.directives
+    return found
+
+
+def _protected_ranges(job, text):
+    return ([(s.start, s.end) for s in protected_spans.find_spans(text, job.kinds)]
+            + [(d.start, d.end) for d in _directives(text, job.flags)])
+
+
+# ---- the whole run ------------------------------------------------------------------------------
+
+def translate_catalog(options, translate=None, kinds_of=None, progress=sys.stderr):
+    """Translates options.input into options.output (see the module docstring) and returns
+    PoStats. translate(lines, kinds) -> translations replaces the model (tests); kinds_of
+    (the entry's format flags) -> frozenset of protected kinds replaces protected_spans."""
+    start = time.monotonic()
+    if translate is None:
+        check_options(options)
+    elif not (options.input and options.output):
+        raise UserError("--input and --output are required")
+    catalog = catalog_file.read(options.input)
+    with open(options.input, "rb") as f:
+        raw = f.read()
+    problem, model_target = (model_language.model_info(options.model_dir, options.export_dir)
+                             if translate is None else (None, None))
+    plan = _header_plan(catalog, raw, options.target_language or model_target)
+    stats = PoStats(target_language=plan.target, header_filled=tuple(plan.changes))
+    kinds_of = kinds_of or _kinds_resolver(options.protect, problem)
+    stats.obsolete = sum(1 for entry in catalog.entries if entry.obsolete)
+    jobs = entries.plan(catalog.messages(), plan.rule, options, kinds_of, stats)
+
+    if resume.is_stream_path(options.output):
+        raise UserError(f"--output {options.output} is not a regular file: t2t-lite-po "
+                        "replaces its output whole when it is complete; write to a file")
+    target_path = os.path.realpath(options.output)
+    resume.check_output_path(target_path, "--output")
+    resume.check_not_an_input(target_path, [(f"--input {options.input}",
+                                             os.stat(options.input))], "--output")
+    lock = file_lock.FileLock(target_path + file_lock.LOCK_SUFFIX,
+                              f"--output {target_path}").acquire()
+    try:
+        work = None
+        if translate is None:
+            work = WorkFolder(target_path + WORK_SUFFIX, _run_identity(options, raw),
+                              options.start_over)
+            engine = engine_lib.ModelEngine(options, work.journal, progress)
+        else:
+            engine = _FunctionEngine(translate)
+        chosen = choose_translations(jobs, engine, stats) if jobs else {}
+        data = _judged(options, plan, jobs, chosen, stats, progress)
+        try:
+            with atomic.open_atomic(target_path, "wb", durable=True) as f:
+                f.write(data)
+        except OSError as error:
+            raise UserError(f"--output {options.output}: cannot write "
+                            f"({error.strerror})") from None
+        if work is not None:
+            work.remove()
+    finally:
+        lock.release()
+    stats.seconds = time.monotonic() - start
+    return stats
+
+
+def _header_plan(catalog, raw, target_language):
+    header_entry = catalog.header
+
+    def where(field=None):
+        """path:line of a header field (`Plural-Forms`), else of the header, else 1."""
+        line = header_entry.msgid_line if header_entry else 1
+        if header_entry is not None and field:
+            start, end = header_entry.span
+            found = re.search(rb'^\s*(msgstr\s+)?"' + re.escape(field.encode()) + rb":",
+                              raw[start:end], re.MULTILINE)
+            if found:
+                line = raw.count(b"\n", 0, start + found.start()) + 1
+        return f"{catalog.name}:{line}"
+
+    plural_entries = [e for e in catalog.messages() if e.msgid_plural is not None]
+    return header.plan(dict(catalog.header_fields()), bool(plural_entries),
+                       plural_entries[0].line if plural_entries else None, target_language,
+                       where)
+
+
+def _key(entry):
+    return entry.msgctxt, entry.msgid
+
+
+def _compose(options, plan, jobs, chosen, stats):
+    """(catalog, its bytes): the input read afresh with the chosen translations written in.
+    A translation the catalog's charset cannot hold is left out (and counted)."""
+    catalog = catalog_file.read(options.input)
+    by_key = {_key(job.entry): (i, job) for i, job in enumerate(jobs) if i in chosen}
+    stats.translated = stats.plural = stats.fuzzy_marked = stats.accelerators = 0
+    for entry in catalog.messages():
+        if _key(entry) not in by_key:
+            continue
+        i, job = by_key[_key(entry)]
+        texts = chosen[i]
+        fuzzy = True if not options.no_fuzzy else (False if entry.fuzzy else None)
+        try:
+            if job.forms is not None:
+                entry.set_translation(plural=texts, nplurals=job.forms, fuzzy=fuzzy,
+                                      drop_previous=job.retranslate)
+            else:
+                entry.set_translation(texts[None], fuzzy=fuzzy, drop_previous=job.retranslate)
+        except catalog_file.NotEncodable:
+            del chosen[i]
+            stats.left_untranslated[LEFT_CHARSET] = stats.left_untranslated.get(
+                LEFT_CHARSET, 0) + 1
+            return _compose(options, plan, jobs, chosen, stats)
+        stats.translated += 1
+        stats.plural += job.forms is not None
+        stats.fuzzy_marked += not options.no_fuzzy
+        stats.accelerators += job.accelerator is not None
+    fields = plan.fields(stats.translated > 0)
+    if fields and catalog.header is not None:
+        catalog.set_header_fields(fields, fuzzy=False if plan.changes else None)
+    return catalog, catalog.to_bytes()
+
+
+def _key_at_line(catalog, line):
+    """The (msgctxt, msgid) of the entry holding a line of the catalog; None before the first
+    entry."""
+    found = None
+    for entry in catalog.entries:
+        if entry.line > line:
+            break
+        found = entry
+    return _key(found) if found is not None else None
+
+
+def _judged(options, plan, jobs, chosen, stats, progress):
+    """The output's bytes once msgfmt accepts every entry this run wrote: an entry it rejects
+    is left untranslated (and counted) and the catalog judged again."""
+    chosen = dict(chosen)
+    before = None
+    for _ in range(4):
+        catalog, data = _compose(options, plan, jobs, chosen, stats)
+        found = judge.errors(data)
+        if found is None:
+            stats.msgfmt = "not installed (the tool's own checks only)"
+            return data
+        ours = {_key(job.entry): i for i, job in enumerate(jobs) if i in chosen}
+        rejected, others = set(), []
+        written = catalog_file.parse(data, options.output) if found else None
+        for line, message in found:
+            key = _key_at_line(written, line)
+            if key in ours:
+                rejected.add(ours[key])
+            else:
+                others.append((line, message))
+        if not rejected:
+            return _accept(options, data, others, plan, stats, progress, before)
+        for i in rejected:
+            del chosen[i]
+            stats.left_untranslated[LEFT_MSGFMT] = stats.left_untranslated.get(LEFT_MSGFMT,
+                                                                               0) + 1
+        before = others
+    raise UserError(f"msgfmt keeps rejecting the translations of {options.input}; nothing "
+                    "written")
+
+
+def _accept(options, data, others, plan, stats, progress, _):
+    """The bytes to write when msgfmt's remaining errors are not in entries this run wrote:
+    errors the input already had are kept (and said); any other one refuses the output."""
+    if not others:
+        stats.msgfmt = "accepted"
+        return data
+    with open(options.input, "rb") as f:
+        own = judge.errors(f.read()) or []
+    own_messages = collections.Counter(message for _, message in own)
+    new = [(line, message) for line, message in others if not own_messages[message]]
+    if new:
+        line, message = new[0]
+        raise UserError(f"msgfmt rejects the output at line {line} ({message}), in a part "
+                        "t2t-lite-po did not translate; nothing written")
+    line, message = others[0]
+    stats.msgfmt = (f"{len(others)} errors the input already had, kept as they were (first: "
+                    f"{options.input}:{_input_line(own, message)}: {message})")
+    return data
+
+
+def _input_line(errors, message):
+    return next((line for line, text in errors if text == message), "?")
+
+
+def _run_identity(options, raw):
+    return {"input_sha256": hashlib.sha256(raw).hexdigest(),
+            "model": resume.model_identity(options.model_dir, options.checkpoint_path,
+                                           options.export_dir, options.engine),
+            "settings": {name: getattr(options, name) for name in (
+                "target_language", "protect", "translate_fuzzy", "no_fuzzy", "beam_size",
+                "batch_tokens", "decode_precision", "engine")}}
