@@ -1,4 +1,4 @@
-"""Real gettext catalogs the project never saw: blank them, let t2t-lite-po fill them, judge the result.
+"""Real gettext catalogs the project never saw: blanked, filled by t2t-lite-po, judged by msgfmt.
 
     # once, where the list is chosen (root, apt sources of Debian 12): writes the list and digests
     python bench/po_catalogs.py build
@@ -47,22 +47,24 @@ What `run` checks, per catalog, on the translator's output (out.po):
 - filled / left untranslated: entries whose msgstr (every form) is empty are counted here, and the
   reasons are those the translator's summary line on stderr gives (the parts naming "untranslated");
 - `msgfmt -c --use-fuzzy -o /dev/null out.po`, `msgfmt --check-accelerators=_ --use-fuzzy ...` and
-  `msgfmt --check-accelerators --use-fuzzy ...` (the default mark `&`): pass, or the errors. The same
-  three checks on flagged.po (the human translation) are in the list, so a catalog that gettext
+  `msgfmt --check-accelerators --use-fuzzy ...` (the default mark `&`): pass, or the errors. The
+  same three checks on flagged.po (the human translation) are in the list, so a catalog that gettext
   already rejects as it ships is told apart;
 - byte for byte: the input and the output, each reduced to a skeleton, must be equal bytes. The
   skeleton keeps every line in order, except: the msgstr lines of an entry the output translated
   become one `msgstr <translated>` (or `msgstr[k] <translated>`) line, so the plural forms' keys
   still count; a `#,` line of such an entry loses its `fuzzy` flag (and goes when nothing is left);
-  the header's "PO-Revision-Date: ..." line goes. So comments, flags, msgctxt, msgid, wrapping,
+  the header's "PO-Revision-Date: ..." line goes (and each --header_field the translator documents
+  that it sets). So comments, flags, msgctxt, msgid, wrapping,
   blank lines, entry order, untranslated entries and the rest of the header must come out as they
   went in.
 
 `run` prints a Markdown table (package, entries, seconds, entries/s, left untranslated and why,
-msgfmt -c, accelerators, byte for byte) and writes a record: docs/records/po-catalogs-CLASS-DATE.json
-for a model run, WORK_DIR/records/ for --dry_identity or --translator_command (not a model figure).
-The translator is `python -m t2t_lite.bin.po --model_dir=M --input=P/blank.po --output=P/out.po`
-(each command printed before it runs), timed by wall clock per catalog (model loading included);
+msgfmt -c, accelerators, byte for byte) and writes a record (the table beside it, .md):
+docs/records/po-catalogs-CLASS-DATE.json for a model run; WORK_DIR/records/ for --dry_identity or
+--translator_command (not a model's figure). The translator is
+`python -m t2t_lite.bin.po --model_dir=M --input=P/blank.po --output=P/out.po` (each command
+printed before it runs), timed by wall clock per catalog (model loading included);
 --po_flag passes it more flags, --translator_command replaces it (a template with {input} and
 {output}), --dry_identity uses `po_catalogs.py identity`, which copies each msgid into its msgstr
 (msgid_plural into msgstr[1..]) and marks it fuzzy: a trivially valid catalog.
@@ -136,6 +138,8 @@ XGETTEXT = {
     "kde": (["--language=C++", "--kde", "-ki18n:1", "-ki18nc:1c,2", "-ki18np:1,2",
              "-ki18ncp:1c,2,3"], ("i18n", "i18nc", "i18np", "i18ncp"), ".cpp"),
 }
+# Header fields a translator may set; the byte-for-byte comparison leaves them out (--header_field).
+HEADER_FIELDS_SET = ("PO-Revision-Date",)
 CHECKS = (("msgfmt_c", ["-c"]), ("accelerators_underscore", ["--check-accelerators=_"]),
           ("accelerators_ampersand", ["--check-accelerators"]))
 
@@ -414,9 +418,11 @@ def identity_main(args):
 
 # ---- checking an output ------------------------------------------------------------------------
 
-def skeleton(units, translated):
+def skeleton(units, translated, header_fields=HEADER_FIELDS_SET):
     """[(line number, bytes)]: the file less what a translator may change (module docstring).
-    `translated` holds the indexes (in messages order) of the entries the output translated."""
+    `translated` holds the indexes (in messages order) of the entries the output translated;
+    header_fields, the header fields the translator may set."""
+    dropped = tuple(f'"{name}:'.encode() for name in header_fields)
     out, index = [], -1
     for unit in units:
         if isinstance(unit, bytes):
@@ -429,7 +435,7 @@ def skeleton(units, translated):
         done = is_message and index in translated
         for k, lines in unit.fields:
             if unit.is_header:
-                lines = [line for line in lines if not line.startswith(b'"PO-Revision-Date:')]
+                lines = [line for line in lines if not line.startswith(dropped)]
             elif done and k.startswith(b"msgstr"):
                 lines = [k + b" <translated>\n"]
             elif done and k == b"#" and lines[0].startswith(b"#,"):
@@ -441,14 +447,15 @@ def skeleton(units, translated):
     return out
 
 
-def compare(input_data, output_data):
+def compare(input_data, output_data, header_fields=HEADER_FIELDS_SET):
     """'identical', or where the untouched parts differ."""
     before, after = parse(input_data), parse(output_data)
     ins, outs = messages(before), messages(after)
     if len(ins) != len(outs):
         return f"differs: {len(ins)} entries in, {len(outs)} out"
     translated = {i for i, entry in enumerate(outs) if not entry.untranslated}
-    a, b = skeleton(before, translated), skeleton(after, translated)
+    a = skeleton(before, translated, header_fields)
+    b = skeleton(after, translated, header_fields)
     if [line for _, line in a] == [line for _, line in b]:
         return "identical"
     for i in range(max(len(a), len(b))):
@@ -467,10 +474,11 @@ def msgfmt_check(path, options):
     if result.returncode == 0:
         return "pass"
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    errors = [line for line in lines if not re.search(r"found \d+ fatal error", line)]
+    errors = [line for line in lines if not re.search(r"found \d+ fatal error|: warning: ", line)]
     first = errors[0].replace(os.path.dirname(path) + "/", "") if errors else "?"
     count = re.search(r"found (\d+) fatal error", result.stderr)
-    return f"FAIL: {count.group(1) if count else len(errors)} errors (first: {first[:160]})"
+    count = int(count.group(1)) if count else len(errors)
+    return f"FAIL: {count} error{'' if count == 1 else 's'} (first: {first[:160]})"
 
 
 def checks(path):
@@ -708,7 +716,7 @@ def summary_line(stderr):
     return lines[-1].strip() if lines else None
 
 
-def judge(row, folder, seconds, rc, stderr):
+def judge(row, folder, seconds, rc, stderr, header_fields=HEADER_FIELDS_SET):
     """One catalog's result."""
     result = {"package": row["package"], "domain": row["domain"],
               "source_language": row["source_language"], "entries": row["entries"],
@@ -730,7 +738,7 @@ def judge(row, folder, seconds, rc, stderr):
     summary = summary_line(stderr)
     result.update(filled=len(entries) - left, left_untranslated=left,
                   why=untranslated_reasons(summary), summary=summary,
-                  checks=checks(output), bytes=compare(source, written))
+                  checks=checks(output), bytes=compare(source, written, header_fields))
     return result
 
 
@@ -804,6 +812,7 @@ def run(args):
     if missing:
         fail(f"not fetched into {args.work_dir}: {missing}; run `{sys.argv[0]} fetch` first")
     template, label = translator(args)
+    header_fields = HEADER_FIELDS_SET + tuple(args.header_field)
     flags, cpu, cpu_tag = cpu_class()
     load = harness.load_note()
     print(f"{len(rows)} catalogs, {sum(r['entries'] for r in rows)} entries; translator: "
@@ -814,7 +823,7 @@ def run(args):
         print(f"{row['package']} ({row['entries']} entries)", flush=True)
         seconds, rc, stderr = translate(template, os.path.join(folder, "blank.po"),
                                         os.path.join(folder, "out.po"))
-        result = judge(row, folder, seconds, rc, stderr)
+        result = judge(row, folder, seconds, rc, stderr, header_fields)
         results.append(result)
         print("  " + json.dumps({k: v for k, v in result.items() if k != "summary"}),
               flush=True)
@@ -840,7 +849,7 @@ def run(args):
                                                      "bench/po_catalogs.py", *sys.argv[1:]]),
         "date": date, "cpu_class": cpu, "cpu_flags": flags, "load_before": load,
         "commit": head, "commit_is": "measured", "uncommitted": dirty,
-        "translator": template,
+        "translator": template, "header_fields_set": list(header_fields),
         "values": {
             "catalogs": len(rows), "entries": sum(r["entries"] for r in results),
             "seconds": round(seconds, 1),
@@ -883,6 +892,10 @@ def main(argv=None):
                              "t2t-lite-po")
     parser.add_argument("--dry_identity", action="store_true",
                         help="run: the fake translator (msgid copied into msgstr), no model")
+    parser.add_argument("--header_field", action="append", default=[],
+                        help="run: a header field the translator documents that it sets, left "
+                             "out of the byte-for-byte comparison besides PO-Revision-Date "
+                             "(repeatable)")
     parser.add_argument("--record_dir", help="run: where the record goes (default: docs/records "
                         "for a model, WORK_DIR/records otherwise)")
     parser.add_argument("--input", help="identity: the catalog to fill")
