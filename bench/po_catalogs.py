@@ -71,6 +71,7 @@ printed before it runs), timed by wall clock per catalog (model loading included
 """
 import argparse
 import datetime
+import difflib
 import glob
 import hashlib
 import json
@@ -458,13 +459,15 @@ def compare(input_data, output_data, header_fields=HEADER_FIELDS_SET):
     b = skeleton(after, translated, header_fields)
     if [line for _, line in a] == [line for _, line in b]:
         return "identical"
-    for i in range(max(len(a), len(b))):
-        x = a[i] if i < len(a) else (None, b"<end of file>")
-        y = b[i] if i < len(b) else (None, b"<end of file>")
-        if x[1] != y[1]:
-            return (f"differs: input line {x[0]} {x[1][:60]!r}, output line {y[0]} "
-                    f"{y[1][:60]!r}")
-    return "differs"
+    opcodes = [op for op in difflib.SequenceMatcher(None, [line for _, line in a],
+                                                    [line for _, line in b]).get_opcodes()
+               if op[0] != "equal"]
+    lines = sum(max(i2 - i1, j2 - j1) for _, i1, i2, j1, j2 in opcodes)
+    _, i1, i2, j1, j2 = opcodes[0]
+    x = a[i1] if i1 < i2 else (a[i1][0] if i1 < len(a) else None, b"<nothing>")
+    y = b[j1] if j1 < j2 else (b[j1][0] if j1 < len(b) else None, b"<nothing>")
+    return (f"differs: {lines} line{'' if lines == 1 else 's'} (first: input line {x[0]} "
+            f"{x[1][:60]!r}, output line {y[0]} {y[1][:60]!r})")
 
 
 def msgfmt_check(path, options):
@@ -768,8 +771,9 @@ def table(results, rows):
            "accelerators `_` / `&` | byte for byte |", "|---|---:|---:|---:|---|---|---|---|"]
     for r in results:
         if "translator_failed" in r:
-            out.append(f"| {r['package']} | {r['entries']} | {r['seconds']} | - | translator "
-                       f"failed: {r['translator_failed']} | - | - | - |")
+            out.append(f"| {r['package']} | {r['entries']} | {r['seconds']:.1f} | - | "
+                       f"translator failed: {r['translator_failed'].replace('|', '/')} | - | - "
+                       f"| - |")
             continue
         why = f" ({'; '.join(r['why'])})" if r["left_untranslated"] and r["why"] else (
             " (no reason given)" if r["left_untranslated"] else "")
@@ -781,9 +785,10 @@ def table(results, rows):
                    f"{cell_check(r, 'accelerators_ampersand', orig)} | "
                    f"{r['bytes'].replace('|', '/')} |")
     ok = [r for r in results if "translator_failed" not in r]
-    entries = sum(r["entries"] for r in results)
-    seconds = sum(r["seconds"] for r in results)
-    out.append(f"| **all {len(results)}** | {entries} | {seconds:.1f} | "
+    entries = sum(r["entries"] for r in ok)
+    seconds = sum(r["seconds"] for r in ok)
+    failed = f" ({len(results) - len(ok)} failed)" if len(ok) < len(results) else ""
+    out.append(f"| **all {len(ok)}**{failed} | {entries} | {seconds:.1f} | "
                f"{entries / seconds if seconds else 0:.1f} | "
                f"{sum(r['left_untranslated'] for r in ok)} | "
                f"{sum(r['checks']['msgfmt_c'] == 'pass' for r in ok)} pass | "
@@ -832,7 +837,8 @@ def run(args):
     date = datetime.date.today().isoformat()
     head, dirty = commit()
     ok = [r for r in results if "translator_failed" not in r]
-    seconds = sum(r["seconds"] for r in results)
+    seconds = sum(r["seconds"] for r in ok)
+    entries = sum(r["entries"] for r in ok)
     suffix = "" if label == "model" else f"-{label}"
     record_id = f"po-catalogs{suffix}-{cpu_tag}-{date}"
     record_dir = args.record_dir or (os.path.join(ROOT, "docs", "records") if label == "model"
@@ -851,10 +857,8 @@ def run(args):
         "commit": head, "commit_is": "measured", "uncommitted": dirty,
         "translator": template, "header_fields_set": list(header_fields),
         "values": {
-            "catalogs": len(rows), "entries": sum(r["entries"] for r in results),
-            "seconds": round(seconds, 1),
-            "entries_per_s": round(sum(r["entries"] for r in results) / seconds, 1)
-            if seconds else None,
+            "catalogs": len(rows), "entries": entries, "seconds": round(seconds, 1),
+            "entries_per_s": round(entries / seconds, 1) if seconds else None,
             "translator_failed": len(results) - len(ok),
             "filled": sum(r["filled"] for r in ok),
             "left_untranslated": sum(r["left_untranslated"] for r in ok),

@@ -164,6 +164,9 @@ def test_compare_checks_untranslated_entries_whole():
     assert po_catalogs.compare(blanked, fuzzy_only).startswith("differs")  # fuzzy, not filled
     dropped = blanked.replace(b'msgid "100%"\nmsgstr ""\n\n', b"")
     assert po_catalogs.compare(blanked, dropped) == "differs: 8 entries in, 7 out"
+    commented = b"#\n" + blanked.replace(b'msgid "_Open"', b'# x\n# y\nmsgid "_Open"')
+    assert po_catalogs.compare(blanked, commented) == (
+        "differs: 3 lines (first: input line 1 b'<nothing>', output line 1 b'#\\n')")
     header_set = blanked.replace(b'"Last-Translator: A <a@example.org>\\n"',
                                  b'"Last-Translator: t2t-lite-po\\n"')
     assert po_catalogs.compare(blanked, header_set,
@@ -210,7 +213,7 @@ def test_table():
         {"package": "b", "entries": 20, "seconds": 2.0, "entries_per_s": 10.0, "filled": 18,
          "left_untranslated": 2, "why": ["2 left untranslated (formats)"],
          "checks": dict(passed, msgfmt_c="FAIL: 1 error (first: out.po:3: bad)"),
-         "bytes": "differs: input line 3 'a', output line 3 'b|c'"},
+         "bytes": "differs: 1 line (first: input line 3 'a', output line 3 'b|c')"},
         {"package": "c", "entries": 5, "seconds": 1.0, "entries_per_s": 5.0,
          "translator_failed": "rc 1: error: no model"},
     ]
@@ -218,9 +221,9 @@ def test_table():
     assert lines[2] == "| a | 10 | 2.0 | 5.0 | 0 | pass | pass / pass | identical |"
     assert lines[3] == ("| b | 20 | 2.0 | 10.0 | 2 (2 left untranslated (formats)) | "
                         "FAIL: 1 error | pass (as shipped: fail: 2 errors) / pass | "
-                        "differs: input line 3 'a', output line 3 'b/c' |")
-    assert lines[4].startswith("| c | 5 | 1.0 | - | translator failed: rc 1: error: no model")
-    assert lines[5] == ("| **all 3** | 35 | 5.0 | 7.0 | 2 | 1 pass | 2 / 2 pass | "
+                        "differs: 1 line (first: input line 3 'a', output line 3 'b/c') |")
+    assert lines[4] == "| c | 5 | 1.0 | - | translator failed: rc 1: error: no model | - | - | - |"
+    assert lines[5] == ("| **all 2** (1 failed) | 30 | 4.0 | 7.5 | 2 | 1 pass | 2 / 2 pass | "
                         "1 identical |")
 
 
