@@ -739,8 +739,10 @@ def judge(row, folder, seconds, rc, stderr, header_fields=HEADER_FIELDS_SET):
     entries = messages(parse(written))
     left = sum(e.untranslated for e in entries)
     summary = summary_line(stderr)
+    said = re.match(r"\s*translated (\d+) of (\d+)", summary or "")
     result.update(filled=len(entries) - left, left_untranslated=left,
                   why=untranslated_reasons(summary), summary=summary,
+                  summary_translated=int(said.group(1)) if said else None,
                   checks=checks(output), bytes=compare(source, written, header_fields))
     return result
 
@@ -777,6 +779,8 @@ def table(results, rows):
             continue
         why = f" ({'; '.join(r['why'])})" if r["left_untranslated"] and r["why"] else (
             " (no reason given)" if r["left_untranslated"] else "")
+        if r.get("summary_translated") not in (None, r["filled"]):
+            why += f" (the summary says {r['summary_translated']} translated, {r['filled']} filled)"
         orig = original.get(r["package"], {name: "pass" for name, _ in CHECKS})
         out.append(f"| {r['package']} | {r['entries']} | {r['seconds']:.1f} | "
                    f"{r['entries_per_s']} | {r['left_untranslated']}{why} | "
