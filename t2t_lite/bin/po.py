@@ -4,12 +4,13 @@
     t2t-lite-po --model_dir=M --input=x.pot --output=de.po [--target_language=de]
 
 Entries without a translation get one, marked fuzzy for a human to review (--no_fuzzy: not);
-plural entries get every msgstr[n] of the target language. Existing translations, comments,
-flags, contexts and the header are kept; fuzzy entries stay as they are unless
---translate_fuzzy. A .pot's header gets the target language's Language, Plural-Forms and a UTF-8
-charset. Format strings are protected by the entries' c-format / python-format /
-python-brace-format flags (--protect). The output is replaced whole when complete; a killed run
-re-run with the same command continues its decodes (kept in OUTPUT.t2t-po-work/ meanwhile).
+plural entries get every msgstr[n] of the target language, each from the singular or the plural
+msgid as the language's Plural-Forms formula says. Every entry written passes msgfmt's own checks
+(c-format / python-format / python-brace-format directives, newlines, accelerators); an entry no
+translation of which passes is left untranslated and counted in the summary, and msgfmt judges
+the catalog before it is written. What the tool does not translate stays byte for byte; a
+catalog msgfmt refuses is refused in one line. The output is replaced whole when complete; a
+killed run re-run with the same command continues (its work is kept in OUTPUT.t2t-po-work/).
 Check the result with `msgfmt --check --use-fuzzy -o /dev/null y.po`.
 """
 import sys
@@ -48,8 +49,8 @@ flags.DEFINE_integer("beam_size", None, "Beam size (default: the model's; an exp
 flags.DEFINE_integer("batch_tokens", PoOptions.batch_tokens,
                      "Source tokens (with padding) per batch, as the decoder's.")
 flags.DEFINE_integer("chunk_lines", PoOptions.chunk_lines,
-                     "Lines translated together; a killed run continues after its last "
-                     "finished chunk.")
+                     "Lines translated between two records of progress; a killed run "
+                     "continues after its last finished chunk.")
 cli.define_decode_precision_flag("With --model_dir")
 flags.DEFINE_enum("engine", PoOptions.engine, ["tensorflow", "ctranslate2"],
                   "What runs the search, as the decoder's --engine.")

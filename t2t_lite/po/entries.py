@@ -128,12 +128,13 @@ def part_problem(job, source_core, hypothesis):
         if reason:
             return reason
     for mark in accelerators.MARKS:
-        wanted = (0 if job.accelerator and job.accelerator.mark == mark
-                  else accelerators.count(source_core, mark))
-        if accelerators.count(hypothesis, mark) != wanted and (
-                wanted or accelerators.count(job.entry.msgid, mark) == 1
-                or (job.accelerator and job.accelerator.mark == mark)):
-            return f"the accelerator mark {mark!r}"
+        if job.accelerator and job.accelerator.mark == mark:
+            if accelerators.count(hypothesis, mark):  # the mark is placed afterwards
+                return f"a second accelerator mark {mark!r}"
+        elif (job.forms is None and job.entry.msgid.count(mark) == 1
+              and hypothesis.count(mark) != source_core.count(mark)):
+            # msgfmt --check-accelerators holds a msgid's single mark, an identifier's `_` too.
+            return f"the msgid's single {mark!r}"
     return None
 
 

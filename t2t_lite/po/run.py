@@ -198,12 +198,20 @@ class _Candidates:
         return candidates
 
 
+# A program's identifier (metadata_csum, ext2fs_read_inode): never translated, and its `_`
+# counts for msgfmt --check-accelerators=_ where it is the msgid's only one.
+_IDENTIFIER = re.compile(r"(?<![\w%])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+")
+
+
 def _spans_of(flags_of_line):
+    """line -> what the "forced" attempt forces: its protected spans, the directives msgfmt
+    reads for its flags, and its identifiers."""
     def spans(line):
         kinds, flags = flags_of_line[line]
         texts = [span.text for span in protected_spans.find_spans(line, kinds)]
-        return texts + [d.text for d in _directives(line, flags)
-                        if d.text not in texts and d.conversion != "%"]
+        texts += [d.text for d in _directives(line, flags)
+                  if d.text not in texts and d.conversion != "%"]
+        return texts + [m.group() for m in _IDENTIFIER.finditer(line) if m.group() not in texts]
     return spans
 
 
