@@ -23,6 +23,7 @@ import pytest
 
 from t2t_lite import file_lock
 from t2t_lite.po import header as po_header
+from t2t_lite.po import catalog_file
 from t2t_lite.po import entries as po_entries
 from t2t_lite.po import model_language
 from t2t_lite.po import run as po_run
@@ -656,3 +657,119 @@ def test_a_killed_run_continues_where_it_was(model_dir, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "by the interrupted run resumed" not in result.stderr, result.stderr[-3000:]
     assert _translations(output) == resumed_translations and not work.exists()
+
+
+# ---- what is written passes msgfmt, by construction -----------------------------------------
+
+GUARANTEE_BODY = r'''#, c-format
+msgid "%s%zd %s, %zu"
+msgstr ""
+
+#, c-format
+msgid "Copied 50% of %d files"
+msgstr ""
+
+#, python-format
+msgid "%(count)d items in %(folder)s"
+msgstr ""
+
+#, python-brace-format
+msgid "Hello {name}"
+msgstr ""
+
+msgid "_Open"
+msgstr ""
+
+msgid "Save &As"
+msgstr ""
+
+msgid "metadata_csum is on"
+msgstr ""
+
+#, sh-format
+msgid "Set $HOME now"
+msgstr ""
+
+msgid "Tab\there\a"
+msgstr ""
+'''
+
+BROKEN = {  # what a careless model writes for each line
+    "%s%zd %s, %zu": "%s%zd%z %s, %zu",
+    "Copied 50% of %d files": "50% von %d Dateien kopiert",
+    "%(count)d items in %(folder)s": "lemente in %(derder) %(count)d %(folder)s",
+    "Hello {name}": "Hallo {name}",
+    "Open": "Öffnen",
+    "Save As": "Speichern unter",
+    "metadata_csum is on": "Metadaten-Prüfsumme ist an",
+    "Set $HOME now": "Setze $HOEM jetzt",
+    "Tab\there\a": "Tab\thier\a",
+}
+
+
+@needs_msgfmt
+def test_a_broken_hypothesis_is_never_written(tmp_path):
+    """Each entry's stand-in translation breaks what msgfmt checks, or not: the broken ones are
+    left untranslated and counted, the others written, accelerators placed, escapes kept, and
+    msgfmt -c and --check-accelerators (both marks) accept the catalog."""
+    stats, output = _translate(tmp_path, _po(body=GUARANTEE_BODY),
+                               translate=lambda lines, kinds: [BROKEN[line] for line in lines])
+    entries = _entries(output)
+    assert entries[(None, "%s%zd %s, %zu")].msgstr == ""
+    assert entries[(None, "Copied 50% of %d files")].msgstr == ""  # "% v" is no directive
+    assert entries[(None, "%(count)d items in %(folder)s")].msgstr == ""
+    assert entries[(None, "Hello {name}")].msgstr == "Hallo {name}"
+    assert entries[(None, "_Open")].msgstr == "_Öffnen"
+    assert entries[(None, "Save &As")].msgstr == "&Speichern unter"
+    assert entries[(None, "metadata_csum is on")].msgstr == ""  # its one `_` would be lost
+    assert entries[(None, "Set $HOME now")].msgstr == ""  # msgfmt's own sh-format check
+    written = {e.msgid: e for e in catalog_file.read(str(output)).messages()}
+    assert written["Tab\there\a"].msgstr == "Tab\thier\a"  # polib would read "\\a"
+    assert b'msgstr "Tab\\thier\\a"' in output.read_bytes()
+    assert stats.left_untranslated == {po_run.LEFT_FORMAT: 4, po_run.LEFT_MSGFMT: 1}
+    assert stats.accelerators == 2 and stats.msgfmt == "accepted"
+    for check in (["--check", "--use-fuzzy"], ["--use-fuzzy", "--check-accelerators=_"],
+                  ["--use-fuzzy", "--check-accelerators=&"]):
+        result = subprocess.run([MSGFMT, *check, "-o", os.devnull, str(output)],
+                                capture_output=True, text=True)
+        assert result.returncode == 0, (check, result.stderr)
+    assert "4 entries left untranslated: their formats or accelerators could not be kept" in \
+        stats.summary()
+
+
+def test_the_next_hypothesis_is_taken_when_the_first_breaks_a_format(tmp_path):
+    body = '#, c-format\nmsgid "%d files"\nmsgstr ""\n'
+    stats, output = _translate(
+        tmp_path, _po(body=body),
+        translate=lambda lines, kinds: [["% Dateien", "%d Dateien"] for _ in lines])
+    assert _entries(output)[(None, "%d files")].msgstr == "%d Dateien"
+    assert stats.left == 0
+
+
+def _machine_catalogs(tmp_path, count):
+    msgunfmt = shutil.which("msgunfmt")
+    folder = "/usr/share/locale/de/LC_MESSAGES"
+    if msgunfmt is None or not os.path.isdir(folder):
+        pytest.skip("needs gettext's msgunfmt and German catalogs under " + folder)
+    paths = []
+    for name in sorted(os.listdir(folder))[:count * 3]:
+        path = tmp_path / (name + ".po")
+        subprocess.run([msgunfmt, os.path.join(folder, name), "-o", str(path)], check=True)
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if all(field in text for field in ("Language:", "Plural-Forms:", "charset=")):
+            paths.append(path)
+        if len(paths) == count:
+            break
+    return paths
+
+
+@needs_msgfmt
+def test_a_complete_catalog_comes_back_byte_for_byte(tmp_path):
+    for source in _machine_catalogs(tmp_path, 8):
+        output = tmp_path / "out.po"
+        stats = po_run.translate_catalog(
+            PoOptions(input=str(source), output=str(output)),
+            translate=lambda lines, kinds: pytest.fail(f"translated {lines[:3]}"),
+            kinds_of=_no_kinds)
+        assert output.read_bytes() == source.read_bytes(), source
+        assert stats.translated == 0 and stats.kept == stats.entries
