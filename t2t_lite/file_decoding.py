@@ -78,15 +78,12 @@ def decode_file(options, progress=sys.stderr):
                                       else min(options.chunk_lines, source.total_lines))
         precision, compute_type = _precision(options, output), _compute_type(options, output)
         # Before the model loads: a run that cannot resume says so at once.
-        output.begin({"input": source.identity(),
-                      "model": resume.model_identity(options.model_dir, options.checkpoint_path,
-                                                     options.export_dir, options.engine),
+        chosen = model_source.ModelSource.from_options(options)
+        output.begin({"input": source.identity(), "model": chosen.identity(),
                       "settings": _settings(options, precision, compute_type)},
                      start_over=options.start_over)
-        translator = model_source.load(
-            options.model_dir, options.export_dir, options.checkpoint_path, options.engine,
-            beam_size=options.beam_size, precision=precision, compute_type=compute_type,
-            searches=searches)
+        translator = chosen.load(precision=precision, compute_type=compute_type,
+                                 searches=searches)
         if options.engine == "ctranslate2" and output.identity:
             # What `auto` / `default` became on this machine is what a resume must reuse.
             output.identity["settings"]["compute_type"] = translator.compute_type
@@ -112,21 +109,20 @@ def decode_file(options, progress=sys.stderr):
 
 def check_options(options):
     """UserError for settings that cannot work, named as the decoder's flags."""
-    model_source.check_choice(options.model_dir, options.export_dir, options.checkpoint_path,
-                       options.engine, options.decode_precision, options.compute_type)
+    model_source.ModelSource.from_options(options).check()
     protected_spans.parse_setting(options.protect)
     if options.engine == "ctranslate2":
         for flag in ("constraints_file", "glossary"):
             if getattr(options, flag):
                 raise UserError(f"--{flag} needs --engine=tensorflow: CTranslate2 has no "
                                 "constrained search")
-    for name in ("beam_size", "chunk_lines", "num_shards", "batch_tokens"):
+    for name in ("chunk_lines", "num_shards", "batch_tokens"):
         value = getattr(options, name)
         if value is not None and value < 1:
             raise UserError(f"--{name} must be >= 1, got {value}")
     from t2t_lite.inference.translator import check_overrides
 
-    check_overrides(options.beam_size, options.alpha)
+    check_overrides(alpha=options.alpha)
 
 
 def _parallel_searches(options, num_lines):

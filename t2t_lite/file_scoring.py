@@ -45,15 +45,14 @@ def score_file(options):
     with resume.open_output(options.output_file, flag="--output_file",
                             inputs=source.described_statuses()) as output:
         output.begin(_identity(options, source), start_over=options.start_over)
-        scorer = model_source.load(options.model_dir, options.export_dir,
-                                   options.checkpoint_path, alpha=options.alpha)
+        scorer = model_source.ModelSource.from_options(options).load(alpha=options.alpha)
         return scoring.score_stream(scorer, source, output, options.chunk_lines,
                                     batch_tokens=options.batch_tokens)
 
 
 def check_options(options):
     """UserError for settings that cannot work, named as the scorer's flags."""
-    model_source.check_choice(options.model_dir, options.export_dir, options.checkpoint_path)
+    model_source.ModelSource.from_options(options).check()
     if options.export_dir and options.alpha is not None:
         raise UserError("--alpha needs --model_dir (an export's is fixed)")
     if options.alpha is not None:
@@ -85,7 +84,7 @@ def _identity(options, source):
     scores or the output's chunks."""
     from t2t_lite.inference import line_input
 
-    model = resume.model_identity(options.model_dir, options.checkpoint_path, options.export_dir)
+    model = model_source.ModelSource.from_options(options).identity()
     return {"input": source.identity(), "model": model, "alpha": options.alpha,
             "batch_tokens": options.batch_tokens, "chunk_lines": options.chunk_lines,
             "pairs": isinstance(source, line_input.LineInput),

@@ -1,4 +1,8 @@
-"""Which model and which engine: the decoder's and the scorer's one choice of what translates.
+"""Which model and which engine: the one choice of what translates, for the decoder, the scorer
+and t2t-lite-po.
+
+    source = ModelSource.from_options(options)   # the flat flags of any tool's options
+    source.check(); source.identity(); source.problem_and_target_language(); source.load()
 
 It sits above export/, whose converter turns a model_dir into a CTranslate2 folder on the fly.
 A translator comes from a model_dir's checkpoint (TensorFlow), a SavedModel export (TensorFlow)
@@ -6,7 +10,109 @@ or a CTranslate2 folder (or a model_dir converted to one on the fly). `check_cho
 combination of settings that cannot work before anything is read, so a mistake costs no model
 load; `load` builds the translator.
 """
+import dataclasses
+import json
+import os
+from typing import Optional
+
 from t2t_lite.errors import UserError
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSource:
+    """A model_dir (and a checkpoint of it) or an export, the engine that runs it and how:
+    built once from a tool's flags, it owns the checks of that choice, the identity a resumed
+    run must match, the problem and target language the model records, and loading."""
+    model_dir: Optional[str] = None
+    export_dir: Optional[str] = None
+    checkpoint_path: Optional[str] = None
+    engine: str = "tensorflow"
+    precision: str = "float32"  # the --decode_precision flag
+    compute_type: str = "default"
+    beam_size: Optional[int] = None
+
+    @classmethod
+    def from_options(cls, options):
+        """The ModelSource of a tool's options (DecodeOptions, ScoreOptions, PoOptions): their
+        flags of the same names, the defaults where a tool has no such flag."""
+        values = {field.name: getattr(options, field.name, field.default)
+                  for field in dataclasses.fields(cls)}
+        values["precision"] = getattr(options, "decode_precision", cls.precision)
+        return cls(**values)
+
+    def check(self):
+        """UserError for a choice that cannot work, before anything is read (no TensorFlow
+        import unless a --beam_size is given, which is checked against the model's bounds)."""
+        check_choice(self.model_dir, self.export_dir, self.checkpoint_path, self.engine,
+                     self.precision, self.compute_type)
+        if self.beam_size is not None:
+            if self.beam_size < 1:
+                raise UserError(f"--beam_size must be >= 1, got {self.beam_size}")
+            from t2t_lite.inference.translator import check_overrides
+
+            check_overrides(beam_size=self.beam_size)
+
+    def identity(self):
+        """What identifies the model a resumed run must use (resume.model_identity)."""
+        from t2t_lite.inference import resume
+
+        return resume.model_identity(self.model_dir, self.checkpoint_path, self.export_dir,
+                                     self.engine)
+
+    def problem_and_target_language(self):
+        """(problem name, target language) the model records; either may be None. The target
+        language is the problem's `target_lang` parameter, else its class's target_language."""
+        problem, params = _recorded_problem(self.model_dir, self.export_dir)
+        for pair in params:
+            key, _, value = str(pair).partition("=")
+            if key == "target_lang" and value:
+                return problem, value
+        return problem, problem_target_language(problem)
+
+    def load(self, alpha=None, precision=None, compute_type=None, searches=1):
+        """The translator (see `load`); precision and compute_type: what the machine-chosen
+        settings resolved to, if not this source's own."""
+        return load(self.model_dir, self.export_dir, self.checkpoint_path, self.engine,
+                    beam_size=self.beam_size, alpha=alpha, precision=precision or self.precision,
+                    compute_type=compute_type or self.compute_type, searches=searches)
+
+
+def _recorded_problem(model_dir, export_dir):
+    """(problem name, problem params) from a model_dir's run.json or an export's metadata;
+    (None, []) where they cannot be read (loading says what is wrong with the model)."""
+    try:
+        if model_dir:
+            from t2t_lite.model_dir import files
+
+            info = files.read_run_info(model_dir)
+            return info.get("problem"), info.get("problem_params") or []
+        if export_dir:
+            from t2t_lite.inference import saved_model
+
+            path = os.path.join(export_dir, saved_model.METADATA_NAME)
+            if not os.path.isfile(path):
+                path = os.path.join(saved_model.latest_version_dir(export_dir),
+                                    saved_model.METADATA_FILE)
+            if os.path.isfile(path):
+                with open(path, encoding="utf-8") as f:
+                    metadata = json.load(f)
+                return metadata.get("problem"), metadata.get("problem_params") or []
+    except (OSError, ValueError, UserError):
+        pass
+    return None, []
+
+
+def problem_target_language(problem):
+    """A registered problem's target_language (data/problem.py), else None."""
+    if not problem:
+        return None
+    from t2t_lite import problems, registry  # noqa: F401  (problems: the built-ins registered)
+
+    try:
+        value = getattr(registry.problem_class(problem), "target_language", None)
+    except UserError:
+        return None
+    return value if isinstance(value, str) and value else None
 
 
 def check_choice(model_dir=None, export_dir=None, checkpoint_path=None, engine="tensorflow",

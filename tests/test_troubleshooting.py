@@ -255,6 +255,7 @@ ALLOWED = {
         "--compute_type applies to": FLAG_PAIR,
         "--decode_precision needs --model_dir": FLAG_PAIR,
         "was exported with beam size": "the line gives both ways: re-export or --model_dir",
+        "--beam_size must be >= 1, got {}": FLAG_VALUE,
     },
     "models/registry.py": {"unknown model": DAMAGED},
     "problem_spec.py": {

@@ -65,6 +65,9 @@ class Problem:
     # The language whose sentence rules split long source lines before they are translated
     # (t2t_lite.data.sentences); None: every line is translated whole (parsing, toy tasks).
     source_language = None
+    # The language a translation problem's outputs are in (t2t-lite-po's target language for a
+    # model trained on it); None where the outputs are not a language (parsing, toy tasks).
+    target_language = None
 
     @classmethod
     def postprocess_output(cls, source_text, output_text):

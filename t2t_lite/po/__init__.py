@@ -12,6 +12,5 @@
 - engine: the model, loaded once per run, with a journal a killed run resumes from.
 - judge: msgfmt itself, over the catalog's bytes before they are written.
 - work_folder: OUTPUT.t2t-po-work, an unfinished run's work.
-- model_language: the language a model translates into.
 - run: PoOptions, PoStats and translate_catalog, the whole run.
 """

@@ -85,8 +85,8 @@ class ModelEngine:
     def _load(self):
         if self._translator is not None:
             return self._translator
-        from t2t_lite import model_source
         from t2t_lite.inference import parallel_search
+        from t2t_lite.model_source import ModelSource
 
         options = self.options
         on_gpu = options.engine == "tensorflow" and parallel_search.tensorflow_on_gpu()
@@ -97,9 +97,8 @@ class ModelEngine:
             from t2t_lite.decoding import precision as precision_lib
 
             precision = precision_lib.choose(precision)[0]
-        self._translator = model_source.load(
-            options.model_dir, options.export_dir, options.checkpoint_path, options.engine,
-            beam_size=options.beam_size, precision=precision, searches=self.searches)
+        self._translator = ModelSource.from_options(options).load(precision=precision,
+                                                                  searches=self.searches)
         self._settings = self._translator.settings
         return self._translator
 

@@ -33,7 +33,7 @@ from t2t_lite import atomic, file_lock
 from t2t_lite.errors import UserError
 from t2t_lite.inference import protected_spans, resume
 from t2t_lite.po import catalog_file, engine as engine_lib, entries, formats, header, judge
-from t2t_lite.po import model_language
+from t2t_lite.model_source import ModelSource
 from t2t_lite.po.work_folder import SUFFIX as WORK_SUFFIX, WorkFolder
 
 # Why an entry was left untranslated, as the summary says it.
@@ -116,8 +116,6 @@ class PoStats:
 def check_options(options):
     """UserError for settings that cannot work, named as the tool's flags; imports no
     TensorFlow (a refusal costs well under a second)."""
-    from t2t_lite import model_source
-
     for name in ("input", "output"):
         if not getattr(options, name):
             raise UserError(f"--{name} is required")
@@ -127,9 +125,8 @@ def check_options(options):
         path = getattr(options, flag)
         if path and not os.path.isdir(path):
             raise UserError(f"--{flag} {path} is not a folder")
-    model_source.check_choice(options.model_dir, options.export_dir, options.checkpoint_path,
-                              options.engine, options.decode_precision)
-    for name in ("beam_size", "chunk_lines", "batch_tokens"):
+    ModelSource.from_options(options).check()
+    for name in ("chunk_lines", "batch_tokens"):
         value = getattr(options, name)
         if value is not None and value < 1:
             raise UserError(f"--{name} must be >= 1, got {value}")
@@ -322,7 +319,7 @@ def translate_catalog(options, translate=None, kinds_of=None, progress=sys.stder
     catalog = catalog_file.read(options.input)
     with open(options.input, "rb") as f:
         raw = f.read()
-    problem, model_target = (model_language.model_info(options.model_dir, options.export_dir)
+    problem, model_target = (ModelSource.from_options(options).problem_and_target_language()
                              if translate is None else (None, None))
     plan = _header_plan(catalog, raw, options.target_language or model_target)
     stats = PoStats(target_language=plan.target, header_filled=tuple(plan.changes))
@@ -488,8 +485,7 @@ def _input_line(errors, message):
 
 def _run_identity(options, raw):
     return {"input_sha256": hashlib.sha256(raw).hexdigest(),
-            "model": resume.model_identity(options.model_dir, options.checkpoint_path,
-                                           options.export_dir, options.engine),
+            "model": ModelSource.from_options(options).identity(),
             "settings": {name: getattr(options, name) for name in (
                 "target_language", "protect", "translate_fuzzy", "no_fuzzy", "beam_size",
                 "batch_tokens", "decode_precision", "engine")}}

@@ -141,6 +141,7 @@ class TranslateGettext(translation.TranslationProblem):
         if not self.target_lang:
             raise UserError("translate_gettext needs --problem_param=target_lang=<code>, e.g. de")
         self.source_lang = self.source_language = source_lang
+        self.target_language = self.target_lang
         self.locale_dir = locale_dir
         if vocab_size is not None:
             self.vocab_size = int(vocab_size)
@@ -231,11 +232,11 @@ def split_of(source):
 class TranslateEndeGettext(TranslateGettext):
     """English->German software messages from local gettext catalogs (offline default)."""
 
-    default_target_lang = "de"
+    default_target_lang = target_language = "de"
 
 
 @registry.register_problem
 class TranslateEnfrGettext(TranslateGettext):
     """English->French software messages from local gettext catalogs."""
 
-    default_target_lang = "fr"
+    default_target_lang = target_language = "fr"

@@ -257,6 +257,7 @@ class _Wmt14Problem(TranslationProblem):
 @registry.register_problem(aliases=("wmt14_ende",))
 class TranslateEndeWmt14(_Wmt14Problem):
     """WMT14 English->German as in the paper: 4.5M pairs, shared BPE ~37k, newstest2013/2014."""
+    target_language = "de"
 
     corpora = ENDE
     vocab_type = "bpe"
@@ -268,6 +269,7 @@ class TranslateEndeWmt14(_Wmt14Problem):
 @registry.register_problem(aliases=("wmt14_enfr",))
 class TranslateEnfrWmt14(_Wmt14Problem):
     """WMT14 English->French as in the paper: 36M pairs, 32k WordPiece, newstest2013/2014."""
+    target_language = "fr"
 
     corpora = ENFR
     vocab_type = "wordpiece"

@@ -25,7 +25,7 @@ from t2t_lite import file_lock
 from t2t_lite.po import header as po_header
 from t2t_lite.po import catalog_file
 from t2t_lite.po import entries as po_entries
-from t2t_lite.po import model_language
+from t2t_lite.model_source import ModelSource, problem_target_language
 from t2t_lite.po import run as po_run
 from t2t_lite.errors import UserError
 from t2t_lite.po.run import PoOptions
@@ -490,16 +490,22 @@ def test_a_work_folder_the_tool_did_not_make_is_never_touched(tmp_path):
 
 
 def test_the_models_target_language(tmp_path):
-    assert model_language.problem_target_language("translate_ende_wmt14") == "de"
-    assert model_language.problem_target_language("translate_enfr_gettext") == "fr"
-    assert model_language.problem_target_language("translate_gettext") is None
-    assert model_language.problem_target_language("not_registered") is None
+    assert problem_target_language("translate_ende_wmt14") == "de"
+    assert problem_target_language("translate_enfr_gettext") == "fr"
+    assert problem_target_language("translate_gettext") is None
+    assert problem_target_language("not_registered") is None
     model_dir = tmp_path / "model"
     model_dir.mkdir()
     (model_dir / "run.json").write_text(
         '{"problem": "translate_gettext", "problem_params": ["target_lang=es"], '
         '"vocab_file": "v", "vocab_size": 8}', encoding="utf-8")
-    assert model_language.model_info(model_dir=str(model_dir)) == ("translate_gettext", "es")
+    assert ModelSource(model_dir=str(model_dir)).problem_and_target_language() == \
+        ("translate_gettext", "es")
+    (model_dir / "run.json").write_text(
+        '{"problem": "translate_ende_wmt14", "problem_params": [], '
+        '"vocab_file": "v", "vocab_size": 8}', encoding="utf-8")
+    assert ModelSource(model_dir=str(model_dir)).problem_and_target_language() == \
+        ("translate_ende_wmt14", "de")
 
 
 def test_format_flags_of_an_entry():
