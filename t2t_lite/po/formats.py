@@ -7,7 +7,8 @@
 
 A catalog tool checks every entry with this before writing it: msgfmt -c rejects the whole
 catalog for one bad entry. The rules are those of gettext's format-c.c (also objc-format),
-format-python.c, format-python-brace.c, format.c and msgl-check.c, rewritten in Python:
+format-python.c, format-python-brace.c, format-qt.c, format-qt-plural.c, format-kde.c, format.c
+and msgl-check.c, rewritten in Python:
 
 - c-format: `%%`; `%m$` positions (then every argument 1..max must be used, all positions or
   none); flags ` +-#0'` and, in a translation only, `I`; width and precision as digits, `*`
@@ -20,6 +21,14 @@ format-python.c, format-python-brace.c, format.c and msgl-check.c, rewritten in 
 - python-brace-format: `{name}`, `{0}`, `.attr` and `[key]` chains, `:spec`; `{{` escapes.
   As in gettext 0.21, a `!r` conversion is invalid, a lone `}` is text, and an argument's
   name is the field's whole text (`{a:>10}` is named "a:>10", a different name from "a").
+- qt-format: `%` then an optional `L`, then one or two digits: `%0`..`%99` (`%05` is 5,
+  `%123` is `%12` and a '3'). Everything else is text, `%%` too (so `%%1` holds `%1`); never
+  invalid. A msgid with no `L` and no two-digit number is "simple" and its msgstr must be too.
+- qt-plural-format: `%n` or `%Ln`, the count; only whether there is one matters.
+- kde-format: `%` then a digit 1-9 and all the digits after it (`%10`; `%0`, `%L1` and `%%`
+  are not directives; numbers wrap as C's unsigned int). Invalid when the numbers used are
+  neither 1..n nor 1..n but one ("%2 of %4" ignores 1 and 3). kde-kuit-format (KUIT markup,
+  judged by libxml2's messages) is not read here.
 
 How a translation is compared (format.c): the msgid's directives, or msgid_plural's for every
 msgstr[k] of a plural entry, against the msgstr's. An invalid msgid is not checked at all.
@@ -27,8 +36,10 @@ Strict (same arguments, same types, same names) unless the entry is plural with 
 forms and msgid's Plural-Forms formula selects form k fewer than 5 times in n = 0..1000
 (plural.PluralForms.often); relaxed, a c-format msgstr may leave out trailing arguments, a
 python-format msgstr named ones (unnamed counts must still be equal), a python-brace msgstr
-anything. msgfmt -c also checks that msgid and msgstr both begin and both end with a newline, or
-neither does; entry_errors includes that. Texts are str; positions are indices into them.
+anything, a kde-format msgstr one of the msgid's numbers (the "%1 day" of a singular form may
+read "one day"), a qt-plural msgstr the count; qt-format is the same strict or relaxed.
+msgfmt -c also checks that msgid and msgstr both begin and both end with a newline, or neither
+does; entry_errors includes that. Texts are str; positions are indices into them.
 """
 import dataclasses
 import functools

@@ -1,5 +1,5 @@
-"""t2t_lite/po/formats.py: msgfmt's reading of c-format, python-format and python-brace-format
-strings, and msgfmt -c's verdict on a translation.
+"""t2t_lite/po/formats.py: msgfmt's reading of c-format, python-format, python-brace-format,
+qt-format, qt-plural-format and kde-format strings, and msgfmt -c's verdict on a translation.
 
 The differential tests are the judge: hundreds of (msgid, msgstr, flag) cases (the hand-written
 edge cases of issue 51, and seeded random mutations of real c-format msgids from this machine's
@@ -7,7 +7,8 @@ catalogs) go into one PO file, `msgfmt -c -o /dev/null` reads it once, and for e
 checker must agree with msgfmt: whether it fails, the message msgfmt prints for it (msgfmt
 prints one per entry, the first), and the number of errors msgfmt counts over the whole file.
 The plural tests do the same under the Plural-Forms of ru, ar, ja, pl and a `range:` flag, where
-msgfmt relaxes the check of a form the formula selects rarely. Skipped without msgfmt.
+msgfmt relaxes the check of a form the formula selects rarely. KDE and Qt strings get their own
+hand-written cases (KDE_HAND) and seeded mutations of KDE-style msgids. Skipped without msgfmt.
 """
 import functools
 import os
@@ -483,6 +484,19 @@ def _kde_cases(seed=51, count=240):
     return cases
 
 
+def _kde_fuzz(seed, count=150):
+    """Short random strings of KDE_POOL's characters under the three flags."""
+    rng = random.Random(seed)
+    cases = []
+    for _ in range(count):
+        flag = rng.choice(["kde-format", "qt-format", "qt-plural-format"])
+        msgid = "".join(rng.choice(KDE_POOL) for _ in range(rng.randint(1, 8)))
+        msgstr = (_mutate(msgid, rng, KDE_POOL) if rng.random() < 0.5 else
+                  "".join(rng.choice(KDE_POOL) for _ in range(rng.randint(1, 8))))
+        cases.append((flag, msgid, msgstr))
+    return cases
+
+
 def _fuzz_cases(seed, count=400):
     """Short strings drawn from each flag's characters: corners no real msgid reaches."""
     rng = random.Random(seed)
@@ -616,7 +630,7 @@ def test_every_case_gets_msgfmts_verdict_and_message(tmp_path):
 
 @needs_msgfmt
 def test_a_second_seed_and_random_strings_agree_too(tmp_path):
-    cases = _random_cases(seed=7) + _fuzz_cases(seed=51)
+    cases = _random_cases(seed=7) + _fuzz_cases(seed=51) + _kde_cases(seed=7) + _kde_fuzz(7)
     entries = [(flag, msgid, msgstr, None) for flag, msgid, msgstr in cases]
     assert _compare(tmp_path, entries) > 150
 
