@@ -2,9 +2,9 @@
 
 - catalog_file: a PO/POT file read as gettext reads it (its refusals too) and written back byte
   for byte except what is changed.
-- formats: msgfmt's reading of c-format, objc-format, python-format and python-brace-format
-  strings, and msgfmt -c's verdict on a translation (format directives, newlines,
-  accelerators).
+- formats: msgfmt's reading of c-format, objc-format, python-format, python-brace-format,
+  qt-format, qt-plural-format and kde-format strings, and msgfmt -c's verdict on a translation
+  (format directives, newlines, accelerators).
 - plural: a Plural-Forms header value parsed and evaluated as msgfmt does (never eval).
 - header: the header fields the tool sets for the target language, and its plural rule.
 - accelerators: a source's keyboard accelerator taken out and placed on the translation.

@@ -1,5 +1,5 @@
-"""t2t_lite/po/formats.py: msgfmt's reading of c-format, python-format and python-brace-format
-strings, and msgfmt -c's verdict on a translation.
+"""t2t_lite/po/formats.py: msgfmt's reading of c-format, python-format, python-brace-format,
+qt-format, qt-plural-format and kde-format strings, and msgfmt -c's verdict on a translation.
 
 The differential tests are the judge: hundreds of (msgid, msgstr, flag) cases (the hand-written
 edge cases of issue 51, and seeded random mutations of real c-format msgids from this machine's
@@ -7,7 +7,8 @@ catalogs) go into one PO file, `msgfmt -c -o /dev/null` reads it once, and for e
 checker must agree with msgfmt: whether it fails, the message msgfmt prints for it (msgfmt
 prints one per entry, the first), and the number of errors msgfmt counts over the whole file.
 The plural tests do the same under the Plural-Forms of ru, ar, ja, pl and a `range:` flag, where
-msgfmt relaxes the check of a form the formula selects rarely. Skipped without msgfmt.
+msgfmt relaxes the check of a form the formula selects rarely. KDE and Qt strings get their own
+hand-written cases (KDE_HAND) and seeded mutations of KDE-style msgids. Skipped without msgfmt.
 """
 import functools
 import os
@@ -215,6 +216,110 @@ HAND = [
     ("python-format, no-python-format", "%s", "%d"),
 ]
 
+# (flag, msgid, msgstr): kde-format, qt-format and qt-plural-format.
+KDE_HAND = [
+    ("kde-format", "%1 (%2)", "%1 (%2)"),
+    ("kde-format", "%1 (%2)", "(%2) %1"),
+    ("kde-format", "%1 (%2)", "%1"),
+    ("kde-format", "%1 (%2)", "%2"),
+    ("kde-format", "%1 (%2)", "keine"),
+    ("kde-format", "%1 (%2)", "%1 (%2) %3"),
+    ("kde-format", "%1 (%2)", "%1 (%3)"),
+    ("kde-format", "%1 (%2)", "%1 (%1)"),
+    ("kde-format", "%1 (%2)", "%1 (%2) %2"),
+    ("kde-format", "%1 (%2)", "%1 (%4)"),
+    ("kde-format", "%1 (%2)", "%3 (%4)"),
+    ("kde-format", "%1 (%2)", "%L1 (%2)"),
+    ("kde-format", "%1 (%2)", "%01 (%2)"),
+    ("kde-format", "%1 (%2)", "%1 (%%2)"),
+    ("kde-format", "%1 (%2)", "%1 (%2%)"),
+    ("kde-format", "%1 (%2)", "%1 (%20)"),
+    ("kde-format", "%1 of %2 in %3", "%3: %1 von %2"),
+    ("kde-format", "%1 of %2 in %3", "%1 von %2"),
+    ("kde-format", "%1 of %2 in %3", "%2 in %3"),
+    ("kde-format", "%1 of %2 in %3", "%1 in %3"),
+    ("kde-format", "%1 of %2 in %3", "%3"),
+    ("kde-format", "%2 of %1", "%2 von %1"),
+    ("kde-format", "%2", "%2"),
+    ("kde-format", "%2", "%1"),
+    ("kde-format", "%3", "%3"),
+    ("kde-format", "%1 %4", "%1 %4"),
+    ("kde-format", "%2 %4", "%2"),
+    ("kde-format", "%1", "%1 %3"),
+    ("kde-format", "%1", "%2"),
+    ("kde-format", "%1 %2 %3 %4 %5 %6 %7 %8 %9 %10", "%10 %9 %8 %7 %6 %5 %4 %3 %2 %1"),
+    ("kde-format", "%1 %2 %3 %4 %5 %6 %7 %8 %9 %10", "%1 %2 %3 %4 %5 %6 %7 %8 %9 %1 0"),
+    ("kde-format", "%1 %2 %3 %4 %5 %6 %7 %8 %9 %10", "%1 %2 %3 %4 %5 %6 %7 %8 %9 %100"),
+    ("kde-format", "%10", "%10"),
+    ("kde-format", "%1 %2 %3 %4 %5 %6 %7 %8 %9 %10 %11", "%11 %1 %2 %3 %4 %5 %6 %7 %8 %9"),
+    ("kde-format", "%1", "%4294967297"),
+    ("kde-format", "%1 %4294967296", "%1"),
+    ("kde-format", "%4294967296", "%1"),
+    ("kde-format", "%L1", "%1"),
+    ("kde-format", "%L1", "%L2"),
+    ("kde-format", "100%", "100 %1"),
+    ("kde-format", "%%1", "%1"),
+    ("kde-format", "%%1", "%%"),
+    ("kde-format", "50% of %1", "50 % von %1"),
+    ("kde-format", "%0 %1", "%1 %0"),
+    ("kde-format", "%1%", "%1 %"),
+    ("kde-format", "<b>%1</b>", "<b>%1</b> &amp;"),
+    ("kde-format", "%1\n", "%1"),
+    ("qt-format", "%1 (%2)", "%1 (%2)"),
+    ("qt-format", "%1 (%2)", "(%2) %1"),
+    ("qt-format", "%1 (%2)", "%1"),
+    ("qt-format", "%1 (%2)", "%2"),
+    ("qt-format", "%1 (%2)", "%1 (%2) %3"),
+    ("qt-format", "%1 (%2)", "%L1 (%2)"),
+    ("qt-format", "%L1 (%2)", "%1 (%2)"),
+    ("qt-format", "%L1 (%2)", "%L1 (%L2)"),
+    ("qt-format", "%1 (%2)", "%01 (%02)"),
+    ("qt-format", "%01 (%02)", "%1 (%2)"),
+    ("qt-format", "%1 (%2)", "%1 (%20)"),
+    ("qt-format", "%1 (%2)", "%1 (%2%)"),
+    ("qt-format", "%1 (%2)", "%%1 (%2)"),
+    ("qt-format", "%0 and %1", "%1 und %0"),
+    ("qt-format", "%0 and %1", "%1"),
+    ("qt-format", "%10 of %2", "%2 von %10"),
+    ("qt-format", "%10 of %2", "%2 von %1 0"),
+    ("qt-format", "%99", "%99"),
+    ("qt-format", "%99", "%999"),
+    ("qt-format", "%3", "%3"),
+    ("qt-format", "%3", "%1"),
+    ("qt-format", "%L", "%L"),
+    ("qt-format", "100%", "100%1"),
+    ("qt-format", "%1", "%L%1"),
+    ("qt-plural-format", "%n file(s)", "%n Datei(en)"),
+    ("qt-plural-format", "%n file(s)", "Dateien"),
+    ("qt-plural-format", "%n file(s)", "%Ln Datei(en)"),
+    ("qt-plural-format", "%n file(s)", "%n von %n"),
+    ("qt-plural-format", "%n file(s)", "%%n Dateien"),
+    ("qt-plural-format", "%n file(s)", "%N Dateien"),
+    ("qt-plural-format", "%n file(s)", "%Ln"),
+    ("qt-plural-format", "Files", "%n Dateien"),
+    ("qt-plural-format", "Files", "Dateien"),
+    ("qt-plural-format", "%Ln", "%L n"),
+    ("qt-plural-format", "%LLn", "%n"),
+    ("kde-format, qt-format", "%1 (%2)", "%L2 %1"),
+    ("kde-format, qt-format", "%1 (%2)", "%3 %1"),
+    ("qt-format, qt-plural-format", "%1: %n", "%1: %n"),
+    ("qt-format, qt-plural-format", "%1: %n", "%2: %n"),
+    ("c-format, kde-format", "%s %1", "%d %2"),
+    ("python-format, kde-format", "%(x)s %1", "%(x)s %3"),
+    ("kde-format, no-kde-format", "%1", "%2"),
+    ("possible-qt-format", "%1", "%2"),
+]
+
+# KDE-style msgids (messages of the kind KDE applications' catalogs carry) for the mutations.
+KDE_SOURCES = [
+    "%1 (%2)", "%1 of %2", "Copying %1 to %2", "%1 - %2", "Delete %1?", "%1 files, %2 folders",
+    "%1/%2", "<b>%1</b>: %2", "Could not open %1: %2", "%1 (%2 of %3)", "%1%", "Page %1 of %2",
+    "Move <filename>%1</filename> to %2", "%1 &%2", "%2 by %1", "%1 %2 %3 %4 %5 %6 %7 %8 %9 %10",
+    "%1 at %2 on %3", "Size: %1 (%2 bytes)", "Remaining: %L1", "%n item(s)",
+]
+KDE_POOL = "%%%%123456789100L n&()<>ab "
+KDE_EDITS = ["%1", "%2", "%3", "%10", "%L1", "%%", "%0", "%n", "%Ln", "%", "1", "%01"]
+
 # Real c-format msgids for when this machine has no catalogs to read (coreutils, tar, dpkg,
 # make, libc, wget, gettext-tools).
 REAL_FALLBACK = [
@@ -341,6 +446,54 @@ def _random_cases(seed=51):
         for _ in range(count):
             msgid = rng.choice(sources)
             cases.append((flag, msgid, _mutate(msgid, rng, pool)))
+    return cases
+
+
+def _kde_cases(seed=51, count=240):
+    """Seeded mutations of KDE_SOURCES under kde-format, qt-format and qt-plural-format: a
+    number changed, a directive put in or taken out, then _mutate's edits."""
+    rng = random.Random(seed)
+    cases = []
+    for _ in range(count):
+        flag = rng.choice(["kde-format", "kde-format", "qt-format", "qt-plural-format"])
+        msgid = rng.choice(KDE_SOURCES)
+        if flag == "qt-plural-format" and rng.random() < 0.7:
+            msgid = msgid.replace("%1", "%n", 1)
+        msgstr = msgid
+        for _ in range(rng.randint(1, 2)):
+            op = rng.randrange(4)
+            digits = [i for i, c in enumerate(msgstr) if c.isdigit()]
+            pos = rng.randrange(len(msgstr) + 1)
+            if op == 0 and digits:
+                i = rng.choice(digits)
+                msgstr = msgstr[:i] + str(rng.randrange(10)) + msgstr[i + 1:]
+            elif op == 1:
+                msgstr = msgstr[:pos] + rng.choice(KDE_EDITS) + msgstr[pos:]
+            elif op == 2:
+                m = list(re.finditer(r"%L?[0-9n]+", msgstr))
+                if m:
+                    d = rng.choice(m)
+                    msgstr = msgstr[:d.start()] + msgstr[d.end():]
+            else:
+                msgstr = _mutate(msgstr, rng, KDE_POOL)
+        if rng.random() < 0.1:
+            msgstr = msgid
+        elif rng.random() < 0.1:
+            msgid = _mutate(msgid, rng, KDE_POOL)
+        cases.append((flag, msgid, msgstr or "x"))
+    return cases
+
+
+def _kde_fuzz(seed, count=150):
+    """Short random strings of KDE_POOL's characters under the three flags."""
+    rng = random.Random(seed)
+    cases = []
+    for _ in range(count):
+        flag = rng.choice(["kde-format", "qt-format", "qt-plural-format"])
+        msgid = "".join(rng.choice(KDE_POOL) for _ in range(rng.randint(1, 8)))
+        msgstr = (_mutate(msgid, rng, KDE_POOL) if rng.random() < 0.5 else
+                  "".join(rng.choice(KDE_POOL) for _ in range(rng.randint(1, 8))))
+        cases.append((flag, msgid, msgstr))
     return cases
 
 
@@ -477,9 +630,19 @@ def test_every_case_gets_msgfmts_verdict_and_message(tmp_path):
 
 @needs_msgfmt
 def test_a_second_seed_and_random_strings_agree_too(tmp_path):
-    cases = _random_cases(seed=7) + _fuzz_cases(seed=51)
+    cases = _random_cases(seed=7) + _fuzz_cases(seed=51) + _kde_cases(seed=7) + _kde_fuzz(7)
     entries = [(flag, msgid, msgstr, None) for flag, msgid, msgstr in cases]
     assert _compare(tmp_path, entries) > 150
+
+
+@needs_msgfmt
+def test_kde_and_qt_cases_get_msgfmts_verdict_and_message(tmp_path):
+    cases = KDE_HAND + _kde_cases()
+    entries = [(flag, msgid, msgstr, None) for flag, msgid, msgstr in cases]
+    failed = _compare(tmp_path, entries)
+    assert len(cases) * 0.25 < failed < len(cases) * 0.85, (failed, len(cases))
+    for flag in ("kde-format", "qt-format", "qt-plural-format"):
+        assert sum(1 for f, _, _ in cases if f == flag) >= 30
 
 
 PLURAL_SOURCES = [
@@ -494,6 +657,17 @@ PLURAL_SOURCES = [
     ("python-format", "%d file", "%d files", ["%d Datei", "eine Datei", "%s Dateien"]),
     ("python-brace-format", "{n} file in {dir}", "{n} files in {dir}",
      ["{n} Datei in {dir}", "eine Datei in {dir}", "{n} Dateien", "{x} in {dir}"]),
+    ("kde-format", "%1 day", "%1 days", ["%1 Tag", "ein Tag", "%1 Tage", "Tage %2", "%1 %1 Tage",
+                                         "%L1 Tage", "%10 Tage"]),
+    ("kde-format", "%1 file in %2", "%1 files in %2",
+     ["%1 Datei in %2", "eine Datei in %2", "%1 Dateien", "Dateien", "%2: %1", "%3 in %2",
+      "%1 in %3"]),
+    ("kde-format", "One file in %2", "%1 files in %2",
+     ["Eine Datei in %2", "%1 Dateien in %2", "Dateien", "%2"]),
+    ("qt-format", "%1 file", "%1 files", ["%1 Datei", "eine Datei", "%L1 Dateien", "%2 Dateien"]),
+    ("qt-plural-format", "%n file", "%n files", ["%n Datei", "eine Datei", "%Ln Dateien",
+                                                 "%n %n"]),
+    ("qt-plural-format", "One file", "Files", ["Eine Datei", "%n Dateien"]),
 ]
 
 
@@ -668,3 +842,69 @@ def test_above_100_forms_msgfmt_relaxes_every_form(tmp_path, nplurals):
     forms[5] = "x"
     failed = _compare(tmp_path, [("c-format", "%d a", forms, "%d b")], value)
     assert failed == (nplurals <= 100)
+
+
+def test_kde_directives_and_the_one_argument_a_string_may_ignore():
+    found = formats.directives("%1 (%2) %%3 %L1 %0 %3x", "kde-format")
+    assert [(d.start, d.end, d.text, d.number) for d in found] == [
+        (0, 2, "%1", 1), (4, 6, "%2", 2), (9, 11, "%3", 3), (19, 21, "%3", 3)]  # %L1: text
+    assert found[0] == Directive(0, 2, "%1", "", 1, None, ((1, None),))
+    assert [d.text for d in formats.directives("%10 %9 %8 %7 %6 %5 %4 %3 %2 %1 0",
+                                               "kde-format")][:2] == ["%10", "%9"]
+    assert formats.invalid_reason("%2 of %4", "kde-format") == (
+        "The string refers to argument number 4 but ignores the arguments 1 and 3.")
+    assert formats.invalid_reason("%3", "kde-format") == (
+        "The string refers to argument number 3 but ignores the arguments 1 and 2.")
+    assert formats.invalid_reason("%2", "kde-format") is None  # one may be ignored
+    # C's unsigned int: %4294967297 is argument 1.
+    assert formats.directives("%4294967297", "kde-format")[0].number == 1
+    assert formats.check_entry("%1 (%2)", "%1 (%3)", "kde-format") == (
+        "a format specification for argument 2 doesn't exist in 'msgstr'")
+
+
+def test_kde_plural_forms_strict_in_ru_relaxed_for_de_singular():
+    kw = dict(msgid_plural="%1 days", plural_index=0)
+    assert formats.check_entry("%1 day", "ein Tag", "kde-format", plural_forms=DE, **kw) is None
+    assert formats.check_entry("%1 day", "один день", "kde-format", plural_forms=RU, **kw) == (
+        "a format specification for argument 1 doesn't exist in 'msgstr[0]'")
+    assert formats.check_entry("%1 day", "%1 день", "kde-format", plural_forms=RU, **kw) is None
+    assert formats.check_entry("%1 file in %2", "eine Datei", "kde-format", plural_forms=DE,
+                               msgid_plural="%1 files in %2", plural_index=0) == (
+        "a format specification for arguments 1 and 2 doesn't exist in 'msgstr[0]', only one "
+        "argument may be ignored")
+    assert formats.check_entry("%1 day", "%2 Tage", "kde-format", plural_forms=DE, **kw) == (
+        "a format specification for argument 2, as in 'msgstr[0]', doesn't exist in "
+        "'msgid_plural'")
+
+
+def test_qt_directives_numbers_and_simple_strings():
+    found = formats.directives("%L1 %10 %%2 %05 %123 %L %", "qt-format")
+    assert [(d.text, d.number) for d in found] == [
+        ("%L1", 1), ("%10", 10), ("%2", 2), ("%05", 5), ("%12", 12)]
+    assert formats.check_entry("%1 (%2)", "%L1 (%2)", "qt-format") == (
+        "'msgid' is a simple format string, but 'msgstr' is not: it contains an 'L' flag or a "
+        "double-digit argument number")
+    assert formats.check_entry("%L1 (%2)", "%1 (%2)", "qt-format") is None
+    assert formats.check_entry("%0 and %1", "%1", "qt-format") == (
+        "a format specification for argument 0 doesn't exist in 'msgstr'")
+    # Qt's check is strict even for a rarely used plural form.
+    assert formats.check_entry("%1 file", "eine Datei", "qt-format", msgid_plural="%1 files",
+                               plural_index=0, plural_forms=DE) is not None
+
+
+def test_qt_plural_count_directive():
+    found = formats.directives("%n file(s), %Ln, %%n, %N", "qt-plural-format")
+    assert [(d.start, d.text, d.conversion) for d in found] == [
+        (0, "%n", "n"), (12, "%Ln", "n"), (18, "%n", "n")]
+    assert formats.check_entry("Files", "%n Dateien", "qt-plural-format") == (
+        "number of format specifications in 'msgid' and 'msgstr' does not match")
+    assert formats.check_entry("%n files", "Dateien", "qt-plural-format") is not None
+    assert formats.check_entry("%n file", "eine Datei", "qt-plural-format", msgid_plural="%n files",
+                               plural_index=0, plural_forms=DE) is None
+    assert formats.check_entry("%n file", "%n %n", "qt-plural-format") is None
+
+
+def test_kde_kuit_format_is_left_unsupported():
+    assert formats.format_flags("kde-kuit-format, kde-format") == ("kde-format", "kde-kuit-format")
+    with pytest.raises(formats.UnsupportedFormat):
+        formats.check_entry("<b>%1</b>", "<b>%1", "kde-kuit-format")
