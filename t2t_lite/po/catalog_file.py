@@ -30,7 +30,7 @@ import codecs
 import dataclasses
 import re
 import unicodedata
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from t2t_lite.errors import UserError
 
@@ -70,7 +70,7 @@ def _error(name, line, message, col=None):
     return UserError(f"{where}: {message}")
 
 
-# ---- the lexer (read-po-lex.c) ----------------------------------------------------------------
+# ---- the lexer (read-po-lex.c) ------------------------------------------------------------------
 
 def _string(text, start, name, line, last_line):
     """(value, index after the closing quote) of the string opening at text[start]."""
@@ -240,7 +240,7 @@ class _Lexer:
         return _error(self.name, token.line, "syntax error", token.end_col)
 
 
-# ---- the grammar (read-po-gram.y) -------------------------------------------------------------
+# ---- the grammar (read-po-gram.y) ---------------------------------------------------------------
 
 @dataclasses.dataclass
 class _Message:
@@ -380,7 +380,7 @@ def _comment_kind(text):
     return {".": "extracted", ":": "reference", ",": "flags"}.get(text[:1], "translator")
 
 
-# ---- writing strings as msgmerge does (write-po.c wrap, libunistring's line breaking) ----------
+# ---- writing strings as msgmerge does (write-po.c wrap, libunistring's line breaking) -----------
 
 _ASCII_CLASS = {" ": "SP", "!": "EX", '"': "QU", "$": "PR", "%": "PO", "'": "QU", "(": "OP",
                 ")": "CP", "+": "PR", ",": "IS", "-": "HY", ".": "IS", "/": "SY", ":": "IS",
@@ -395,7 +395,10 @@ _SPECIAL_CLASS = {
     "\u2060": "WJ", "\ufeff": "WJ", "\u3000": "BA", "\u30fc": "NS", "\u3005": "NS",
     "\u301c": "NS", "\u30fb": "NS", "\uff1a": "NS", "\uff1b": "NS", "\uff01": "EX",
     "\uff1f": "EX", "\u3001": "CL", "\u3002": "CL", "\uff0c": "CL", "\uff0e": "CL",
-    "\u00ab": "QU", "\u00bb": "QU", "\u2039": "QU", "\u203a": "QU",
+    "\u00ab": "QU", "\u00bb": "QU", "\u2039": "QU", "\u203a": "QU", "\u0f0b": "BA",
+    "\u0f0d": "EX", "\u058a": "BA", "\u05be": "BA", "\u0964": "BA", "\u0965": "BA",
+    "\u060c": "IS", "\u061b": "EX", "\u061f": "EX", "\u06d4": "EX", "\uff05": "PO",
+    "\uff04": "PR", "\uffe5": "PR", "\uffe6": "PR",
 }
 _SMALL_KANA = set("ぁぃぅぇぉっゃゅょゎゕゖァィゥェォッャュョヮヵヶㇰㇱㇲㇳㇴㇵㇶㇷㇸㇹㇺㇻㇼㇽㇾㇿ")
 
@@ -412,6 +415,8 @@ def _lb_class(c):
         return _SPECIAL_CLASS[c]
     if c in _SMALL_KANA:
         return "NS"
+    if "\u05d0" <= c <= "\u05f2" or "\ufb1d" <= c <= "\ufb4f":
+        return "HL"
     category = unicodedata.category(c)
     if category in ("Mn", "Mc", "Me") or category == "Cf" and c not in "\u200d":
         return "CM"
@@ -433,15 +438,16 @@ _NO_BREAK_PAIRS = {
     ("AL", "NU"), ("NU", "AL"), ("PR", "ID"), ("ID", "PO"), ("PR", "AL"), ("PO", "AL"),
     ("AL", "PR"), ("AL", "PO"), ("CL", "PO"), ("CP", "PO"), ("CL", "PR"), ("CP", "PR"),
     ("NU", "PO"), ("NU", "PR"), ("PO", "OP"), ("PO", "NU"), ("PR", "OP"), ("PR", "NU"),
-    ("HY", "NU"), ("IS", "NU"), ("NU", "NU"), ("SY", "NU"), ("AL", "AL"), ("IS", "AL"),
+    ("HY", "NU"), ("IS", "NU"), ("NU", "NU"), ("SY", "NU"), ("AL", "AL"),
     ("AL", "OP"), ("NU", "OP"), ("CP", "AL"), ("CP", "NU"), ("B2", "B2"),
 }
 
 
-def _break_before(classes, i):
-    """Whether UAX #14 allows a line break before classes[i] (classes[i-1] is no SP)."""
+def _break_before(classes, text, i):
+    """Whether UAX #14 allows a line break before text[i] (text[i-1] is no space)."""
     prev, cur = classes[i - 1], classes[i]
-    if cur in ("CL", "CP", "EX", "IS", "SY", "WJ", "ZW") or prev in ("WJ", "GL", "OP", "QU"):
+    if cur in ("CL", "CP", "EX", "IS", "SY", "WJ", "ZW", "IN") or prev in ("WJ", "GL", "OP",
+                                                                          "QU"):
         return False
     if prev == "ZW":
         return True
@@ -449,8 +455,12 @@ def _break_before(classes, i):
         return False
     if cur in ("QU", "BA", "HY", "NS", "CM") or prev == "BB":
         return False
-    if cur == "IN" and prev in ("AL", "EX", "ID", "IN", "NU"):
+    if prev in ("HY", "BA") and i > 1 and classes[i - 2] == "HL" or prev == "SY" and cur == "HL":
         return False
+    prev = "AL" if prev == "HL" else prev
+    cur = "AL" if cur == "HL" else cur
+    if cur == "OP" and unicodedata.east_asian_width(text[i]) in ("W", "F"):
+        return True
     return (prev, cur) not in _NO_BREAK_PAIRS
 
 
@@ -469,14 +479,14 @@ def _possible_breaks(text):
         if classes[i] == "SP":
             continue
         if classes[i - 1] != "SP":
-            breaks[i] = _break_before(classes, i)
+            breaks[i] = _break_before(classes, text, i)
             continue
         j = i - 1
         while j >= 0 and classes[j] == "SP":
             j -= 1
         before = classes[j] if j >= 0 else None
         breaks[i] = not (
-            classes[i] in ("CL", "CP", "EX", "IS", "SY", "WJ")
+            classes[i] in ("CL", "CP", "EX", "IS", "SY", "WJ", "ZW")
             or before == "OP" or (before == "QU" and classes[i] == "OP")
             or (before in ("CL", "CP") and classes[i] == "NS")
             or (before == "B2" and classes[i] == "B2") or before is None)
@@ -511,27 +521,51 @@ def _width_linebreaks(text, prohibited, width, start_column):
     return result
 
 
-def string_lines(keyword, text, prefix="", width=PAGE_WIDTH, first_line=True):
+_DIRECTIVES = {
+    "c-format": re.compile(r"%(?:\d+\$)?[-+ #0'I]*(?:\*(?:\d+\$)?|\d+)?"
+                           r"(?:\.(?:\*(?:\d+\$)?|\d+))?(?:hh|h|ll|l|L|q|j|z|Z|t)?"
+                           r"(?:<PRI\w+>|[diouxXeEfFgGaAcspnCSm%])"),
+    "python-format": re.compile(r"%(?:\([^)]*\))?[-+ #0]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?"
+                                r"[diouxXeEfFgGcrsa%]"),
+    "python-brace-format": re.compile(r"\{[^{}]*\}"),
+}
+
+
+def _inside_directives(text, formats):
+    """Indexes of text's characters inside a format directive of `formats` (not its first):
+    gettext never breaks a line there."""
+    inside = set()
+    for flag in formats:
+        if flag in _DIRECTIVES:
+            for match in _DIRECTIVES[flag].finditer(text):
+                inside.update(range(match.start() + 1, match.end()))
+    return inside
+
+
+def string_lines(keyword, text, prefix="", width=PAGE_WIDTH, first_line=True, formats=()):
     """The lines (without line ends) of `keyword "text"` as msgmerge and msgcat write them:
     escapes \\a \\b \\f \\n \\r \\t \\v \\\\ \\", a line break after each \\n, long lines broken
-    where Unicode allows at `width` columns, a `""` first line when the string has several
-    lines or wraps. `prefix` is "#~ " for an obsolete entry; first_line=False gives the lines
-    of a string that continues an earlier one (no keyword)."""
+    where Unicode allows at `width` columns (never inside a directive of the entry's `formats`
+    flags), a `""` first line when the string has several lines or wraps. `prefix` is "#~ "
+    for an obsolete entry; first_line=False gives the lines of a string that continues an
+    earlier one (no keyword)."""
     if "\0" in text or "\x04" in text:
         raise ValueError("a PO string cannot hold NUL or the context separator <EOT>")
     portions = re.findall(r"[^\n]*\n|[^\n]+", text) or [""]
+    inside = _inside_directives(text, formats)
     after_break = len(prefix) + 1
     wrap_width = width - 1 - after_break
-    lines = []
+    lines, offset = [], 0
     for k, portion in enumerate(portions):
         chars, prohibited = [], []
-        for c in portion:
+        for index, c in enumerate(portion, offset):
             if c in _ESCAPE:
                 chars += ["\\", _ESCAPE[c]]
-                prohibited += [False, True]
+                prohibited += [index in inside, True]
             else:
                 chars.append(c)
-                prohibited.append(False)
+                prohibited.append(index in inside)
+        offset += len(portion)
         if portion.endswith("\n"):
             prohibited[-2] = True
         escaped = "".join(chars)
@@ -552,7 +586,7 @@ def string_lines(keyword, text, prefix="", width=PAGE_WIDTH, first_line=True):
     return lines
 
 
-# ---- entries --------------------------------------------------------------------------------------
+# ---- entries ------------------------------------------------------------------------------------
 
 class Entry:
     """One message of a catalog: its values as gettext reads them, and its raw lines.
@@ -661,10 +695,10 @@ class Entry:
         if msgstr is not None or forms is not None:
             lines = []
             if forms is None:
-                lines += string_lines("msgstr", msgstr)
+                lines += string_lines("msgstr", msgstr, formats=self.flags)
             else:
                 for k in sorted(forms):
-                    lines += string_lines(f"msgstr[{k}]", forms[k])
+                    lines += string_lines(f"msgstr[{k}]", forms[k], formats=self.flags)
             section = self._catalog._encode(lines, self)
             start = self._message.first_msgstr.line
             self._edits.update({index: [] for index in range(start, self._last + 1)})
@@ -709,7 +743,7 @@ class Entry:
         if fuzzy and not has_fuzzy:
             if self._flag_lines:
                 index, line_flags = self._flag_lines[0]
-                self._edits[index] = self._catalog._encode(["#, " + ", ".join(["fuzzy"] + line_flags)], self)
+                self._edits[index] = self._flags_line(["fuzzy"] + line_flags)
             else:
                 self._inserts[anchor] = [b"#, fuzzy" + eol]
             flags = ["fuzzy"] + flags
@@ -717,9 +751,12 @@ class Entry:
             for index, line_flags in self._flag_lines:
                 if "fuzzy" in line_flags:
                     rest = [flag for flag in line_flags if flag != "fuzzy"]
-                    self._edits[index] = self._catalog._encode(["#, " + ", ".join(rest)], self) if rest else []
+                    self._edits[index] = self._flags_line(rest) if rest else []
             flags = [flag for flag in flags if flag != "fuzzy"]
         self.flags = flags
+
+    def _flags_line(self, flags):
+        return self._catalog._encode(["#, " + ", ".join(flags)], self)
 
 
 # ---- the catalog --------------------------------------------------------------------------------
@@ -797,7 +834,7 @@ class Catalog:
         out.append(b"".join(self._lines[index:]))
         return b"".join(out)
 
-    # ---- the header ----------------------------------------------------------------------------
+    # ---- the header -----------------------------------------------------------------------------
 
     def header_fields(self) -> List[Tuple[str, str]]:
         """The header's fields in order, (name, value) as `Name: value` lines of its msgstr."""
@@ -897,7 +934,7 @@ def _with_fields(text, changes):
     return "".join(lines)
 
 
-# ---- reading --------------------------------------------------------------------------------------
+# ---- reading ------------------------------------------------------------------------------------
 
 def parse(raw: bytes, name="<catalog>") -> Catalog:
     """The catalog in `raw` (bytes of a PO or POT file); `name` names it in errors."""
