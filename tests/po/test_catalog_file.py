@@ -247,12 +247,15 @@ def _retranslate(parsed):
         if i % 3:
             continue
         other = messages[(i + 7) % len(messages)]
+        if any(flag.endswith("-format") for flag in entry.flags):
+            other = entry  # its own translation: the directives msgfmt -c checks stay
         text = other.msgstr if other.msgid_plural is None else other.msgstr_plural[0]
         if entry.msgid_plural is None:
             entry.set_translation(msgstr=_like(entry.msgid, text), fuzzy=True)
         else:
-            entry.set_translation(plural={k: _like(entry.msgid_plural, text)
-                                          for k in entry.msgstr_plural}, fuzzy=True)
+            entry.set_translation(plural={k: form if other is entry else _like(
+                entry.msgid_plural, text) for k, form in entry.msgstr_plural.items()},
+                fuzzy=True)
         changed[parsed.entries.index(entry)] = entry
     return changed
 
