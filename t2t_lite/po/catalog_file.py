@@ -1,30 +1,36 @@
 """A gettext catalog (PO or POT) read and written as gettext does, keeping every byte it does not
 change (issue 51, points 2 and 3).
 
-    catalog = catalog_file.read("de.po")
-    for entry in catalog.entries:
-        if not entry.obsolete and not entry.msgstr:
-            entry.set_translation(msgstr="Hallo", fuzzy=True)
+    catalog = catalog_file.read("de.po")          # or parse(data, name)
+    for entry in catalog.messages():              # not the header, not obsolete entries
+        if not entry.translated():
+            entry.set_translation(msgstr="Hallo", fuzzy=True)   # plural={0: .., 1: ..}
     catalog.set_header_fields({"PO-Revision-Date": "2026-12-05 10:00+0000"}, fuzzy=False)
-    data = catalog.to_bytes()
+    data = catalog.to_bytes()                     # in the catalog's charset
 
 Reading follows gettext's own lexer and grammar (read-po-lex.c, read-po-gram.y): the same
-keywords, the same escapes (\\n \\t \\a \\b \\f \\r \\v \\\\ \\" \\ooo \\xhh), comments anywhere
-between entries, `#~` obsolete and `#|` / `#~|` previous lines, several strings or tokens on one
-line. What msgfmt refuses is refused here, as one UserError "FILE:LINE: what" in msgfmt's words:
-an unterminated string, an invalid control sequence, an unknown keyword, a token where none may
-stand (msgfmt's "syntax error"), a missing msgstr / msgstr[] / msgid_plural section, plural
-forms out of order, inconsistent use of #~, the context separator <EOT> in a string, bytes that
-are not valid in the header's charset, and a duplicate message definition (same domain, msgctxt
-and msgid; obsolete entries count, as in msgfmt). The line is where the fault is (msgfmt names
-the line after an unterminated string).
+keywords, the same escapes (\\n \\t \\a \\b \\f \\r \\v \\\\ \\" \\ooo \\xhh), comments between
+entries, `#~` obsolete and `#|` / `#~|` previous lines, several tokens on one line, a backslash
+before a newline joining two lines. What msgfmt refuses is refused here, as one UserError
+"FILE:LINE: what" (FILE:LINE:COLUMN where msgfmt gives a column) in msgfmt's words: an
+unterminated string, an invalid control sequence, an unknown keyword, a token where none may
+stand ("syntax error": junk between entries, a comment inside an entry, a second msgstr), a
+missing msgstr / msgstr[] / msgid_plural section, plural forms out of order, inconsistent use of
+#~, the context separator <EOT> in a string, bytes the header's charset cannot decode in a
+string (in a comment msgfmt lets them be, and so does this), a byte order mark, and a duplicate
+message definition (same domain, msgctxt and msgid; obsolete entries count, as msgfmt counts
+them). An unterminated string is named at its own line (msgfmt names the next one). Not
+checked here: what msgfmt checks of an entry's content (a msgstr beginning or ending with "\\n"
+where the msgid does not, and with -c, formats and the header): msgfmt -c judges the output.
 
 Every entry keeps its raw lines. Changing an entry regenerates only its msgstr lines (written as
-msgmerge writes strings: 79 columns, Unicode line breaking, a `""` first line when the string
-has several lines or wraps) and its `#,` flags line; changing the header regenerates only the
-lines of the fields it sets. Everything else, the entry order, the spacing and the line ends
-(CRLF, a missing last newline) included, is written back byte for byte: to_bytes() of a catalog
-nothing was changed in is the file as read.
+msgmerge and msgcat write strings: 79 columns, Unicode line breaking as libunistring breaks, no
+break inside a format directive, a `""` first line when the string has several lines or wraps)
+and its `#,` flags line; changing the header regenerates only the lines of the fields it sets.
+Everything else, the entry order, the spacing and the line ends (CRLF, a missing last newline)
+included, is written back byte for byte: to_bytes() of a catalog nothing was changed in is the
+file as read. A new translation the charset cannot encode raises NotEncodable (the charset is
+never changed behind the caller's back).
 """
 import codecs
 import dataclasses
@@ -855,22 +861,23 @@ class Catalog:
         if header is None:
             raise ValueError(f"{self.name} has no header entry to set {sorted(fields)} in")
         header._check_editable()
-        self._header_changes.update(fields)
-        header.msgstr = _with_fields(header._message.msgstr, self._header_changes)
-        header._edits = {index: lines for index, lines in header._edits.items()
-                         if index in dict(header._flag_lines)}
+        changes = {**self._header_changes, **fields}
+        text = _with_fields(header._message.msgstr, changes)
         try:
-            edits = self._field_edits(header)
+            edits = self._field_edits(header, changes)
         except _Unaligned:
             edits = {index: [] for index in range(header._message.first_msgstr.line,
                                                   header._last + 1)}
             edits[header._message.first_msgstr.line] = self._encode(
-                string_lines("msgstr", header.msgstr), header)
+                string_lines("msgstr", text), header)
+        self._header_changes, header.msgstr = changes, text  # nothing changed before here
+        header._edits = {index: lines for index, lines in header._edits.items()
+                         if index in dict(header._flag_lines)}
         header._edits.update(edits)
         if fuzzy is not None:
             header._set_fuzzy(fuzzy)
 
-    def _field_edits(self, header):
+    def _field_edits(self, header, changes):
         """{line index: new lines} replacing each changed field's lines, appending new ones."""
         tokens = header._message.msgstr_strings
         bounds, offset = [], 0
@@ -879,7 +886,7 @@ class Catalog:
             offset += len(token.value)
         text = header._message.msgstr
         edits: Dict[int, List[bytes]] = {}
-        remaining = dict(self._header_changes)
+        remaining = dict(changes)
         start = 0
         for line in re.findall(r"[^\n]*\n|[^\n]+", text):
             name = line.partition(":")[0].strip()
