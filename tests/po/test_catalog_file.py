@@ -415,3 +415,48 @@ def test_entries_that_cannot_be_rewritten_in_place_say_so():
         parsed.entries[2].set_translation(msgstr="x")
     with pytest.raises(ValueError, match="NUL"):
         catalog_file.string_lines("msgstr", "a\0b")
+
+
+@needs_gettext
+def test_mutated_catalogs_refused_exactly_when_msgfmt_refuses_them(tmp_path):
+    """Deterministic damage (a quote, a backslash, a keyword, #~, #|, a line copied, bytes cut)
+    to a catalog of every construct: the reader refuses exactly where msgfmt finds a syntax
+    error. msgfmt's checks of content (newlines at both ends) are msgfmt -c's to judge."""
+    import random
+
+    seed = catalog(
+        '# translator\n#. extracted\n#: a.c:1\n#, fuzzy, c-format\n#| msgctxt "old"\n'
+        '#| msgid "Opn %s"\nmsgctxt "menu"\nmsgid "Open %s"\nmsgstr "\\a\\t\\101\\x42 %s"\n\n'
+        'msgid "%d file"\nmsgid_plural "%d files"\nmsgstr[0] "%d Datei"\n'
+        'msgstr[1] ""\n"%d Dateien"\n\nmsgid "long"\nmsgstr ""\n"one "\n"two"\n\n'
+        '#~| msgid "Older"\n#~ msgid "Gone"\n#~ msgstr "Weg"\n')
+    assert msgfmt(write(tmp_path, "seed.po", seed)).returncode == 0
+    pieces = [b'"', b"\\", b"\\q", b"#~ ", b"#| ", b"msgid ", b"msgstr ", b"msgstr[1] ",
+              b'msgctxt "x"\n', b"\n", b"#", b" x", b"[", b"0", b'msgid_plural "p"\n',
+              b"\\\n", b"\r", b"\x04"]
+    rng = random.Random(51)
+    cases = disagreements = 0
+    for case in range(150):
+        data, pos = seed, rng.randrange(len(seed))
+        roll = rng.random()
+        if roll < 0.5:
+            data = data[:pos] + rng.choice(pieces) + data[pos:]
+        elif roll < 0.8:
+            data = data[:pos] + data[pos + rng.randrange(1, 6):]
+        else:
+            lines = data.split(b"\n")
+            lines.insert(rng.randrange(len(lines)), lines[rng.randrange(len(lines))])
+            data = b"\n".join(lines)
+        path = write(tmp_path, f"case{case}.po", data)
+        judged = msgfmt(path)
+        if "do not both" in judged.stderr or "Charset" in judged.stderr:
+            continue
+        try:
+            assert catalog_file.read(path).to_bytes() == data
+            refused = None
+        except UserError as error:
+            refused = str(error)
+        cases += 1
+        disagreements += (judged.returncode != 0) != (refused is not None)
+        assert (judged.returncode != 0) == (refused is not None), (data, judged.stderr, refused)
+    assert cases > 100 and disagreements == 0
