@@ -409,7 +409,12 @@ _SPECIAL_CLASS = {
 _SMALL_KANA = set("ぁぃぅぇぉっゃゅょゎゕゖァィゥェォッャュョヮヵヶㇰㇱㇲㇳㇴㇵㇶㇷㇸㇹㇺㇻㇼㇽㇾㇿ")
 
 
-def _lb_class(c):
+# libunistring's is_cjk_encoding: in these, East Asian "ambiguous" characters are wide, and the
+# ambiguous symbols (class AI) break as ideographs.
+_CJK_ENCODINGS = {"euc_jp", "gb2312", "gbk", "big5", "euc_kr", "cp949", "johab"}
+
+
+def _lb_class(c, cjk=False):
     """UAX #14 line breaking class of a character (the classes gettext's text needs)."""
     if c.isascii():
         if c.isalpha():
@@ -436,6 +441,8 @@ def _lb_class(c):
     if category == "Zs":
         return "BA"
     if unicodedata.east_asian_width(c) in ("W", "F") or 0xAC00 <= ord(c) <= 0xD7A3:
+        return "ID"
+    if cjk and unicodedata.east_asian_width(c) == "A" and category in ("So", "Sm", "No"):
         return "ID"
     return "AL"
 
@@ -470,11 +477,11 @@ def _break_before(classes, text, i):
     return (prev, cur) not in _NO_BREAK_PAIRS
 
 
-def _possible_breaks(text):
+def _possible_breaks(text, cjk=False):
     """[bool] per character: a line break is possible before it (UAX #14, as libunistring)."""
     classes = []
     for c in text:
-        cls = _lb_class(c)
+        cls = _lb_class(c, cjk)
         if cls == "CM" and classes and classes[-1] not in ("SP", "ZW", "BA"):
             cls = classes[-1]  # a combining mark takes its base's class (LB9)
         elif cls == "CM":
@@ -499,17 +506,17 @@ def _possible_breaks(text):
     return breaks
 
 
-def _width(c):
+def _width(c, cjk=False):
     if unicodedata.combining(c) or unicodedata.category(c) in ("Mn", "Me", "Cf"):
         return 0
     if not c.isprintable() and not c.isspace():
         return -1
-    return 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
+    return 2 if unicodedata.east_asian_width(c) in (("W", "F", "A") if cjk else ("W", "F")) else 1
 
 
-def _width_linebreaks(text, prohibited, width, start_column):
+def _width_linebreaks(text, prohibited, width, start_column, cjk=False):
     """libunistring's ulc_width_linebreaks: [bool] break before each character."""
-    possible = _possible_breaks(text)
+    possible = _possible_breaks(text, cjk)
     result = [False] * len(text)
     last, last_column, piece = None, start_column, 0
     for i, c in enumerate(text):
@@ -519,7 +526,7 @@ def _width_linebreaks(text, prohibited, width, start_column):
                 result[last] = True
                 last_column = 0
             last, last_column, piece = i, last_column + piece, 0
-        w = _width(c)
+        w = _width(c, cjk)
         if w >= 0:
             piece += w
     if last is not None and last_column + piece > width:
@@ -548,13 +555,16 @@ def _inside_directives(text, formats):
     return inside
 
 
-def string_lines(keyword, text, prefix="", width=PAGE_WIDTH, first_line=True, formats=()):
+def string_lines(keyword, text, prefix="", width=PAGE_WIDTH, first_line=True, formats=(),
+                 encoding="utf-8"):
     """The lines (without line ends) of `keyword "text"` as msgmerge and msgcat write them:
     escapes \\a \\b \\f \\n \\r \\t \\v \\\\ \\", a line break after each \\n, long lines broken
     where Unicode allows at `width` columns (never inside a directive of the entry's `formats`
     flags), a `""` first line when the string has several lines or wraps. `prefix` is "#~ "
     for an obsolete entry; first_line=False gives the lines of a string that continues an
-    earlier one (no keyword)."""
+    earlier one (no keyword). In a CJK `encoding` (EUC-JP, GBK, BIG5, EUC-KR ...) East Asian
+    ambiguous characters count two columns, as gettext counts them."""
+    cjk = codecs.lookup(encoding).name in _CJK_ENCODINGS
     if "\0" in text or "\x04" in text:
         raise ValueError("a PO string cannot hold NUL or the context separator <EOT>")
     portions = re.findall(r"[^\n]*\n|[^\n]+", text) or [""]
@@ -577,7 +587,7 @@ def string_lines(keyword, text, prefix="", width=PAGE_WIDTH, first_line=True, fo
         escaped = "".join(chars)
         while True:
             start = len(prefix) + (len(keyword) + 1 if first_line else 0) + 1 - after_break
-            breaks = _width_linebreaks(escaped, prohibited, wrap_width, start)
+            breaks = _width_linebreaks(escaped, prohibited, wrap_width, start, cjk)
             if first_line and escaped and (k < len(portions) - 1 or start > wrap_width
                                            or any(breaks)):
                 lines.append(f'{prefix}{keyword} ""')
@@ -701,10 +711,12 @@ class Entry:
         if msgstr is not None or forms is not None:
             lines = []
             if forms is None:
-                lines += string_lines("msgstr", msgstr, formats=self.flags)
+                lines += string_lines("msgstr", msgstr, formats=self.flags,
+                                      encoding=self._catalog.encoding)
             else:
                 for k in sorted(forms):
-                    lines += string_lines(f"msgstr[{k}]", forms[k], formats=self.flags)
+                    lines += string_lines(f"msgstr[{k}]", forms[k], formats=self.flags,
+                                          encoding=self._catalog.encoding)
             section = self._catalog._encode(lines, self)
             start = self._message.first_msgstr.line
             self._edits.update({index: [] for index in range(start, self._last + 1)})
@@ -869,7 +881,7 @@ class Catalog:
             edits = {index: [] for index in range(header._message.first_msgstr.line,
                                                   header._last + 1)}
             edits[header._message.first_msgstr.line] = self._encode(
-                string_lines("msgstr", text), header)
+                string_lines("msgstr", text, encoding=self.encoding), header)
         self._header_changes, header.msgstr = changes, text  # nothing changed before here
         header._edits = {index: lines for index, lines in header._edits.items()
                          if index in dict(header._flag_lines)}
@@ -901,7 +913,8 @@ class Catalog:
                 for token in tokens[first[0]:last[-1] + 1]:
                     edits[token.line] = []
                 edits[tokens[first[0]].line] = self._encode(
-                    string_lines("msgstr", value, first_line=False), header)
+                    string_lines("msgstr", value, first_line=False, encoding=self.encoding),
+                    header)
             start = end
         if remaining:
             if text and not text.endswith("\n"):
@@ -909,8 +922,8 @@ class Catalog:
             new = "".join(f"{name}: {value}\n" for name, value in remaining.items())
             last_line = header._last
             kept = edits.get(last_line, [self._lines[last_line]])
-            edits[last_line] = kept + self._encode(string_lines("msgstr", new,
-                                                                first_line=False), header)
+            edits[last_line] = kept + self._encode(
+                string_lines("msgstr", new, first_line=False, encoding=self.encoding), header)
         return edits
 
     @staticmethod

@@ -460,3 +460,14 @@ def test_mutated_catalogs_refused_exactly_when_msgfmt_refuses_them(tmp_path):
         disagreements += (judged.returncode != 0) != (refused is not None)
         assert (judged.returncode != 0) == (refused is not None), (data, judged.stderr, refused)
     assert cases > 100 and disagreements == 0
+
+
+@needs_gettext
+def test_cjk_charsets_count_ambiguous_characters_wide_as_gettext(tmp_path):
+    text = "αβγ " * 12 + "°§ " * 10 + "Ω" * 5 + " ─" * 30 + "§─×─÷" * 20
+    for charset in ("EUC-JP", "UTF-8"):
+        parsed = catalog_file.parse(catalog('msgid "a"\nmsgstr ""\n', charset=charset))
+        parsed.entries[1].set_translation(msgstr=text)
+        path = write(tmp_path, f"{charset}.po", parsed.to_bytes())
+        assert msgcat(path) == path.read_bytes(), charset
+        assert catalog_file.read(path).entries[1].msgstr == text
