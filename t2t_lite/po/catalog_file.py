@@ -54,6 +54,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _NUMBER = re.compile(r"[0-9]+")
 _OCTAL = re.compile(r"[0-7]{1,3}")
 _HEX = re.compile(r"[0-9A-Fa-f]+")
+_PLAIN = re.compile(r'[^"\\\n]+')
 _UNDECODED = re.compile("[\udc80-\udcff]")
 
 
@@ -78,44 +79,65 @@ def _error(name, line, message, col=None):
 
 # ---- the lexer (read-po-lex.c) ------------------------------------------------------------------
 
-def _string(text, start, name, line, last_line):
-    """(value, index after the closing quote) of the string opening at text[start]."""
-    out, i = [], start + 1
+def _byte(value):
+    """An escape's byte (gettext keeps its low 8 bits) as the text holds undecoded bytes."""
+    value &= 0xFF
+    return chr(value) if value < 0x80 else chr(0xDC00 + value)
+
+
+def _string(text, start, name, line, last_line, encoding):
+    """(value, index after the closing quote) of the string opening at text[start]. \\ooo and
+    \\xhh are bytes in the catalog's charset, as in gettext: "\\303\\244" is "ä" in UTF-8."""
+    out, i, escaped_bytes = [], start + 1, False
     while True:
         if i >= len(text) or text[i] == "\n":
             where = "end-of-file" if last_line and not text.endswith("\n") else "end-of-line"
             raise _error(name, line, f"{where} within string")
-        c = text[i]
-        if c == '"':
-            break
-        if c != "\\":
-            out.append(c)
-            i += 1
+        plain = _PLAIN.match(text, i)
+        if plain:
+            undecoded = _UNDECODED.search(plain.group())
+            if undecoded:
+                raise _undecodable(name, line, i + undecoded.start() + 1, encoding)
+            out.append(plain.group())
+            i = plain.end()
             continue
+        if text[i] == '"':
+            break
         nxt = text[i + 1:i + 2]
         if nxt in _CONTROL:
             out.append(_CONTROL[nxt])
             i += 2
         elif nxt and nxt in "01234567":
             digits = _OCTAL.match(text, i + 1).group()
-            out.append(chr(int(digits, 8)))
+            out.append(_byte(int(digits, 8)))
             i += 1 + len(digits)
+            escaped_bytes = True
         elif nxt == "x" and _HEX.match(text, i + 2):
             digits = _HEX.match(text, i + 2).group()
-            out.append(chr(int(digits, 16) & 0xFF))
+            out.append(_byte(int(digits, 16)))
             i += 2 + len(digits)
+            escaped_bytes = True
         else:
             col = i + (3 if nxt == "x" else 2)
             raise _error(name, line, "invalid control sequence", col)
     value = "".join(out)
+    if escaped_bytes and _UNDECODED.search(value):  # bytes that may form characters
+        value = value.encode(encoding, "surrogateescape").decode(encoding, "surrogateescape")
     if "\x04" in value:
         raise _error(name, line, "context separator <EOT> within string")
-    return value, i + 1
+    return value.partition("\0")[0], i + 1  # gettext's strings end at a NUL
 
 
-def _line_tokens(text, line, name, last_line):
-    """The tokens of one decoded line (its "\\n" included), as gettext's lexer returns them."""
-    obsolete = previous = False
+def _undecodable(name, line, col, encoding):
+    return _error(name, line, f"invalid multibyte sequence: not valid {encoding} (the header's "
+                              "charset, or UTF-8 where it gives none)", col)
+
+
+def _line_tokens(text, line, name, last_line, encoding, state):
+    """The tokens of one decoded line (its "\\n" included), as gettext's lexer returns them.
+    state["previous"]: a comment after `#|` ends its line without leaving the `#|` mode, so
+    gettext reads the next line as previous-msgid line too."""
+    obsolete, previous = False, state.pop("previous", False)
     i, n = 0, len(text)
     while i < n:
         c = text[i]
@@ -134,10 +156,11 @@ def _line_tokens(text, line, name, last_line):
                 i += 2
             else:
                 yield _Token("COMMENT", text[i + 1:].rstrip("\n"), line, n + 1, obsolete)
-                obsolete = False
+                if previous:
+                    state["previous"] = True
                 return
         elif c == '"':
-            value, i = _string(text, i, name, line, last_line)
+            value, i = _string(text, i, name, line, last_line, encoding)
             yield _Token("PREV_STRING" if previous else "STRING", value, line, i + 1, obsolete)
         elif _IDENTIFIER.match(text, i):
             word = _IDENTIFIER.match(text, i).group()
@@ -155,6 +178,8 @@ def _line_tokens(text, line, name, last_line):
             i += 1
             yield _Token(c, c, line, i + 1, obsolete)
         else:
+            if _UNDECODED.match(c):
+                raise _undecodable(name, line, i + 1, encoding)
             i += 1
             yield _Token("JUNK", c, line, i + 1, obsolete)
 
@@ -193,6 +218,7 @@ class _Lexer:
         self.lines, self.name = lines, name
         self.encoding, self.charset = encoding, charset
         self.continued: Dict[int, int] = {}  # first physical line -> last, of joined lines
+        self._state: Dict[str, bool] = {}
         self._tokens = self._generate()
         self.peeked: Optional[_Token] = None
         self.last: Optional[_Token] = None
@@ -217,13 +243,8 @@ class _Lexer:
                 text = text.replace("\\\n", "")
                 self.continued[first] = index
             last_line = index == len(self.lines) - 1
-            for token in _line_tokens(text, first, self.name, last_line):
-                if token.kind != "COMMENT" and _UNDECODED.search(str(token.value)):
-                    col = _UNDECODED.search(text).start() + 1
-                    raise _error(self.name, first, "invalid multibyte sequence: not valid "
-                                                   f"{self.encoding} (the header's charset "
-                                                   f"is {self.charset or 'not given'})", col)
-                yield token
+            yield from _line_tokens(text, first, self.name, last_line, self.encoding,
+                                    self._state)
             index += 1
 
     def peek(self):

@@ -135,6 +135,9 @@ def test_values_are_read_as_gettext_reads_them():
     assert (menu.previous_msgctxt, menu.previous_msgid) == ("old", "Opn")
     assert long.extracted_comments == [LONG_COMMENT[3:]] and long.references == ["a.c:1"]
     assert octal.msgid == "AB" + "S4" and octal.msgstr == "A"
+    # \ooo and \xhh are bytes in the charset; a NUL ends the string, as in gettext.
+    escapes = catalog_file.parse(catalog('msgid "\\303\\244\\xc3\\xa4\\377"\nmsgstr "a\\0b"\n'))
+    assert escapes.entries[1].msgid == "ää\udcff" and escapes.entries[1].msgstr == "a"
     assert plural.msgid_plural == "%d files" and plural.flags == ["c-format"]
     assert plural.msgstr_plural == {0: "%d Datei", 1: "%d Dateien"} and plural.msgstr is None
     assert gone.obsolete and gone.previous_msgid == "Older" and gone.msgstr == "Weg"
@@ -185,6 +188,8 @@ REFUSALS = {
                         '6: keyword "msgstr" unknown', False),
     "previous_after_context": ('msgctxt "x"\n#| msgid "o"\nmsgid "a"\nmsgstr "b"\n',
                                "7:9: syntax error", True),
+    "comment_after_previous_mark": ('#| # c\nmsgid "a"\nmsgstr "b"\n', "8:7: syntax error",
+                                    True),  # gettext reads the msgid line as a #| line
     "obsolete_half": ('msgid "a"\n#~ msgstr "b"\n', "7: inconsistent use of #~", True),
     "context_separator": ('msgid "a\\004b"\nmsgstr ""\n',
                           "6: context separator <EOT> within string", True),
@@ -214,7 +219,7 @@ def test_refused_bytes_and_bom(tmp_path):
         "ÿ".encode(), b"\xff"))
     assert msgfmt(bad).returncode != 0
     with pytest.raises(UserError, match=r"bad.po:7:9: invalid multibyte sequence: not valid "
-                                        r"utf-8 \(the header's charset is UTF-8\)"):
+                                        r"utf-8 \(the header's charset"):
         catalog_file.read(bad)
     # In a comment msgfmt lets them be, and so does the reader (the bytes are kept).
     comment = catalog("# \xff\n" + 'msgid "a"\nmsgstr "b"\n').replace("ÿ".encode(), b"\xff")
