@@ -189,7 +189,7 @@ REFUSALS = {
     "previous_after_context": ('msgctxt "x"\n#| msgid "o"\nmsgid "a"\nmsgstr "b"\n',
                                "7:9: syntax error", True),
     "comment_after_previous_mark": ('#| # c\nmsgid "a"\nmsgstr "b"\n', "8:7: syntax error",
-                                    True),  # gettext reads the msgid line as a #| line
+                                    False),  # gettext reads the msgid line as a #| line
     "obsolete_half": ('msgid "a"\n#~ msgstr "b"\n', "7: inconsistent use of #~", True),
     "context_separator": ('msgid "a\\004b"\nmsgstr ""\n',
                           "6: context separator <EOT> within string", True),
