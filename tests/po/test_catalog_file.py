@@ -361,8 +361,10 @@ def test_plural_forms_the_language_lacks_are_removed():
     entry.set_translation(plural={0: "%d Datei", 1: "%d Dateien"}, nplurals=2)
     assert parsed.to_bytes().endswith(b'msgstr[0] "%d Datei"\nmsgstr[1] "%d Dateien"\n')
     assert entry.msgstr_plural == {0: "%d Datei", 1: "%d Dateien"}
+    entry.set_translation(plural={2: "%d Dateien (2)"})  # a language with three forms
+    assert parsed.to_bytes().endswith(b'msgstr[1] "%d Dateien"\nmsgstr[2] "%d Dateien (2)"\n')
     with pytest.raises(ValueError, match="msgstr\\[0\\] .. msgstr\\[n-1\\]"):
-        entry.set_translation(plural={3: "x"})
+        entry.set_translation(plural={5: "x"})
     with pytest.raises(ValueError, match="has plural forms"):
         entry.set_translation(msgstr="x")
 
@@ -408,6 +410,9 @@ def test_line_ends_and_charsets_are_kept():
                                                         r"catalog's charset ISO-8859-1"):
         latin1.entries[1].set_translation(msgstr="5 €", fuzzy=True)
     assert latin1.to_bytes() == before and latin1.entries[1].msgstr == ""
+    with pytest.raises(catalog_file.NotEncodable):
+        latin1.set_header_fields({"Last-Translator": "€uro"})
+    assert latin1.to_bytes() == before and "Last-Translator" not in dict(latin1.header_fields())
     latin1.entries[1].set_translation(msgstr="Grüße")
     assert latin1.to_bytes().endswith('msgstr "Grüße"\n'.encode("latin-1"))
 
