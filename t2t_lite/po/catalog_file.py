@@ -214,14 +214,13 @@ def _encoding(raw, name):
 class _Lexer:
     """Tokens of the whole file, read lazily (so errors come in file order), one lookahead."""
 
-    def __init__(self, lines, encoding, charset, name):
+    def __init__(self, lines, encoding, name):
         self.lines, self.name = lines, name
-        self.encoding, self.charset = encoding, charset
+        self.encoding = encoding
         self.continued: Dict[int, int] = {}  # first physical line -> last, of joined lines
         self._state: Dict[str, bool] = {}
         self._tokens = self._generate()
         self.peeked: Optional[_Token] = None
-        self.last: Optional[_Token] = None
 
     def _generate(self):
         index = 0
@@ -254,7 +253,7 @@ class _Lexer:
 
     def take(self):
         token = self.peek()
-        self.peeked, self.last = None, token
+        self.peeked = None
         return token
 
     def syntax_error(self, token=None):
@@ -662,7 +661,6 @@ class Entry:
                 line_flags = _flags_of(text[1:])
                 self.flags.extend(line_flags)
                 self._flag_lines.append((token.line, line_flags))
-        self._comment_lines = {token.line for token in comments}
         self._edits: Dict[int, List[bytes]] = {}
         self._inserts: Dict[int, List[bytes]] = {}
 
@@ -819,7 +817,7 @@ class Catalog:
         self._read()
 
     def _read(self):
-        lexer = _Lexer(self._lines, self.encoding, self.charset, self.name)
+        lexer = _Lexer(self._lines, self.encoding, self.name)
         seen: Dict[Tuple[str, Optional[str], str], int] = {}
         owner: Dict[int, Entry] = {}
         for comments, message, domain in _Parser(lexer).messages():
