@@ -1,36 +1,42 @@
 """A gettext catalog (PO or POT) read and written as gettext does, keeping every byte it does not
 change (issue 51, points 2 and 3).
 
-    catalog = catalog_file.read("de.po")
-    for entry in catalog.entries:
-        if not entry.obsolete and not entry.msgstr:
-            entry.set_translation(msgstr="Hallo", fuzzy=True)
+    catalog = catalog_file.read("de.po")          # or parse(data, name)
+    for entry in catalog.messages():              # not the header, not obsolete entries
+        if not entry.translated():
+            entry.set_translation(msgstr="Hallo", fuzzy=True)   # plural={0: .., 1: ..}
     catalog.set_header_fields({"PO-Revision-Date": "2026-12-05 10:00+0000"}, fuzzy=False)
-    data = catalog.to_bytes()
+    data = catalog.to_bytes()                     # in the catalog's charset
 
 Reading follows gettext's own lexer and grammar (read-po-lex.c, read-po-gram.y): the same
-keywords, the same escapes (\\n \\t \\a \\b \\f \\r \\v \\\\ \\" \\ooo \\xhh), comments anywhere
-between entries, `#~` obsolete and `#|` / `#~|` previous lines, several strings or tokens on one
-line. What msgfmt refuses is refused here, as one UserError "FILE:LINE: what" in msgfmt's words:
-an unterminated string, an invalid control sequence, an unknown keyword, a token where none may
-stand (msgfmt's "syntax error"), a missing msgstr / msgstr[] / msgid_plural section, plural
-forms out of order, inconsistent use of #~, the context separator <EOT> in a string, bytes that
-are not valid in the header's charset, and a duplicate message definition (same domain, msgctxt
-and msgid; obsolete entries count, as in msgfmt). The line is where the fault is (msgfmt names
-the line after an unterminated string).
+keywords, the same escapes (\\n \\t \\a \\b \\f \\r \\v \\\\ \\" \\ooo \\xhh), comments between
+entries, `#~` obsolete and `#|` / `#~|` previous lines, several tokens on one line, a backslash
+before a newline joining two lines. What msgfmt refuses is refused here, as one UserError
+"FILE:LINE: what" (FILE:LINE:COLUMN where msgfmt gives a column) in msgfmt's words: an
+unterminated string, an invalid control sequence, an unknown keyword, a token where none may
+stand ("syntax error": junk between entries, a comment inside an entry, a second msgstr), a
+missing msgstr / msgstr[] / msgid_plural section, plural forms out of order, inconsistent use of
+#~, the context separator <EOT> in a string, bytes the header's charset cannot decode in a
+string (in a comment msgfmt lets them be, and so does this), a byte order mark, and a duplicate
+message definition (same domain, msgctxt and msgid; obsolete entries count, as msgfmt counts
+them). An unterminated string is named at its own line (msgfmt names the next one). Not
+checked here: what msgfmt checks of an entry's content (a msgstr beginning or ending with "\\n"
+where the msgid does not, and with -c, formats and the header): msgfmt -c judges the output.
 
 Every entry keeps its raw lines. Changing an entry regenerates only its msgstr lines (written as
-msgmerge writes strings: 79 columns, Unicode line breaking, a `""` first line when the string
-has several lines or wraps) and its `#,` flags line; changing the header regenerates only the
-lines of the fields it sets. Everything else, the entry order, the spacing and the line ends
-(CRLF, a missing last newline) included, is written back byte for byte: to_bytes() of a catalog
-nothing was changed in is the file as read.
+msgmerge and msgcat write strings: 79 columns, Unicode line breaking as libunistring breaks, no
+break inside a format directive, a `""` first line when the string has several lines or wraps)
+and its `#,` flags line; changing the header regenerates only the lines of the fields it sets.
+Everything else, the entry order, the spacing and the line ends (CRLF, a missing last newline)
+included, is written back byte for byte: to_bytes() of a catalog nothing was changed in is the
+file as read. A new translation the charset cannot encode raises NotEncodable (the charset is
+never changed behind the caller's back).
 """
 import codecs
 import dataclasses
 import re
 import unicodedata
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from t2t_lite.errors import UserError
 
@@ -48,6 +54,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _NUMBER = re.compile(r"[0-9]+")
 _OCTAL = re.compile(r"[0-7]{1,3}")
 _HEX = re.compile(r"[0-9A-Fa-f]+")
+_PLAIN = re.compile(r'[^"\\\n]+')
 _UNDECODED = re.compile("[\udc80-\udcff]")
 
 
@@ -70,46 +77,67 @@ def _error(name, line, message, col=None):
     return UserError(f"{where}: {message}")
 
 
-# ---- the lexer (read-po-lex.c) ----------------------------------------------------------------
+# ---- the lexer (read-po-lex.c) ------------------------------------------------------------------
 
-def _string(text, start, name, line, last_line):
-    """(value, index after the closing quote) of the string opening at text[start]."""
-    out, i = [], start + 1
+def _byte(value):
+    """An escape's byte (gettext keeps its low 8 bits) as the text holds undecoded bytes."""
+    value &= 0xFF
+    return chr(value) if value < 0x80 else chr(0xDC00 + value)
+
+
+def _string(text, start, name, line, last_line, encoding):
+    """(value, index after the closing quote) of the string opening at text[start]. \\ooo and
+    \\xhh are bytes in the catalog's charset, as in gettext: "\\303\\244" is "ä" in UTF-8."""
+    out, i, escaped_bytes = [], start + 1, False
     while True:
         if i >= len(text) or text[i] == "\n":
             where = "end-of-file" if last_line and not text.endswith("\n") else "end-of-line"
             raise _error(name, line, f"{where} within string")
-        c = text[i]
-        if c == '"':
-            break
-        if c != "\\":
-            out.append(c)
-            i += 1
+        plain = _PLAIN.match(text, i)
+        if plain:
+            undecoded = _UNDECODED.search(plain.group())
+            if undecoded:
+                raise _undecodable(name, line, i + undecoded.start() + 1, encoding)
+            out.append(plain.group())
+            i = plain.end()
             continue
+        if text[i] == '"':
+            break
         nxt = text[i + 1:i + 2]
         if nxt in _CONTROL:
             out.append(_CONTROL[nxt])
             i += 2
         elif nxt and nxt in "01234567":
             digits = _OCTAL.match(text, i + 1).group()
-            out.append(chr(int(digits, 8)))
+            out.append(_byte(int(digits, 8)))
             i += 1 + len(digits)
+            escaped_bytes = True
         elif nxt == "x" and _HEX.match(text, i + 2):
             digits = _HEX.match(text, i + 2).group()
-            out.append(chr(int(digits, 16) & 0xFF))
+            out.append(_byte(int(digits, 16)))
             i += 2 + len(digits)
+            escaped_bytes = True
         else:
             col = i + (3 if nxt == "x" else 2)
             raise _error(name, line, "invalid control sequence", col)
     value = "".join(out)
+    if escaped_bytes and _UNDECODED.search(value):  # bytes that may form characters
+        value = value.encode(encoding, "surrogateescape").decode(encoding, "surrogateescape")
     if "\x04" in value:
         raise _error(name, line, "context separator <EOT> within string")
-    return value, i + 1
+    return value.partition("\0")[0], i + 1  # gettext's strings end at a NUL
 
 
-def _line_tokens(text, line, name, last_line):
-    """The tokens of one decoded line (its "\\n" included), as gettext's lexer returns them."""
-    obsolete = previous = False
+def _undecodable(name, line, col, encoding):
+    return _error(name, line, f"invalid multibyte sequence: not valid {encoding} (the header's "
+                              "charset, or UTF-8 where it gives none)", col)
+
+
+def _line_tokens(text, line, name, last_line, encoding, state):
+    """The tokens of one decoded line (its "\\n" included), as gettext's lexer returns them.
+    state["previous"]: a comment after `#|` ends its line without leaving the `#|` mode, so
+    gettext reads the next line as previous-msgid line too."""
+    obsolete, previous = False, state.pop("previous", False)
     i, n = 0, len(text)
     while i < n:
         c = text[i]
@@ -128,10 +156,11 @@ def _line_tokens(text, line, name, last_line):
                 i += 2
             else:
                 yield _Token("COMMENT", text[i + 1:].rstrip("\n"), line, n + 1, obsolete)
-                obsolete = False
+                if previous:
+                    state["previous"] = True
                 return
         elif c == '"':
-            value, i = _string(text, i, name, line, last_line)
+            value, i = _string(text, i, name, line, last_line, encoding)
             yield _Token("PREV_STRING" if previous else "STRING", value, line, i + 1, obsolete)
         elif _IDENTIFIER.match(text, i):
             word = _IDENTIFIER.match(text, i).group()
@@ -149,6 +178,8 @@ def _line_tokens(text, line, name, last_line):
             i += 1
             yield _Token(c, c, line, i + 1, obsolete)
         else:
+            if _UNDECODED.match(c):
+                raise _undecodable(name, line, i + 1, encoding)
             i += 1
             yield _Token("JUNK", c, line, i + 1, obsolete)
 
@@ -183,13 +214,13 @@ def _encoding(raw, name):
 class _Lexer:
     """Tokens of the whole file, read lazily (so errors come in file order), one lookahead."""
 
-    def __init__(self, lines, encoding, charset, name):
+    def __init__(self, lines, encoding, name):
         self.lines, self.name = lines, name
-        self.encoding, self.charset = encoding, charset
+        self.encoding = encoding
         self.continued: Dict[int, int] = {}  # first physical line -> last, of joined lines
+        self._state: Dict[str, bool] = {}
         self._tokens = self._generate()
         self.peeked: Optional[_Token] = None
-        self.last: Optional[_Token] = None
 
     def _generate(self):
         index = 0
@@ -211,13 +242,8 @@ class _Lexer:
                 text = text.replace("\\\n", "")
                 self.continued[first] = index
             last_line = index == len(self.lines) - 1
-            for token in _line_tokens(text, first, self.name, last_line):
-                if token.kind != "COMMENT" and _UNDECODED.search(str(token.value)):
-                    col = _UNDECODED.search(text).start() + 1
-                    raise _error(self.name, first, "invalid multibyte sequence: not valid "
-                                                   f"{self.encoding} (the header's charset "
-                                                   f"is {self.charset or 'not given'})", col)
-                yield token
+            yield from _line_tokens(text, first, self.name, last_line, self.encoding,
+                                    self._state)
             index += 1
 
     def peek(self):
@@ -227,7 +253,7 @@ class _Lexer:
 
     def take(self):
         token = self.peek()
-        self.peeked, self.last = None, token
+        self.peeked = None
         return token
 
     def syntax_error(self, token=None):
@@ -240,7 +266,7 @@ class _Lexer:
         return _error(self.name, token.line, "syntax error", token.end_col)
 
 
-# ---- the grammar (read-po-gram.y) -------------------------------------------------------------
+# ---- the grammar (read-po-gram.y) ---------------------------------------------------------------
 
 @dataclasses.dataclass
 class _Message:
@@ -380,7 +406,7 @@ def _comment_kind(text):
     return {".": "extracted", ":": "reference", ",": "flags"}.get(text[:1], "translator")
 
 
-# ---- writing strings as msgmerge does (write-po.c wrap, libunistring's line breaking) ----------
+# ---- writing strings as msgmerge does (write-po.c wrap, libunistring's line breaking) -----------
 
 _ASCII_CLASS = {" ": "SP", "!": "EX", '"': "QU", "$": "PR", "%": "PO", "'": "QU", "(": "OP",
                 ")": "CP", "+": "PR", ",": "IS", "-": "HY", ".": "IS", "/": "SY", ":": "IS",
@@ -395,12 +421,20 @@ _SPECIAL_CLASS = {
     "\u2060": "WJ", "\ufeff": "WJ", "\u3000": "BA", "\u30fc": "NS", "\u3005": "NS",
     "\u301c": "NS", "\u30fb": "NS", "\uff1a": "NS", "\uff1b": "NS", "\uff01": "EX",
     "\uff1f": "EX", "\u3001": "CL", "\u3002": "CL", "\uff0c": "CL", "\uff0e": "CL",
-    "\u00ab": "QU", "\u00bb": "QU", "\u2039": "QU", "\u203a": "QU",
+    "\u00ab": "QU", "\u00bb": "QU", "\u2039": "QU", "\u203a": "QU", "\u0f0b": "BA",
+    "\u0f0d": "EX", "\u058a": "BA", "\u05be": "BA", "\u0964": "BA", "\u0965": "BA",
+    "\u060c": "IS", "\u061b": "EX", "\u061f": "EX", "\u06d4": "EX", "\uff05": "PO",
+    "\uff04": "PR", "\uffe5": "PR", "\uffe6": "PR",
 }
 _SMALL_KANA = set("ぁぃぅぇぉっゃゅょゎゕゖァィゥェォッャュョヮヵヶㇰㇱㇲㇳㇴㇵㇶㇷㇸㇹㇺㇻㇼㇽㇾㇿ")
 
 
-def _lb_class(c):
+# libunistring's is_cjk_encoding: in these, East Asian "ambiguous" characters are wide, and the
+# ambiguous symbols (class AI) break as ideographs.
+_CJK_ENCODINGS = {"euc_jp", "gb2312", "gbk", "big5", "euc_kr", "cp949", "johab"}
+
+
+def _lb_class(c, cjk=False):
     """UAX #14 line breaking class of a character (the classes gettext's text needs)."""
     if c.isascii():
         if c.isalpha():
@@ -412,6 +446,8 @@ def _lb_class(c):
         return _SPECIAL_CLASS[c]
     if c in _SMALL_KANA:
         return "NS"
+    if "\u05d0" <= c <= "\u05f2" or "\ufb1d" <= c <= "\ufb4f":
+        return "HL"
     category = unicodedata.category(c)
     if category in ("Mn", "Mc", "Me") or category == "Cf" and c not in "\u200d":
         return "CM"
@@ -426,6 +462,8 @@ def _lb_class(c):
         return "BA"
     if unicodedata.east_asian_width(c) in ("W", "F") or 0xAC00 <= ord(c) <= 0xD7A3:
         return "ID"
+    if cjk and unicodedata.east_asian_width(c) == "A" and category in ("So", "Sm", "No"):
+        return "ID"
     return "AL"
 
 
@@ -433,15 +471,16 @@ _NO_BREAK_PAIRS = {
     ("AL", "NU"), ("NU", "AL"), ("PR", "ID"), ("ID", "PO"), ("PR", "AL"), ("PO", "AL"),
     ("AL", "PR"), ("AL", "PO"), ("CL", "PO"), ("CP", "PO"), ("CL", "PR"), ("CP", "PR"),
     ("NU", "PO"), ("NU", "PR"), ("PO", "OP"), ("PO", "NU"), ("PR", "OP"), ("PR", "NU"),
-    ("HY", "NU"), ("IS", "NU"), ("NU", "NU"), ("SY", "NU"), ("AL", "AL"), ("IS", "AL"),
+    ("HY", "NU"), ("IS", "NU"), ("NU", "NU"), ("SY", "NU"), ("AL", "AL"),
     ("AL", "OP"), ("NU", "OP"), ("CP", "AL"), ("CP", "NU"), ("B2", "B2"),
 }
 
 
-def _break_before(classes, i):
-    """Whether UAX #14 allows a line break before classes[i] (classes[i-1] is no SP)."""
+def _break_before(classes, text, i):
+    """Whether UAX #14 allows a line break before text[i] (text[i-1] is no space)."""
     prev, cur = classes[i - 1], classes[i]
-    if cur in ("CL", "CP", "EX", "IS", "SY", "WJ", "ZW") or prev in ("WJ", "GL", "OP", "QU"):
+    if cur in ("CL", "CP", "EX", "IS", "SY", "WJ", "ZW", "IN") or prev in ("WJ", "GL", "OP",
+                                                                          "QU"):
         return False
     if prev == "ZW":
         return True
@@ -449,16 +488,20 @@ def _break_before(classes, i):
         return False
     if cur in ("QU", "BA", "HY", "NS", "CM") or prev == "BB":
         return False
-    if cur == "IN" and prev in ("AL", "EX", "ID", "IN", "NU"):
+    if prev in ("HY", "BA") and i > 1 and classes[i - 2] == "HL" or prev == "SY" and cur == "HL":
         return False
+    prev = "AL" if prev == "HL" else prev
+    cur = "AL" if cur == "HL" else cur
+    if cur == "OP" and unicodedata.east_asian_width(text[i]) in ("W", "F"):
+        return True
     return (prev, cur) not in _NO_BREAK_PAIRS
 
 
-def _possible_breaks(text):
+def _possible_breaks(text, cjk=False):
     """[bool] per character: a line break is possible before it (UAX #14, as libunistring)."""
     classes = []
     for c in text:
-        cls = _lb_class(c)
+        cls = _lb_class(c, cjk)
         if cls == "CM" and classes and classes[-1] not in ("SP", "ZW", "BA"):
             cls = classes[-1]  # a combining mark takes its base's class (LB9)
         elif cls == "CM":
@@ -469,31 +512,31 @@ def _possible_breaks(text):
         if classes[i] == "SP":
             continue
         if classes[i - 1] != "SP":
-            breaks[i] = _break_before(classes, i)
+            breaks[i] = _break_before(classes, text, i)
             continue
         j = i - 1
         while j >= 0 and classes[j] == "SP":
             j -= 1
         before = classes[j] if j >= 0 else None
         breaks[i] = not (
-            classes[i] in ("CL", "CP", "EX", "IS", "SY", "WJ")
+            classes[i] in ("CL", "CP", "EX", "IS", "SY", "WJ", "ZW")
             or before == "OP" or (before == "QU" and classes[i] == "OP")
             or (before in ("CL", "CP") and classes[i] == "NS")
             or (before == "B2" and classes[i] == "B2") or before is None)
     return breaks
 
 
-def _width(c):
+def _width(c, cjk=False):
     if unicodedata.combining(c) or unicodedata.category(c) in ("Mn", "Me", "Cf"):
         return 0
     if not c.isprintable() and not c.isspace():
         return -1
-    return 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
+    return 2 if unicodedata.east_asian_width(c) in (("W", "F", "A") if cjk else ("W", "F")) else 1
 
 
-def _width_linebreaks(text, prohibited, width, start_column):
+def _width_linebreaks(text, prohibited, width, start_column, cjk=False):
     """libunistring's ulc_width_linebreaks: [bool] break before each character."""
-    possible = _possible_breaks(text)
+    possible = _possible_breaks(text, cjk)
     result = [False] * len(text)
     last, last_column, piece = None, start_column, 0
     for i, c in enumerate(text):
@@ -503,7 +546,7 @@ def _width_linebreaks(text, prohibited, width, start_column):
                 result[last] = True
                 last_column = 0
             last, last_column, piece = i, last_column + piece, 0
-        w = _width(c)
+        w = _width(c, cjk)
         if w >= 0:
             piece += w
     if last is not None and last_column + piece > width:
@@ -511,33 +554,60 @@ def _width_linebreaks(text, prohibited, width, start_column):
     return result
 
 
-def string_lines(keyword, text, prefix="", width=PAGE_WIDTH, first_line=True):
+_DIRECTIVES = {
+    "c-format": re.compile(r"%(?:\d+\$)?[-+ #0'I]*(?:\*(?:\d+\$)?|\d+)?"
+                           r"(?:\.(?:\*(?:\d+\$)?|\d+))?(?:hh|h|ll|l|L|q|j|z|Z|t)?"
+                           r"(?:<PRI\w+>|[diouxXeEfFgGaAcspnCSm%])"),
+    "python-format": re.compile(r"%(?:\([^)]*\))?[-+ #0]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?"
+                                r"[diouxXeEfFgGcrsa%]"),
+    "python-brace-format": re.compile(r"\{[^{}]*\}"),
+}
+
+
+def _inside_directives(text, formats):
+    """Indexes of text's characters inside a format directive of `formats` (not its first):
+    gettext never breaks a line there."""
+    inside = set()
+    for flag in formats:
+        if flag in _DIRECTIVES:
+            for match in _DIRECTIVES[flag].finditer(text):
+                inside.update(range(match.start() + 1, match.end()))
+    return inside
+
+
+def string_lines(keyword, text, prefix="", width=PAGE_WIDTH, first_line=True, formats=(),
+                 encoding="utf-8"):
     """The lines (without line ends) of `keyword "text"` as msgmerge and msgcat write them:
     escapes \\a \\b \\f \\n \\r \\t \\v \\\\ \\", a line break after each \\n, long lines broken
-    where Unicode allows at `width` columns, a `""` first line when the string has several
-    lines or wraps. `prefix` is "#~ " for an obsolete entry; first_line=False gives the lines
-    of a string that continues an earlier one (no keyword)."""
+    where Unicode allows at `width` columns (never inside a directive of the entry's `formats`
+    flags), a `""` first line when the string has several lines or wraps. `prefix` is "#~ "
+    for an obsolete entry; first_line=False gives the lines of a string that continues an
+    earlier one (no keyword). In a CJK `encoding` (EUC-JP, GBK, BIG5, EUC-KR ...) East Asian
+    ambiguous characters count two columns, as gettext counts them."""
+    cjk = codecs.lookup(encoding).name in _CJK_ENCODINGS
     if "\0" in text or "\x04" in text:
         raise ValueError("a PO string cannot hold NUL or the context separator <EOT>")
     portions = re.findall(r"[^\n]*\n|[^\n]+", text) or [""]
+    inside = _inside_directives(text, formats)
     after_break = len(prefix) + 1
     wrap_width = width - 1 - after_break
-    lines = []
+    lines, offset = [], 0
     for k, portion in enumerate(portions):
         chars, prohibited = [], []
-        for c in portion:
+        for index, c in enumerate(portion, offset):
             if c in _ESCAPE:
                 chars += ["\\", _ESCAPE[c]]
-                prohibited += [False, True]
+                prohibited += [index in inside, True]
             else:
                 chars.append(c)
-                prohibited.append(False)
+                prohibited.append(index in inside)
+        offset += len(portion)
         if portion.endswith("\n"):
             prohibited[-2] = True
         escaped = "".join(chars)
         while True:
             start = len(prefix) + (len(keyword) + 1 if first_line else 0) + 1 - after_break
-            breaks = _width_linebreaks(escaped, prohibited, wrap_width, start)
+            breaks = _width_linebreaks(escaped, prohibited, wrap_width, start, cjk)
             if first_line and escaped and (k < len(portions) - 1 or start > wrap_width
                                            or any(breaks)):
                 lines.append(f'{prefix}{keyword} ""')
@@ -552,7 +622,7 @@ def string_lines(keyword, text, prefix="", width=PAGE_WIDTH, first_line=True):
     return lines
 
 
-# ---- entries --------------------------------------------------------------------------------------
+# ---- entries ------------------------------------------------------------------------------------
 
 class Entry:
     """One message of a catalog: its values as gettext reads them, and its raw lines.
@@ -591,7 +661,6 @@ class Entry:
                 line_flags = _flags_of(text[1:])
                 self.flags.extend(line_flags)
                 self._flag_lines.append((token.line, line_flags))
-        self._comment_lines = {token.line for token in comments}
         self._edits: Dict[int, List[bytes]] = {}
         self._inserts: Dict[int, List[bytes]] = {}
 
@@ -661,10 +730,12 @@ class Entry:
         if msgstr is not None or forms is not None:
             lines = []
             if forms is None:
-                lines += string_lines("msgstr", msgstr)
+                lines += string_lines("msgstr", msgstr, formats=self.flags,
+                                      encoding=self._catalog.encoding)
             else:
                 for k in sorted(forms):
-                    lines += string_lines(f"msgstr[{k}]", forms[k])
+                    lines += string_lines(f"msgstr[{k}]", forms[k], formats=self.flags,
+                                          encoding=self._catalog.encoding)
             section = self._catalog._encode(lines, self)
             start = self._message.first_msgstr.line
             self._edits.update({index: [] for index in range(start, self._last + 1)})
@@ -709,7 +780,7 @@ class Entry:
         if fuzzy and not has_fuzzy:
             if self._flag_lines:
                 index, line_flags = self._flag_lines[0]
-                self._edits[index] = self._catalog._encode(["#, " + ", ".join(["fuzzy"] + line_flags)], self)
+                self._edits[index] = self._flags_line(["fuzzy"] + line_flags)
             else:
                 self._inserts[anchor] = [b"#, fuzzy" + eol]
             flags = ["fuzzy"] + flags
@@ -717,9 +788,12 @@ class Entry:
             for index, line_flags in self._flag_lines:
                 if "fuzzy" in line_flags:
                     rest = [flag for flag in line_flags if flag != "fuzzy"]
-                    self._edits[index] = self._catalog._encode(["#, " + ", ".join(rest)], self) if rest else []
+                    self._edits[index] = self._flags_line(rest) if rest else []
             flags = [flag for flag in flags if flag != "fuzzy"]
         self.flags = flags
+
+    def _flags_line(self, flags):
+        return self._catalog._encode(["#, " + ", ".join(flags)], self)
 
 
 # ---- the catalog --------------------------------------------------------------------------------
@@ -743,7 +817,7 @@ class Catalog:
         self._read()
 
     def _read(self):
-        lexer = _Lexer(self._lines, self.encoding, self.charset, self.name)
+        lexer = _Lexer(self._lines, self.encoding, self.name)
         seen: Dict[Tuple[str, Optional[str], str], int] = {}
         owner: Dict[int, Entry] = {}
         for comments, message, domain in _Parser(lexer).messages():
@@ -797,7 +871,7 @@ class Catalog:
         out.append(b"".join(self._lines[index:]))
         return b"".join(out)
 
-    # ---- the header ----------------------------------------------------------------------------
+    # ---- the header -----------------------------------------------------------------------------
 
     def header_fields(self) -> List[Tuple[str, str]]:
         """The header's fields in order, (name, value) as `Name: value` lines of its msgstr."""
@@ -818,22 +892,23 @@ class Catalog:
         if header is None:
             raise ValueError(f"{self.name} has no header entry to set {sorted(fields)} in")
         header._check_editable()
-        self._header_changes.update(fields)
-        header.msgstr = _with_fields(header._message.msgstr, self._header_changes)
-        header._edits = {index: lines for index, lines in header._edits.items()
-                         if index in dict(header._flag_lines)}
+        changes = {**self._header_changes, **fields}
+        text = _with_fields(header._message.msgstr, changes)
         try:
-            edits = self._field_edits(header)
+            edits = self._field_edits(header, changes)
         except _Unaligned:
             edits = {index: [] for index in range(header._message.first_msgstr.line,
                                                   header._last + 1)}
             edits[header._message.first_msgstr.line] = self._encode(
-                string_lines("msgstr", header.msgstr), header)
+                string_lines("msgstr", text, encoding=self.encoding), header)
+        self._header_changes, header.msgstr = changes, text  # nothing changed before here
+        header._edits = {index: lines for index, lines in header._edits.items()
+                         if index in dict(header._flag_lines)}
         header._edits.update(edits)
         if fuzzy is not None:
             header._set_fuzzy(fuzzy)
 
-    def _field_edits(self, header):
+    def _field_edits(self, header, changes):
         """{line index: new lines} replacing each changed field's lines, appending new ones."""
         tokens = header._message.msgstr_strings
         bounds, offset = [], 0
@@ -842,7 +917,7 @@ class Catalog:
             offset += len(token.value)
         text = header._message.msgstr
         edits: Dict[int, List[bytes]] = {}
-        remaining = dict(self._header_changes)
+        remaining = dict(changes)
         start = 0
         for line in re.findall(r"[^\n]*\n|[^\n]+", text):
             name = line.partition(":")[0].strip()
@@ -857,7 +932,8 @@ class Catalog:
                 for token in tokens[first[0]:last[-1] + 1]:
                     edits[token.line] = []
                 edits[tokens[first[0]].line] = self._encode(
-                    string_lines("msgstr", value, first_line=False), header)
+                    string_lines("msgstr", value, first_line=False, encoding=self.encoding),
+                    header)
             start = end
         if remaining:
             if text and not text.endswith("\n"):
@@ -865,8 +941,8 @@ class Catalog:
             new = "".join(f"{name}: {value}\n" for name, value in remaining.items())
             last_line = header._last
             kept = edits.get(last_line, [self._lines[last_line]])
-            edits[last_line] = kept + self._encode(string_lines("msgstr", new,
-                                                                first_line=False), header)
+            edits[last_line] = kept + self._encode(
+                string_lines("msgstr", new, first_line=False, encoding=self.encoding), header)
         return edits
 
     @staticmethod
@@ -897,7 +973,7 @@ def _with_fields(text, changes):
     return "".join(lines)
 
 
-# ---- reading --------------------------------------------------------------------------------------
+# ---- reading ------------------------------------------------------------------------------------
 
 def parse(raw: bytes, name="<catalog>") -> Catalog:
     """The catalog in `raw` (bytes of a PO or POT file); `name` names it in errors."""
