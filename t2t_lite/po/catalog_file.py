@@ -58,6 +58,13 @@ _PLAIN = re.compile(r'[^"\\\n]+')
 _UNDECODED = re.compile("[\udc80-\udcff]")
 
 
+class NotRewritable(ValueError):
+    """An entry whose lines cannot be rewritten without changing another's or its msgid's (it
+    shares a line with another entry, has its msgstr on its msgid's line, or a line continued by
+    a backslash): gettext reads it, the caller leaves it as it is. Entry.rewritable says so
+    beforehand."""
+
+
 class NotEncodable(UserError):
     """A new translation holds characters the catalog's charset cannot write; the caller decides
     (leave the entry, or convert the catalog), nothing is changed."""
@@ -752,20 +759,30 @@ class Entry:
                     self._edits[token.line] = []
             self.previous_msgctxt = self.previous_msgid = self.previous_msgid_plural = None
 
-    def _check_editable(self):
-        if self.obsolete:
-            raise ValueError(f"{self!r} is obsolete: msgmerge's, not a translator's")
+    @property
+    def rewritable(self):
+        """set_translation can rewrite this entry's lines: not obsolete, not NotRewritable."""
+        return not self.obsolete and self._why_not_rewritable() is None
+
+    def _why_not_rewritable(self):
         if self._catalog._shared.get(self._first) or self._catalog._shared.get(self._last):
-            raise ValueError(f"{self!r} shares a line with another entry: it cannot be "
-                             "rewritten without changing that one")
+            return "shares a line with another entry"
         if any(self._first <= line <= self._last for line in self._catalog._continued):
-            raise ValueError(f"{self!r} has a line continued by a backslash: it cannot be "
-                             "rewritten line by line")
+            return "has a line continued by a backslash"
         first_msgstr = self._message.first_msgstr
         before = self._message.tokens[:self._message.tokens.index(first_msgstr)]
         if before and before[-1].line == first_msgstr.line:
-            raise ValueError(f"{self!r} has its msgstr on its msgid's line: it cannot be "
-                             "rewritten without changing the msgid's line")
+            return "has its msgstr on its msgid's line"
+        return None
+
+    def _check_editable(self):
+        if self.obsolete:
+            raise ValueError(f"{self!r} is obsolete: msgmerge's, not a translator's")
+        why = self._why_not_rewritable()
+        if why:
+            raise NotRewritable(f"{self._catalog.name}:{self.msgid_line}: the entry {why}: it "
+                                "cannot be rewritten without changing what is not its "
+                                "translation")
 
     def _set_fuzzy(self, fuzzy):
         """Rewrites the flags lines for fuzzy (from the lines as read, so calls can repeat)."""

@@ -418,9 +418,21 @@ def test_line_ends_and_charsets_are_kept():
 
 
 def test_entries_that_cannot_be_rewritten_in_place_say_so():
-    parsed = catalog_file.parse(catalog('msgid "a" msgstr ""\n\n#~ msgid "b"\n#~ msgstr ""\n'))
-    with pytest.raises(ValueError, match="on its msgid's line"):
+    parsed = catalog_file.parse(catalog(
+        'msgid "a" msgstr ""\n\n#~ msgid "b"\n#~ msgstr ""\n\n'
+        'msgid "c"\nmsgstr "d" msgid "e" msgstr ""\n\n'
+        '# x\\\ny\nmsgid "f"\nmsgstr ""\n\nmsgid "g"\nmsgstr ""\n'))
+    assert [e.rewritable for e in parsed.entries] == [True, False, False, False, False, False,
+                                                      True]
+    with pytest.raises(catalog_file.NotRewritable, match=r":6: the entry has its msgstr on its "
+                                                         r"msgid's line"):
         parsed.entries[1].set_translation(msgstr="x")
+    with pytest.raises(catalog_file.NotRewritable, match="shares a line with another entry"):
+        parsed.entries[4].set_translation(msgstr="x")
+    with pytest.raises(catalog_file.NotRewritable, match="continued by a backslash"):
+        parsed.entries[5].set_translation(msgstr="x")
+    parsed.entries[6].set_translation(msgstr="h")
+    assert parsed.to_bytes().endswith(b'msgid "g"\nmsgstr "h"\n')
     with pytest.raises(ValueError, match="obsolete"):
         parsed.entries[2].set_translation(msgstr="x")
     with pytest.raises(ValueError, match="NUL"):
