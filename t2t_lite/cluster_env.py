@@ -18,8 +18,9 @@ SLURM_STEP_TASKS_PER_NODE, else the job's) and srun's placement of the tasks on 
 (SLURM_DISTRIBUTION): block (srun's default when there are more tasks than nodes: node 0 runs
 tasks 0 .. n0-1, node 1 the next ones, ...), cyclic (its default otherwise: one task to each node
 in turn), plane=N, their socket and core levels (block:cyclic, ...) and ,pack / ,nopack, all laid
-out as Slurm does (task_nodes); arbitrary from SLURM_ARBITRARY_NODELIST, which sbatch -m
-arbitrary sets; only an arbitrary placement whose list is not in the environment is refused.
+out as Slurm does (task_nodes); arbitrary from the file SLURM_HOSTFILE names (or a
+SLURM_ARBITRARY_NODELIST with a name per task); only an arbitrary placement whose list is not in
+the environment (srun -m arbitrary -w LIST) is refused.
 Tasks that share a node listen on consecutive ports: worker i's address is its node's name and
 --port plus i's place among that node's tasks (its SLURM_LOCALID). The task's own SLURMD_NODENAME,
 SLURM_NODEID, SLURM_LOCALID and SLURM_GTIDS are checked against the placement derived. The
@@ -169,7 +170,7 @@ def _integer(name, value):
 #              which only change the counts);
 #   cyclic     one task to each node in turn, skipping the nodes that have all theirs;
 #   plane=P    blocks of P tasks to each node in turn, skipping the nodes that have all theirs;
-#   arbitrary  task i on the i-th name of the list given to srun/sbatch (-w, SLURM_HOSTFILE).
+#   arbitrary  task i on the i-th name of the list given to srun (-w, or SLURM_HOSTFILE).
 # The levels after the first (block:cyclic, cyclic:fcyclic:block) place tasks on sockets and
 # cores inside a node: they do not move a task to another node.
 
@@ -228,19 +229,49 @@ def task_nodes(kind, counts, plane_size=None):
     return nodes
 
 
+def read_hostfile(path, ntasks):
+    """The first `ntasks` host names of a Slurm hostfile (SLURM_HOSTFILE), as srun reads one:
+    names separated by commas or lines, `#` to the end of a line a comment (`\\#` a #), NAME*N
+    for N times NAME."""
+    names = []
+    with open(path, encoding="utf-8", errors="replace") as lines:
+        for line in lines:
+            line = re.sub(r"(?<!\\)#.*", "", line.rstrip("\n")).replace("\\#", "#").strip()
+            for name in filter(None, (part.strip() for part in line.split(","))):
+                host, star, times = name.partition("*")
+                if star and times.isdigit() and int(times) > 0:
+                    names.extend([host] * min(int(times), ntasks))
+                else:
+                    names.append(name)
+            if len(names) >= ntasks:
+                break
+    return names[:ntasks]
+
+
 def _arbitrary_nodes(environ, hosts, counts, ntasks, where):
-    """The node of each task under -m arbitrary, from SLURM_ARBITRARY_NODELIST (the list with a
-    name per task that sbatch -m arbitrary passes on to its steps)."""
-    name, listed = _env(environ, "SLURM_ARBITRARY_NODELIST")
-    if listed is None:
-        raise UserError(
-            f"{where}: which node runs which task is not in the tasks' environment "
-            "(srun -m arbitrary does not pass its -w list on): submit with sbatch -m arbitrary "
-            "-w LIST, which sets SLURM_ARBITRARY_NODELIST, or use block, cyclic or plane")
-    try:
-        order = expand_hostlist(listed)
-    except ValueError as error:
-        raise UserError(f"{name}={listed} is not a Slurm host list: {error}") from None
+    """The node of each task under -m arbitrary: task i runs on the i-th name of the list srun
+    was given. srun passes that list on only when it came from a file named by SLURM_HOSTFILE
+    (which srun reads when given no -w), or from sbatch as SLURM_ARBITRARY_NODELIST with a name
+    per task."""
+    name, path = _env(environ, "SLURM_HOSTFILE")
+    if path is not None:
+        try:
+            order, listed = read_hostfile(path, ntasks), path
+        except OSError as error:
+            raise UserError(f"{where}: cannot read SLURM_HOSTFILE={path}, the list of which "
+                            f"node runs which task: {error.strerror}") from None
+    else:
+        name, listed = _env(environ, "SLURM_ARBITRARY_NODELIST")
+        try:
+            order = expand_hostlist(listed) if listed is not None else []
+        except ValueError:
+            order = []
+        if len(order) != ntasks:
+            raise UserError(
+                f"{where}: which node runs which task is not in the tasks' environment (srun "
+                "-m arbitrary passes its -w list on only from a file named by SLURM_HOSTFILE): "
+                "put the list in a file, one name a task, and set SLURM_HOSTFILE to it instead "
+                "of giving -w, or use block, cyclic or plane")
     index = {host: i for i, host in enumerate(hosts)}
     nodes = [index.get(host, -1) for host in order]
     if len(order) != ntasks or -1 in nodes or \
@@ -254,9 +285,9 @@ def slurm_tf_config(environ, port):
     """The TF_CONFIG (a dict) of this task of a Slurm job step, from srun's variables in
     `environ`: SLURM_PROCID (this worker's index), SLURM_STEP_NUM_TASKS / SLURM_NTASKS,
     SLURM_STEP_NODELIST / SLURM_JOB_NODELIST, SLURM_STEP_TASKS_PER_NODE / SLURM_TASKS_PER_NODE
-    and SLURM_DISTRIBUTION (with SLURM_DIST_PLANESIZE, SLURM_ARBITRARY_NODELIST). Worker i's
-    address is its node's name and `port` plus its place among that node's tasks (its
-    SLURM_LOCALID). What this task's own variables say (SLURMD_NODENAME, SLURM_NODEID,
+    and SLURM_DISTRIBUTION (with SLURM_DIST_PLANESIZE; SLURM_HOSTFILE or SLURM_ARBITRARY_NODELIST
+    for arbitrary). Worker i's address is its node's name and `port` plus its place among that
+    node's tasks (its SLURM_LOCALID). What this task's own variables say (SLURMD_NODENAME, SLURM_NODEID,
     SLURM_LOCALID, SLURM_GTIDS) is checked against the placement derived."""
     _check_port(port)
     name, procid = _env(environ, "SLURM_PROCID")

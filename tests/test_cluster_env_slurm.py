@@ -206,7 +206,8 @@ PLACEMENTS = [
     # dist_plane.html, figure 2: srun -N4 -n21 -m plane=4 (8, 5, 4 and 4 tasks).
     ("plane=4", {}, N4, "8,5,4(x2)",
      ["n1"] * 4 + ["n2"] * 4 + ["n3"] * 4 + ["n4"] * 4 + ["n1"] * 4 + ["n2"]),
-    # Arbitrary: task i on the i-th name of the list sbatch -m arbitrary -w passed on.
+    # Arbitrary: task i on the i-th name of the list srun was given, when the tasks can read it:
+    # a SLURM_ARBITRARY_NODELIST with a name per task (tests below: the file of SLURM_HOSTFILE).
     ("arbitrary", {"SLURM_ARBITRARY_NODELIST": "n3,n1,n3,n2,n1,n1,n4"}, N4, "3,1,2,1",
      ["n3", "n1", "n3", "n2", "n1", "n1", "n4"]),
     ("arbitrary", {"SLURM_ARBITRARY_NODELIST": "n[2,1,2]"}, "n[1-2]", "1,2", ["n2", "n1", "n2"]),
@@ -278,12 +279,15 @@ def test_parse_distribution(value, planesize, parsed):
 
 
 @pytest.mark.parametrize("env,message", [
-    # Arbitrary without the list: no variable says which node runs which task.
+    # Arbitrary without the list: no variable says which node runs which task (srun -w LIST;
+    # sbatch's SLURM_ARBITRARY_NODELIST is the list of nodes, one name each, in Slurm 22.05).
     (slurm(0, "n[1-2]", "1(x2)", 2, SLURM_DISTRIBUTION="arbitrary"),
      r"^SLURM_DISTRIBUTION=arbitrary over SLURM_STEP_NODELIST=n\[1-2\]: which node runs which "
-     r"task is not in the tasks' environment \(srun -m arbitrary does not pass its -w list on\): "
-     r"submit with sbatch -m arbitrary -w LIST, which sets SLURM_ARBITRARY_NODELIST, or use "
-     r"block, cyclic or plane$"),
+     r"task is not in the tasks' environment \(srun -m arbitrary passes its -w list on only from "
+     r"a file named by SLURM_HOSTFILE\): put the list in a file, one name a task, and set "
+     r"SLURM_HOSTFILE to it instead of giving -w, or use block, cyclic or plane$"),
+    (slurm(0, "n[1-2]", "3,2", 5, SLURM_DISTRIBUTION="arbitrary",
+           SLURM_ARBITRARY_NODELIST="n[1-2]"), r"which node runs which task is not in the"),
     # A list that is not this step's (srun -m arbitrary -w another list inside the job).
     (slurm(0, "n[1-2]", "1,2", 3, SLURM_DISTRIBUTION="arbitrary",
            SLURM_ARBITRARY_NODELIST="n1,n1,n2"),
@@ -292,6 +296,11 @@ def test_parse_distribution(value, planesize, parsed):
      r"step's list$"),
     (slurm(0, "n[1-2]", "1(x2)", 2, SLURM_DISTRIBUTION="arbitrary",
            SLURM_ARBITRARY_NODELIST="n1,n3"), r"does not place this step's 2 task\(s\)"),
+    (slurm(0, "n[1-2]", "1(x2)", 2, SLURM_DISTRIBUTION="arbitrary",
+           SLURM_HOSTFILE="/nonexistent/hosts"),
+     r"^SLURM_DISTRIBUTION=arbitrary over SLURM_STEP_NODELIST=n\[1-2\]: cannot read "
+     r"SLURM_HOSTFILE=/nonexistent/hosts, the list of which node runs which task: No such file "
+     r"or directory$"),
     (slurm(0, "n[1-2]", "1(x2)", 2, SLURM_DISTRIBUTION="plane"),
      r"^SLURM_DISTRIBUTION=plane: plane without a size \(SLURM_DIST_PLANESIZE is not set\); "
      r"srun's forms are block, cyclic, plane=N or arbitrary, then :socket and :core levels "
@@ -329,3 +338,23 @@ def test_the_issues_two_node_cyclic_step_starts():
         assert json.loads(done.stdout) == {
             "cluster": {"worker": ["node01:2222", "node02:2222"]},
             "task": {"type": "worker", "index": procid}}
+
+
+def test_arbitrary_placement_from_the_hostfile_srun_read(tmp_path):
+    # srun given no -w reads SLURM_HOSTFILE (which the tasks inherit): a name or NAME*N per entry,
+    # commas or lines, # comments; only the first SLURM_STEP_NUM_TASKS names count.
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("# the step's tasks\nn2,n1  # two\nn2*2\n\nn1\nn2\n")
+    placed = ["n2", "n1", "n2", "n2", "n1"]
+    for procid in range(5):
+        env = _as_slurm_sets_it(procid, "n[1-2]", "2,3", placed, "arbitrary",
+                                {"SLURM_HOSTFILE": str(hostfile)})
+        assert cluster_env.slurm_tf_config(env, 2222)["cluster"]["worker"] == [
+            "n2:2222", "n1:2222", "n2:2223", "n2:2224", "n1:2223"]
+    assert cluster_env.read_hostfile(hostfile, 99) == ["n2", "n1", "n2", "n2", "n1", "n2"]
+    # A hostfile that no longer says where the tasks run (srun -w given after all) is refused.
+    hostfile.write_text("n1\nn2*4\n")
+    env = _as_slurm_sets_it(0, "n[1-2]", "2,3", placed, "arbitrary",
+                            {"SLURM_HOSTFILE": str(hostfile)})
+    with pytest.raises(UserError, match=r"^SLURM_HOSTFILE=\S+ does not place this step's 5 "):
+        cluster_env.slurm_tf_config(env, 2222)
