@@ -11,9 +11,12 @@ the GIL in that wait, so no Python thread (the signals' watcher, a sigtimedwait)
 TensorFlow does keep the notice: the coordination service's key TF_DEFAULT_PREEMPTION_NOTICE_KEY
 names the task that got the SIGTERM ('/job:worker/task:0'), on every worker, once they have
 joined (context.context().get_config_key_value(key, timeout_in_ms) after the join, tried with
-this venv's TensorFlow). Reading it right after the join, and after the trainer's handlers are
-back (Signals.install), is the fix; it belongs to t2t_lite/training/strategy.py and
-preemption.py, not to this change. docs/troubleshooting.md ("A SIGTERM while the workers join")
+this venv's TensorFlow 2.21). Reading it right after the join, and after the trainer's handlers
+are back (Signals.install), is the fix; it belongs to t2t_lite/training/strategy.py and
+preemption.py, not to this change. Tried (uncommitted): reading it with a 200 ms timeout and
+leaving with 143 makes this test pass, but not every time: worker 0, the coordination service's
+leader, may leave before worker 1 has read the key, and worker 1 then ends with status 1; every
+worker must have read it before any leaves. docs/troubleshooting.md ("A SIGTERM while the workers join")
 says what to do until then. This test is the check for the fix, expected to fail until it lands.
 A worker that never comes still keeps the others in the join until T2T_LITE_CLUSTER_TIMEOUT
 (then one line, status 1): that wait is inside TensorFlow, with the GIL held.
@@ -38,6 +41,18 @@ def _free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def _wait_until_listening(address, process, deadline=180):
+    host, port = address.rsplit(":", 1)
+    end = time.monotonic() + deadline
+    while time.monotonic() < end and process.poll() is None:
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"{address} never listened")
 
 
 class _Worker:
@@ -90,7 +105,9 @@ def test_a_sigterm_while_the_workers_join_stops_them_once_joined(tmp_path):
     second = None
     try:
         assert first.joining.wait(180), first.output()
-        time.sleep(2)  # well inside the join: TensorFlow's handler is in place by then
+        # Inside the join: worker 0 (the coordination service's leader) listens, and waits for
+        # worker 1 to register.
+        _wait_until_listening(workers[0], first.process)
         first.process.send_signal(signal.SIGTERM)  # what a cluster sends; nothing to save yet
         second = _Worker(1, workers, tmp_path)  # a worker that starts later; then they join
         statuses = [first.end(240), second.end(60)]
