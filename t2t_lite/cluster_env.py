@@ -287,8 +287,8 @@ def slurm_tf_config(environ, port):
     SLURM_STEP_NODELIST / SLURM_JOB_NODELIST, SLURM_STEP_TASKS_PER_NODE / SLURM_TASKS_PER_NODE
     and SLURM_DISTRIBUTION (with SLURM_DIST_PLANESIZE; SLURM_HOSTFILE or SLURM_ARBITRARY_NODELIST
     for arbitrary). Worker i's address is its node's name and `port` plus its place among that
-    node's tasks (its SLURM_LOCALID). What this task's own variables say (SLURMD_NODENAME, SLURM_NODEID,
-    SLURM_LOCALID, SLURM_GTIDS) is checked against the placement derived."""
+    node's tasks (its SLURM_LOCALID). What this task's own variables say (SLURMD_NODENAME,
+    SLURM_NODEID, SLURM_LOCALID, SLURM_GTIDS) is checked against the placement derived."""
     _check_port(port)
     name, procid = _env(environ, "SLURM_PROCID")
     if procid is None:

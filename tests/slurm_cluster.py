@@ -1,7 +1,8 @@
-"""A real Slurm for the recipe's tests (tests/test_slurm.py on one node, tests/test_slurm_two_nodes.py
-on two): starting and stopping it with a script of deploy/slurm/, waiting for a job's states and
-output lines, and the recipe's run (datagen, train.sbatch, `scancel --signal=TERM`, the save, the
-requeue, the resumed run to its end) checked from the job's output file.
+"""A real Slurm for the recipe's tests (tests/test_slurm.py on one node,
+tests/test_slurm_two_nodes.py on two): starting and stopping it with a script of deploy/slurm/,
+waiting for a job's states and output lines, and the recipe's run (datagen, train.sbatch, `scancel
+--signal=TERM`, the save, the requeue, the resumed run to its end) checked from the job's output
+file.
 
 Every wait is for a state (a line in the job's output file, the job's state in scontrol), polled
 under a generous deadline. Slurm holds a requeued job for its credentials' lifetime plus 1 s

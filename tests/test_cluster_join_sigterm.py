@@ -9,17 +9,17 @@ and after), so the trainers join and train on as if nothing came. The main threa
 the GIL in that wait, so no Python thread (the signals' watcher, a sigtimedwait) runs during it.
 
 TensorFlow does keep the notice: the coordination service's key TF_DEFAULT_PREEMPTION_NOTICE_KEY
-names the task that got the SIGTERM ('/job:worker/task:0'), on every worker, once they have
-joined (context.context().get_config_key_value(key, timeout_in_ms) after the join, tried with
-this venv's TensorFlow 2.21). Reading it right after the join, and after the trainer's handlers
-are back (Signals.install), is the fix; it belongs to t2t_lite/training/strategy.py and
-preemption.py, not to this change. Tried (uncommitted): reading it with a 200 ms timeout and
-leaving with 143 makes this test pass, but not every time: worker 0, the coordination service's
-leader, may leave before worker 1 has read the key, and worker 1 then ends with status 1; every
-worker must have read it before any leaves. docs/troubleshooting.md ("A SIGTERM while the workers join")
-says what to do until then. This test is the check for the fix, expected to fail until it lands.
-A worker that never comes still keeps the others in the join until T2T_LITE_CLUSTER_TIMEOUT
-(then one line, status 1): that wait is inside TensorFlow, with the GIL held.
+names the task that got the SIGTERM ('/job:worker/task:0'), on every worker, once they have joined
+(context.context().get_config_key_value(key, timeout_in_ms) after the join, tried with this venv's
+TensorFlow 2.21). Reading it right after the join, and after the trainer's handlers are back
+(Signals.install), is the fix; it belongs to t2t_lite/training/strategy.py and preemption.py, not to
+this change. Tried (uncommitted): reading it with a 200 ms timeout and leaving with 143 makes this
+test pass, but not every time: worker 0, the coordination service's leader, may leave before worker
+1 has read the key, and worker 1 then ends with status 1; every worker must have read it before any
+leaves. docs/troubleshooting.md ("A SIGTERM while the workers join") says what to do until then.
+This test is the check for the fix, expected to fail until it lands. A worker that never comes still
+keeps the others in the join until T2T_LITE_CLUSTER_TIMEOUT (then one line, status 1): that wait is
+inside TensorFlow, with the GIL held.
 """
 import os
 import signal

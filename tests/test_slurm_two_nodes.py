@@ -18,6 +18,7 @@ minutes.
 import json
 import os
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -26,13 +27,14 @@ from tests import slurm_cluster
 
 pytestmark = pytest.mark.slow  # starts Slurm daemons and trains two workers twice
 
-PROGRAMS = slurm_cluster.PROGRAMS + ("ip", "nsenter", "unshare")
-
-
 def _why_not():
-    reason = slurm_cluster.why_not(PROGRAMS)
+    reason = slurm_cluster.why_not()
     if reason:
         return reason
+    missing = [program for program in ("ip", "nsenter", "unshare") if shutil.which(program) is None]
+    if missing:
+        return (f"{', '.join(missing)} not found on PATH: apt-get install -y iproute2 util-linux "
+                "(the nodes' network namespaces)")
     probe = subprocess.run(["unshare", "--net", "--mount", "--uts", "true"],
                            capture_output=True, text=True)
     if probe.returncode:
