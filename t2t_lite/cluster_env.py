@@ -351,16 +351,21 @@ def slurm_tf_config(environ, port):
         local_ids.append(len(on_node[node]))
         on_node[node].append(task)
         addresses.append(f"{hosts[node]}:{port + local_ids[-1]}")
-    _check_own_place(environ, procid, hosts, nodes, local_ids, on_node,
-                     f"{described} over {list_name}")
+    # Without the step's variables this is no task of srun's (the batch script itself, say).
+    fix = ("the step's variables disagree with one another: give srun --distribution=block"
+           if list_name == "SLURM_STEP_NODELIST" else
+           f"{list_name} is the job's, not a step's: run this under srun, one task per worker")
+    _check_own_place(environ, procid, (hosts, nodes, local_ids, on_node),
+                     f"{described} over {list_name}", fix)
     return {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": procid}}
 
 
-def _check_own_place(environ, procid, hosts, nodes, local_ids, on_node, described):
-    """One line if what Slurm told this task about its own place disagrees with `nodes`: the
-    cluster would then be wrong on every worker."""
+def _check_own_place(environ, procid, placement, described, fix):
+    """One line if what Slurm told this task about its own place disagrees with `placement`
+    (the hosts, each task's node and local id, each node's tasks): the cluster would then be
+    wrong on every worker."""
+    hosts, nodes, local_ids, on_node = placement
     node = nodes[procid]
-    fix = "the step's variables disagree with one another: give srun --distribution=block"
     here = environ.get("SLURMD_NODENAME", "").strip()
     if here and hosts[node] != here:
         raise UserError(f"task {procid} runs on {here}, but {described} puts it on "

@@ -358,3 +358,15 @@ def test_arbitrary_placement_from_the_hostfile_srun_read(tmp_path):
                             {"SLURM_HOSTFILE": str(hostfile)})
     with pytest.raises(UserError, match=r"^SLURM_HOSTFILE=\S+ does not place this step's 5 "):
         cluster_env.slurm_tf_config(env, 2222)
+
+
+def test_the_batch_script_itself_is_no_worker():
+    # The batch shell of a 2 x 3 task job: the job's variables only, and its own SLURM_GTIDS=0.
+    env = {"SLURM_PROCID": "0", "SLURM_JOB_NODELIST": "n[1-2]", "SLURM_TASKS_PER_NODE": "3(x2)",
+           "SLURM_NTASKS": "6", "SLURMD_NODENAME": "n1", "SLURM_NODEID": "0",
+           "SLURM_LOCALID": "0", "SLURM_GTIDS": "0"}
+    with pytest.raises(UserError, match=r"^task 0 has SLURM_GTIDS=0, but block placement over "
+                                        r"SLURM_JOB_NODELIST gives 0,1,2: SLURM_JOB_NODELIST is "
+                                        r"the job's, not a step's: run this under srun, one task "
+                                        r"per worker$"):
+        cluster_env.slurm_tf_config(env, 2222)
