@@ -12,13 +12,20 @@ hostname <job name>-<index>; with `subdomain:` naming a headless Service, each p
 exec()s the command: the trainer becomes the container's main process and receives Kubernetes'
 SIGTERM itself.
 
-Under srun (`--slurm`), every task of the step is a worker and SLURM_PROCID is its index. The
+Under srun (`--slurm`), every task of the step is a worker and SLURM_PROCID its index. The
 workers' hosts come from the step's node list and tasks per node (SLURM_STEP_NODELIST and
-SLURM_STEP_TASKS_PER_NODE, else the job's), with srun's default block placement: node 0 runs tasks
-0 .. n0-1, node 1 the next ones, and so on. Tasks that share a node listen on consecutive ports:
-worker i's address is its node's name and --port plus i's place among that node's tasks (its
-SLURM_LOCALID). The trainer exec()d in the task's place receives Slurm's SIGTERM
-(`--signal=TERM@120`, `scancel --signal=TERM`) itself; deploy/slurm/train.sbatch is the recipe.
+SLURM_STEP_TASKS_PER_NODE, else the job's) and srun's placement of the tasks on those nodes
+(SLURM_DISTRIBUTION): block (srun's default when there are more tasks than nodes: node 0 runs
+tasks 0 .. n0-1, node 1 the next ones, ...), cyclic (its default otherwise: one task to each node
+in turn), plane=N, their socket and core levels (block:cyclic, ...) and ,pack / ,nopack, all laid
+out as Slurm does (task_nodes); arbitrary from the file SLURM_HOSTFILE names (or a
+SLURM_ARBITRARY_NODELIST with a name per task); only an arbitrary placement whose list is not in
+the environment (srun -m arbitrary -w LIST) is refused.
+Tasks that share a node listen on consecutive ports: worker i's address is its node's name and
+--port plus i's place among that node's tasks (its SLURM_LOCALID). The task's own SLURMD_NODENAME,
+SLURM_NODEID, SLURM_LOCALID and SLURM_GTIDS are checked against the placement derived. The
+trainer exec()d in the task's place receives Slurm's SIGTERM (`--signal=TERM@120`,
+`scancel --signal=TERM`) itself; deploy/slurm/train.sbatch is the recipe.
 
 Mistakes end with one `error:` line and status 1. Imports nothing but the standard library and
 t2t_lite.errors, so it starts in milliseconds.
@@ -155,12 +162,133 @@ def _integer(name, value):
         raise UserError(f"{name}={value} is not a number") from None
 
 
+# How srun places a step's tasks on its nodes (--distribution, -m; SLURM_DISTRIBUTION in the
+# tasks). The number of tasks on each node is Slurm's decision and is in SLURM_STEP_TASKS_PER_NODE;
+# which task ids a node gets follows from those counts and the node-level distribution, as
+# Slurm's src/common/slurm_step_layout.c (22.05) lays them out:
+#   block      node 0 gets tasks 0 .. n0-1, node 1 the next n1, and so on (also with pack/nopack,
+#              which only change the counts);
+#   cyclic     one task to each node in turn, skipping the nodes that have all theirs;
+#   plane=P    blocks of P tasks to each node in turn, skipping the nodes that have all theirs;
+#   arbitrary  task i on the i-th name of the list given to srun (-w, or SLURM_HOSTFILE).
+# The levels after the first (block:cyclic, cyclic:fcyclic:block) place tasks on sockets and
+# cores inside a node: they do not move a task to another node.
+
+_LEVELS = {"block", "cyclic", "fcyclic", "*"}
+
+
+def parse_distribution(value, plane_size=None):
+    """SLURM_DISTRIBUTION as ("block" | "cyclic" | "arbitrary", None) or ("plane", size), the
+    placement over nodes. `plane_size` is SLURM_DIST_PLANESIZE, which srun sets beside
+    SLURM_DISTRIBUTION=plane. None or "" is srun's default for a step whose tasks are more than
+    its nodes, block. ValueError for what srun does not set."""
+    text = (value or "").strip().lower()
+    base, _, flags = text.partition(",")
+    for flag in filter(None, flags.split(",")):
+        if flag not in ("pack", "nopack"):
+            raise ValueError(f"{flag!r} is not pack or nopack")
+    if base in ("", "pack", "nopack"):  # no base: srun leaves it to slurmctld, which takes block
+        return "block", None
+    if base.startswith("plane"):
+        if base == "plane":
+            size = (plane_size or "").strip()
+            if not size:
+                raise ValueError("plane without a size (SLURM_DIST_PLANESIZE is not set)")
+        elif base.startswith("plane="):
+            size = base[len("plane="):]
+        else:
+            raise ValueError(f"{base!r} is not plane=N")
+        if not size.isdigit() or int(size) < 1:
+            raise ValueError(f"the plane size {size!r} is not a positive number")
+        return "plane", int(size)
+    if base in ("arbitrary", "hostfile"):
+        return "arbitrary", None
+    levels = base.split(":")
+    if len(levels) > 3 or not all(level in _LEVELS for level in levels) or \
+            levels[0] == "fcyclic":
+        raise ValueError(f"{base!r} is not a distribution srun sets")
+    return ("cyclic" if levels[0] == "cyclic" else "block"), None
+
+
+def task_nodes(kind, counts, plane_size=None):
+    """The node (an index into `counts`) of each task of a step, task 0 first, for the
+    node-level distribution `kind` ("block", "cyclic" or "plane", from parse_distribution) and
+    the tasks per node `counts`, as Slurm lays them out."""
+    total, nodes = sum(counts), []
+    if kind == "block":
+        for node, count in enumerate(counts):
+            nodes.extend([node] * count)
+        return nodes
+    step = 1 if kind == "cyclic" else plane_size
+    given = [0] * len(counts)
+    while len(nodes) < total:
+        for node, count in enumerate(counts):
+            take = min(step, count - given[node])
+            nodes.extend([node] * take)
+            given[node] += take
+    return nodes
+
+
+def read_hostfile(path, ntasks):
+    """The first `ntasks` host names of a Slurm hostfile (SLURM_HOSTFILE), as srun reads one:
+    names separated by commas or lines, `#` to the end of a line a comment (`\\#` a #), NAME*N
+    for N times NAME."""
+    names = []
+    with open(path, encoding="utf-8", errors="replace") as lines:
+        for line in lines:
+            line = re.sub(r"(?<!\\)#.*", "", line.rstrip("\n")).replace("\\#", "#").strip()
+            for name in filter(None, (part.strip() for part in line.split(","))):
+                host, star, times = name.partition("*")
+                if star and times.isdigit() and int(times) > 0:
+                    names.extend([host] * min(int(times), ntasks))
+                else:
+                    names.append(name)
+            if len(names) >= ntasks:
+                break
+    return names[:ntasks]
+
+
+def _arbitrary_nodes(environ, hosts, counts, ntasks, where):
+    """The node of each task under -m arbitrary: task i runs on the i-th name of the list srun
+    was given. srun passes that list on only when it came from a file named by SLURM_HOSTFILE
+    (which srun reads when given no -w), or from sbatch as SLURM_ARBITRARY_NODELIST with a name
+    per task."""
+    name, path = _env(environ, "SLURM_HOSTFILE")
+    if path is not None:
+        try:
+            order, listed = read_hostfile(path, ntasks), path
+        except OSError as error:
+            raise UserError(f"{where}: cannot read SLURM_HOSTFILE={path}, the list of which "
+                            f"node runs which task: {error.strerror}") from None
+    else:
+        name, listed = _env(environ, "SLURM_ARBITRARY_NODELIST")
+        try:
+            order = expand_hostlist(listed) if listed is not None else []
+        except ValueError:
+            order = []
+        if len(order) != ntasks:
+            raise UserError(
+                f"{where}: which node runs which task is not in the tasks' environment (srun "
+                "-m arbitrary passes its -w list on only from a file named by SLURM_HOSTFILE): "
+                "put the list in a file, one name a task, and set SLURM_HOSTFILE to it instead "
+                "of giving -w, or use block, cyclic or plane")
+    index = {host: i for i, host in enumerate(hosts)}
+    nodes = [index.get(host, -1) for host in order]
+    if len(order) != ntasks or -1 in nodes or \
+            [nodes.count(i) for i in range(len(hosts))] != counts:
+        raise UserError(f"{name}={listed} does not place this step's {ntasks} task(s) as "
+                        f"{where} says: it is not this step's list")
+    return nodes
+
+
 def slurm_tf_config(environ, port):
     """The TF_CONFIG (a dict) of this task of a Slurm job step, from srun's variables in
     `environ`: SLURM_PROCID (this worker's index), SLURM_STEP_NUM_TASKS / SLURM_NTASKS,
-    SLURM_STEP_NODELIST / SLURM_JOB_NODELIST and SLURM_STEP_TASKS_PER_NODE /
-    SLURM_TASKS_PER_NODE. Worker i's address is its node's name and `port` plus its local id on
-    that node."""
+    SLURM_STEP_NODELIST / SLURM_JOB_NODELIST, SLURM_STEP_TASKS_PER_NODE / SLURM_TASKS_PER_NODE
+    and SLURM_DISTRIBUTION (with SLURM_DIST_PLANESIZE; SLURM_HOSTFILE or SLURM_ARBITRARY_NODELIST
+    for arbitrary). Worker i's address is its node's name and `port` plus its place among that
+    node's tasks (its SLURM_LOCALID). What this task's own variables say (SLURMD_NODENAME,
+    SLURM_NODEID, SLURM_LOCALID, SLURM_GTIDS) is checked against the placement derived."""
     _check_port(port)
     name, procid = _env(environ, "SLURM_PROCID")
     if procid is None:
@@ -191,30 +319,64 @@ def slurm_tf_config(environ, port):
                             f"{len(counts)} node(s), {list_name}={hostlist} {len(hosts)}")
     tasks_name, ntasks = _env(environ, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS")
     ntasks = sum(counts) if ntasks is None else _integer(tasks_name, ntasks)
+    placed_by = (f"{list_name}={hostlist} (one task a node)" if counts_name is None
+                 else f"{counts_name}={environ[counts_name].strip()}")
     if ntasks != sum(counts):
-        placed_by = (f"{list_name}={hostlist} (one task a node)" if counts_name is None
-                     else f"{counts_name}={environ[counts_name].strip()}")
         raise UserError(f"{tasks_name}={ntasks} but {placed_by} places {sum(counts)} task(s)")
     if not 0 <= procid < ntasks:
         raise UserError(f"SLURM_PROCID={procid} is out of range for {tasks_name}={ntasks}")
     if max(counts) > 1 and port + max(counts) - 1 > 65535:
         raise UserError(f"--port={port} plus {max(counts) - 1} (tasks on one node) is past "
                         "65535: give a lower --port")
-    addresses, host_of = [], []
-    for host, count in zip(hosts, counts):
-        for local in range(count):
-            addresses.append(f"{host}:{port + local}")
-            host_of.append(host)
-    _, distribution = _env(environ, "SLURM_DISTRIBUTION")
-    if distribution and len(hosts) > 1 and re.split("[:,]", distribution)[0] != "block":
-        raise UserError(f"SLURM_DISTRIBUTION={distribution}: the workers' addresses follow srun's "
-                        "block placement; leave out srun's --distribution (-m) or give "
-                        "--distribution=block")
-    here = environ.get("SLURMD_NODENAME", "").strip()
-    if here and host_of[procid] != here:
-        raise UserError(f"task {procid} runs on {here}, but block placement over {list_name} "
-                        f"puts it on {host_of[procid]}: leave out srun's --distribution (-m)")
+
+    dist_name, distribution = _env(environ, "SLURM_DISTRIBUTION")
+    if len(hosts) == 1:
+        nodes, described = [0] * ntasks, "the placement"  # one node: all distributions agree
+    else:
+        try:
+            kind, plane = parse_distribution(distribution, environ.get("SLURM_DIST_PLANESIZE"))
+        except ValueError as error:
+            raise UserError(f"{dist_name}={distribution}: {error}; srun's forms are block, "
+                            "cyclic, plane=N or arbitrary, then :socket and :core levels "
+                            "(block:cyclic) and ,pack or ,nopack") from None
+        described = f"{kind} placement" if plane is None else f"plane={plane} placement"
+        if kind == "arbitrary":
+            nodes = _arbitrary_nodes(environ, hosts, counts, ntasks,
+                                     f"{dist_name}={distribution} over {list_name}={hostlist}")
+        else:
+            nodes = task_nodes(kind, counts, plane)
+
+    addresses, local_ids, on_node = [], [], [[] for _ in hosts]
+    for task, node in enumerate(nodes):
+        local_ids.append(len(on_node[node]))
+        on_node[node].append(task)
+        addresses.append(f"{hosts[node]}:{port + local_ids[-1]}")
+    # Without the step's variables this is no task of srun's (the batch script itself, say).
+    fix = ("the step's variables disagree with one another: give srun --distribution=block"
+           if list_name == "SLURM_STEP_NODELIST" else
+           f"{list_name} is the job's, not a step's: run this under srun, one task per worker")
+    _check_own_place(environ, procid, (hosts, nodes, local_ids, on_node),
+                     f"{described} over {list_name}", fix)
     return {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": procid}}
+
+
+def _check_own_place(environ, procid, placement, described, fix):
+    """One line if what Slurm told this task about its own place disagrees with `placement`
+    (the hosts, each task's node and local id, each node's tasks): the cluster would then be
+    wrong on every worker."""
+    hosts, nodes, local_ids, on_node = placement
+    node = nodes[procid]
+    here = environ.get("SLURMD_NODENAME", "").strip()
+    if here and hosts[node] != here:
+        raise UserError(f"task {procid} runs on {here}, but {described} puts it on "
+                        f"{hosts[node]}: {fix}")
+    checks = [("SLURM_NODEID", str(node)), ("SLURM_LOCALID", str(local_ids[procid])),
+              ("SLURM_GTIDS", ",".join(map(str, on_node[node])))]
+    for name, expected in checks:
+        given = environ.get(name, "").strip()
+        if given and given.replace(" ", "") != expected:
+            raise UserError(f"task {procid} has {name}={given}, but {described} gives "
+                            f"{expected}: {fix}")
 
 
 # The command ------------------------------------------------------------------------------------

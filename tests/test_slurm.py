@@ -6,219 +6,26 @@ datagen.sbatch once, then train.sbatch with two tasks on this node (two workers 
 MultiWorkerMirroredStrategy run, TF_CONFIG from t2t_lite.cluster_env --slurm), made to wait for
 datagen with --dependency=afterok. `scancel --signal=TERM`, what `--signal=TERM@120` sends
 before the time limit, stops both trainers: they save at one step and exit 143, and the batch
-script requeues the job. The requeued job resumes from the saved step and finishes.
+script requeues the job. The requeued job resumes from the saved step and finishes
+(tests/slurm_cluster.py's check_recipe; tests/test_slurm_two_nodes.py runs it on two nodes).
 
-Every wait is for a state (a line in the job's output file, the job's state in scontrol), polled
-under a generous deadline. Slurm holds a requeued job for its credentials' lifetime plus 1 s
-before it may start again: 121 s by default, 11 s on one-node-slurm.sh's Slurm (cred_expire=10).
 Needs root and the Debian packages slurm-wlm and munge (.ci/run installs them when it can);
-skipped with the reason otherwise.
+skipped with the reason otherwise. The test takes about 1.5 minutes.
 """
-import os
-import pathlib
-import re
-import shutil
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-
 import pytest
 
+from tests import slurm_cluster
+
 pytestmark = pytest.mark.slow  # starts Slurm daemons and trains two workers twice
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-SLURM = ROOT / "deploy" / "slurm"
-PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "srun", "scontrol", "scancel", "squeue",
-            "sinfo", "runuser")
-PROBLEM = ["--problem=algorithmic_reverse", "--problem_param=max_length=8",
-           "--problem_param=train_samples=2000", "--problem_param=eval_samples=50"]
-TRAIN_STEPS = 150  # the first run is stopped within its first steps; the requeued one ends here
-FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "BOOT_FAIL", "DEADLINE",
-         "OUT_OF_MEMORY", "PREEMPTED"}  # Slurm's end states
-DEADLINE = 240  # seconds, for each state waited for; the whole test takes about 1.5 minutes
-
-
-def _why_not():
-    if os.geteuid() != 0:
-        return "needs root: slurmd starts the jobs and munged runs as the munge user"
-    missing = [program for program in PROGRAMS if shutil.which(program) is None]
-    if missing:
-        return (f"{', '.join(missing)} not found on PATH: apt-get install -y slurm-wlm munge "
-                "(Debian / Ubuntu; .ci/run does it when it runs as root)")
-    try:
-        import pwd
-        pwd.getpwnam("munge")
-    except KeyError:
-        return "there is no munge user: apt-get install -y munge"
-    if shutil.which("t2t-lite-trainer", path=os.path.dirname(sys.executable)) is None:
-        return f"t2t-lite-trainer is not installed next to {sys.executable}: pip install -e ."
-    return None
-
-
-def _free_ports(count):
-    """A port p such that p .. p+count-1 are free on this host (the workers of one node take
-    consecutive ports)."""
-    for _ in range(100):
-        with socket.socket() as probe:
-            probe.bind(("", 0))
-            base = probe.getsockname()[1]
-        if base + count > 65535:
-            continue
-        sockets = []
-        try:
-            for port in range(base, base + count):
-                sock = socket.socket()
-                sockets.append(sock)
-                sock.bind(("", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for sock in sockets:
-                sock.close()
-    raise RuntimeError("no free consecutive ports")
-
-
-class Cluster:
-    def __init__(self, folder):
-        self.folder = folder
-        self.env = dict(os.environ, SLURM_CONF=str(folder / "slurm.conf"))
-
-    def run(self, *command, check=True):
-        done = subprocess.run(command, env=self.env, capture_output=True, text=True, timeout=60)
-        if check and done.returncode:
-            raise AssertionError(f"{' '.join(command)}: {done.returncode}\n{done.stderr}")
-        return done.stdout
-
-    def job(self, job_id):
-        """scontrol's fields of a job, as a dict."""
-        line = self.run("scontrol", "show", "job", "--oneliner", str(job_id))
-        return dict(field.split("=", 1) for field in line.split() if "=" in field)
-
-    def wait_for_job(self, job_id, condition, what):
-        deadline = time.monotonic() + DEADLINE
-        seen = []  # the states passed through, for the message
-        while True:
-            fields = self.job(job_id)
-            state = (fields.get("JobState"), fields.get("Restarts"), fields.get("ExitCode"))
-            if not seen or seen[-1] != state:
-                seen.append(state)
-            if condition(fields):
-                self.states = seen
-                return fields
-            if time.monotonic() > deadline:
-                raise AssertionError(f"job {job_id} never {what}: went through {seen}\n"
-                                     + self.logs())
-            time.sleep(0.2)
-
-    def logs(self):
-        return "\n".join(f"--- {path.name}\n{path.read_text()[-3000:]}"
-                         for path in sorted((self.folder / "log").glob("*")))
 
 
 @pytest.fixture
 def cluster():
-    reason = _why_not()
+    reason = slurm_cluster.why_not()
     if reason:
         pytest.skip(reason)
-    # munged (the munge user) must reach the folder: not under pytest's tmp_path, whose
-    # folders only their owner may enter.
-    folder = pathlib.Path(tempfile.mkdtemp(prefix="t2t-slurm-"))
-    folder.chmod(0o755)
-    port = _free_ports(2)
-    ports = dict(SLURMCTLD_PORT=str(port), SLURMD_PORT=str(port + 1))
-    script = str(SLURM / "one-node-slurm.sh")
-    try:
-        started = subprocess.run([script, "start", str(folder / "slurm")], capture_output=True,
-                                 text=True, timeout=120, env=dict(os.environ, **ports))
-        assert started.returncode == 0, started.stdout + started.stderr
-        yield Cluster(folder / "slurm")
-    finally:
-        # Cancels the jobs, waits for them to end, stops the daemons by their pid files.
-        subprocess.run([script, "stop", str(folder / "slurm")], capture_output=True, timeout=120)
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _wait_for_line(path, pattern, deadline=DEADLINE, after=0):
-    """The first match of `pattern` in `path` from character `after` on."""
-    regex = re.compile(pattern, re.M)
-    end = time.monotonic() + deadline
-    while True:
-        text = path.read_text() if path.exists() else ""
-        match = regex.search(text, after)
-        if match:
-            return match
-        if time.monotonic() > end:
-            raise AssertionError(f"no line matching {pattern!r} in {path}:\n{text[-4000:]}")
-        time.sleep(0.2)
+    yield from slurm_cluster.started("one-node-slurm.sh")
 
 
 def test_the_slurm_recipe_saves_on_sigterm_requeues_and_resumes(cluster):
-    work = cluster.folder.parent / "work"  # the submit folder: the jobs' output files land here
-    work.mkdir()
-    data_dir, model_dir = work / "D", work / "M"
-    bin_dir = os.path.dirname(sys.executable)
-    # The jobs inherit this environment (sbatch's default --export=ALL), as they inherit an
-    # activated virtual environment: python3 and t2t-lite-trainer are the ones beside this Python.
-    env = dict(cluster.env, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-               PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="2", KERAS_BACKEND="tensorflow",
-               CUDA_VISIBLE_DEVICES="", T2T_LITE_PORT=str(_free_ports(2)))
-
-    def sbatch(*args):
-        done = subprocess.run(["sbatch", "--parsable", *args], cwd=work, env=env,
-                              capture_output=True, text=True, timeout=60)
-        assert done.returncode == 0, done.stderr
-        return done.stdout.strip().split(";")[0]
-
-    datagen = sbatch(str(SLURM / "datagen.sbatch"), *PROBLEM, f"--data_dir={data_dir}")
-    train = sbatch("--nodes=1", "--ntasks-per-node=2", f"--dependency=afterok:{datagen}",
-                   str(SLURM / "train.sbatch"), *PROBLEM, f"--data_dir={data_dir}",
-                   f"--model_dir={model_dir}", "--hparams_set=tiny", "--bleu_sentences=0",
-                   "--eval_batches=2", "--log_every=1",
-                   "--gin_param=TrainConfig.checkpoint_minutes = 0",
-                   f"--train_steps={TRAIN_STEPS}")
-    output = work / f"t2t_train-{train}.out"
-
-    # Datagen ran once, and before the trainers: the training job waited for it.
-    done = cluster.wait_for_job(datagen, lambda job: job["JobState"] == "COMPLETED",
-                                "completed")
-    assert done["ExitCode"] == "0:0"
-    assert list(work.glob("t2t_datagen-*.out")) == [work / f"t2t_datagen-{datagen}.out"]
-    assert (data_dir / "algorithmic_reverse.symbols.txt").exists()
-
-    _wait_for_line(output, r"^t2t-lite: job \d+, start 1: 2 workers on \S+, ports from \d+$")
-    _wait_for_line(output, r"^step 3/")  # both workers train
-    cluster.run("scancel", "--signal=TERM", train)  # what --signal=TERM@120 sends
-
-    # Both trainers save at one step and exit 143; the batch script requeues the job.
-    saved = re.compile(r"^SIGTERM(?: on another worker)?: saved (\S+) at step (\d+) ", re.M)
-    _wait_for_line(output, r"^t2t-lite: the trainers saved on SIGTERM \(exit 143\): requeueing "
-                           rf"job {train} to resume$")
-    cluster.wait_for_job(train, lambda job: job["JobState"] == "PENDING"
-                               and job["Restarts"] == "1", "was requeued")
-    text = output.read_text()
-    saves = saved.findall(text)
-    assert len(saves) == 2 and saves[0] == saves[1], text[-4000:]
-    path, step = saves[0][0], int(saves[0][1])
-    assert path == str(model_dir / f"ckpt-{step}"), path
-    assert 3 <= step < TRAIN_STEPS, f"the first run was not stopped before its end: step {step}"
-    assert os.path.exists(path + ".index")
-    assert "Traceback" not in text
-
-    # The requeued job starts again on its own, with the same script and arguments, once Slurm's
-    # requeue delay is over (cred_expire + 1 s: 11 s on one-node-slurm.sh's Slurm).
-    done = cluster.wait_for_job(train, lambda job: job["JobState"] in FINAL, "finished")
-    text = output.read_text()
-    assert (done["JobState"], done["ExitCode"], done["Restarts"]) == ("COMPLETED", "0:0", "1"), \
-        f"went through {cluster.states}\n{text[-4000:]}\n{cluster.logs()}"
-    second = re.search(r"^t2t-lite: job \d+, start 2: 2 workers", text, re.M)
-    assert second, text[-4000:]
-    rest = text[second.end():]
-    resumed = re.findall(rf"^resumed from {re.escape(path)} at step {step} \(learning rate ",
-                         rest, re.M)
-    assert len(resumed) == 2, rest[-4000:]  # both workers
-    assert len(re.findall(rf"^stopped at step {TRAIN_STEPS} \(train_steps\)", rest, re.M)) == 2
-    assert f"ckpt-{TRAIN_STEPS}" in (model_dir / "checkpoint").read_text()
-    assert "Traceback" not in rest and "requeueing" not in rest
+    slurm_cluster.check_recipe(cluster, ["--nodes=1", "--ntasks-per-node=2"], r"\S+")

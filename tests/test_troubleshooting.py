@@ -141,8 +141,6 @@ ALLOWED = {
         "places {} task(s)": SLURM_VARIABLE,
         "SLURM_PROCID={} is out of range": SLURM_VARIABLE,
         "(tasks on one node) is past 65535": FLAG_VALUE,
-        "the workers' addresses follow srun's block placement": SAYS_FIX,
-        "but block placement over": SAYS_FIX,
         "--slurm takes the workers from Slurm's variables": FLAG_PAIR,
     },
     "inference/batch_decode.py": {
