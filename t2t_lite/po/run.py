@@ -41,6 +41,8 @@ LEFT_FORMAT = "their formats or accelerators could not be kept"
 LEFT_EMPTY = "the model gave no translation"
 LEFT_MSGFMT = "msgfmt rejected the translation"
 LEFT_CHARSET = "the catalog's charset cannot hold the translation"
+LEFT_LAYOUT = ("its lines are shared with another entry or continued by a backslash (they "
+               "cannot be rewritten alone)")
 
 
 @dataclasses.dataclass
@@ -402,10 +404,10 @@ def _compose(options, plan, jobs, chosen, stats):
                                       drop_previous=job.retranslate)
             else:
                 entry.set_translation(texts[None], fuzzy=fuzzy, drop_previous=job.retranslate)
-        except catalog_file.NotEncodable:
+        except (catalog_file.NotEncodable, catalog_file.NotRewritable) as error:
             del chosen[i]
-            stats.left_untranslated[LEFT_CHARSET] = stats.left_untranslated.get(
-                LEFT_CHARSET, 0) + 1
+            why = LEFT_CHARSET if isinstance(error, catalog_file.NotEncodable) else LEFT_LAYOUT
+            stats.left_untranslated[why] = stats.left_untranslated.get(why, 0) + 1
             return _compose(options, plan, jobs, chosen, stats)
         stats.translated += 1
         stats.plural += job.forms is not None

@@ -779,3 +779,12 @@ def test_a_complete_catalog_comes_back_byte_for_byte(tmp_path):
             kinds_of=_no_kinds)
         assert output.read_bytes() == source.read_bytes(), source
         assert stats.translated == 0 and stats.kept == stats.entries
+
+
+def test_an_entry_that_cannot_be_rewritten_alone_is_left_and_counted(tmp_path):
+    body = 'msgid "one"\nmsgstr ""\n\nmsgid "two" msgstr ""\n\nmsgid "three"\nmsgstr ""\n'
+    stats, output = _translate(tmp_path, _po(body=body))
+    written = {e.msgid: e.msgstr for e in catalog_file.read(str(output)).messages()}
+    assert written["one"] == "DE[one]" and written["three"] == "DE[three]"
+    assert written["two"] == "" and b'msgid "two" msgstr ""\n' in output.read_bytes()
+    assert stats.left_untranslated == {po_run.LEFT_LAYOUT: 1}
