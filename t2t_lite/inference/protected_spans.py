@@ -81,13 +81,13 @@ _POSITIONAL = re.compile(r"^%[1-9]\d*\$")
 # A printf piece takes a conversion letter only where no letter or digit follows it ("% s," but
 # not "% unbekannte"): the character after is matched too (RE2 has no lookahead) and given back.
 _LOOSE_PRINTF = (
-    r"(%(?:<[\w ]{0,40}>?"                                      # %<PRIu64 fragments
-    r"|\s*\([^()\n]{0,40}\)[-+#0']*\d*(?:\.\d*)?[hlLqjzZt]*"    # %(name) with no conversion
-    r"|[-+#0']*(?:\d+|\*)?(?:\.(?:\d+|\*)?)?[hlLqjzZtI]*))"      # %, %z, %.0, %*
+    r"(%(?:<\w*>?"                                               # %<PRIu64 fragments
+    r"|\s*\([^()\n]*\)[-+#0']*\d*(?:\.\d*)?[hlLqjzZt]*"    # %(name) with no conversion
+    r"|(?:[1-9]\d*\s*\$)?[-+#0']*(?:\d+|\*)?(?:\.(?:\d+|\*)?)?[hlLqjzZtI]*))"  # %, %z, %.0, %1$
     r"(?:( *[A-Za-z])([^\w%{}<&]|_|\Z))?")
-_LOOSE_BRACE = r"(\{[^{}\n]{0,60}\}|[{}])"                      # { name }, a lone { or }
+_LOOSE_BRACE = r"(\{[^{}\n]*\}|[{}])"                           # { name }, a lone { or }
 _LOOSE_MARKUP = (r"(</\s*[A-Za-z][\w:.-]*(?:\s*>)?"              # </b without >, </ b>
-                 r"|<\s+/?\s*[A-Za-z][^<>\n]{0,200}>"           # < b>, < / b >
+                 r"|<\s+/?\s*[A-Za-z][^<>\n]*>"                 # < b>, < / b >
                  r"|&(?:\s+#?\s*\w+\s*|#?\s*\w+\s+|#\s+\w+\s*);)")  # & amp;, &amp ;
 _SPACE = re.compile(r"\s+")
 _FINAL_PUNCTUATION = re.compile(r"[.!?:]+\Z")
