@@ -355,8 +355,13 @@ def _place(src, bound, new, size):
         tail = tail | (c5 & tf.equal(index, j))
         return j + 1, after_slot, before, after, tail
 
-    _, _, before, after, tail = tf.while_loop(
-        lambda j, *_: j < n, body, [tf.constant(0), matched, empty, empty, tf.zeros([n], tf.bool)])
+    def placed():  # only when in order with some missing: else there is nothing to place
+        loop = tf.while_loop(lambda j, *_: j < n, body,
+                             [tf.constant(0), matched, empty, empty, tf.zeros([n], tf.bool)])[2:]
+        return tuple(loop)
+
+    before, after, tail = tf.cond(ok & (b < n), placed,
+                                  lambda: (empty, empty, tf.zeros([n], tf.bool)))
     return (tf.where(ok, new, renamed), tf.where(ok, before, empty), tf.where(ok, after, empty),
             tf.where(ok, tail, index >= b))
 
@@ -425,10 +430,14 @@ def _clean_or_repaired(src, text, kinds):
              & tf.reduce_all(tf.equal(bound_texts, src["order"][:tf.size(bound_texts)])))
 
     def repaired():
-        a, n = _claim(src, assigned, new, _key(pieces), src["distinct_key"],
-                      tf.ones([size], tf.bool))                       # 2. mangled copies
-        a, n = _claim(src, a, n, _shape(pieces), src["distinct_shape"],
-                      ~loose & tf.not_equal(_shape(pieces), ""))      # 3. the same form
+        def claims():
+            a, n = _claim(src, assigned, new, _key(pieces), src["distinct_key"],
+                          tf.ones([size], tf.bool))                   # 2. mangled copies
+            shapes = _shape(pieces)
+            return _claim(src, a, n, shapes, src["distinct_shape"],
+                          ~loose & tf.not_equal(shapes, ""))          # 3. the same form
+
+        a, n = tf.cond(no_deficit, lambda: (assigned, new), claims)
         prose = _prose(src, pieces, loose, a)                         # 4. prose, deletions
         bound = tf.cast(tf.where(a & ~tf.strings.regex_full_match(n, _MOVABLE))[:, 0], tf.int32)
         n, before, after, tail = _place(src, bound, n, size)          # 5. order, placing

@@ -4,6 +4,7 @@ Its finder must find what protected_spans.find_spans finds (on real catalog line
 format strings of bench/data and the inlined table of test_protected_spans), and its repair must
 give what protected_spans.restore gives, byte for byte (PARITY, and random mutations of real
 references), which keeps every span as protected_spans.kept_exactly reads them."""
+import functools
 import os
 import random
 
@@ -57,9 +58,17 @@ def test_finder_equals_protected_spans(kinds):
     assert sum(map(len, found)) > 40  # the lines do hold spans of these kinds
 
 
+@functools.lru_cache(maxsize=None)
+def _repair_fn(kinds):
+    """One traced repair per kinds (a trace takes seconds), for outputs [N]."""
+    spec = tf.TensorSpec([None], tf.string)
+    return tf.function(lambda s, o: graph_spans.repair(s, o, kinds), autograph=False,
+                       input_signature=[spec, spec])
+
+
 def _repair(sources, outputs, kinds=ALL):
-    fn = tf.function(lambda s, o: graph_spans.repair(s, o, kinds), autograph=False)
-    texts, changed = fn(tf.constant(sources, tf.string), tf.constant(outputs, tf.string))
+    texts, changed = _repair_fn(kinds)(tf.constant(sources, tf.string),
+                                       tf.constant(outputs, tf.string))
     return [t.decode() for t in texts.numpy()], changed.numpy().tolist()
 
 
@@ -126,8 +135,10 @@ def test_hypotheses_of_one_source_are_repaired_as_each_pair_alone():
 def test_kinds_narrow_the_repair():
     texts, _ = _repair(["%s and {name}"], ["und"], frozenset({"brace"}))
     assert texts == ["und {name}"]
-    texts, changed = _repair(["%s"], ["x"], frozenset())
+    texts, changed = _repair(["%s"], ["x"], frozenset({"brace"}))
     assert texts == ["x"] and changed == [False]
+    texts, changed = _repair(["%s"], ["x %z"], frozenset())
+    assert texts == ["x %z"] and changed == [False]  # no kinds: nothing is repaired
 
 
 PRINTF, BRACE, MARKUP = frozenset({"printf"}), frozenset({"brace"}), frozenset({"markup"})
