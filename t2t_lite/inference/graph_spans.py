@@ -250,13 +250,21 @@ def _source(source, kinds):
     _, pieces, loose = _segment(source, kinds, tf.constant([], tf.string))
     prose = tf.boolean_mask(pieces, loose & tf.equal(_count_in(pieces, spans), 0))
     first = tf.equal(_rank(tf.ones_like(movable), tf.equal(spans[:, None], spans[None, :])), 0)
+    space_before = tf.strings.regex_replace(texts[:-1], _re2(r"(?s)\A.*?(\s*)\Z"), r"\1")
+    space_after = tf.strings.regex_replace(texts[1:], _re2(r"(?s)\A(\s*).*\Z"), r"\1")
     distinct = tf.boolean_mask(spans, first)
     return {"source": source, "spans": spans, "movable": movable,
             "order": tf.boolean_mask(spans, ~movable), "gaps": gaps,
             "tight": tf.strings.regex_full_match(gaps, _re2(ps._TIGHT_GAP.pattern))
             & (_range(tf.size(gaps)) > 0),
             "budget": _prose_key(prose), "known": _tags(spans), "distinct": distinct,
+            "space_before": _or_space(space_before),
+            "space_after": tf.boolean_mask(_or_space(space_after), ~movable),
             "distinct_key": _key(distinct), "distinct_shape": _shape(distinct)}
+
+
+def _or_space(texts):
+    return tf.where(tf.equal(texts, ""), " ", texts)
 
 
 def _claim(src, assigned, new, item_values, distinct_values, eligible):
@@ -348,7 +356,8 @@ def _place(src, bound, new, size):
         later_slot = matched[tf.minimum(later, n - 1)]
         after = _append_at(after, tf.where(c1, previous, earlier_slot),
                            tf.where(c1, gaps[j] + text, text), c1 | c2)
-        spaced = tf.where(is_tag[j] | is_tag[tf.minimum(later, n - 1)], text, text + " ")
+        spaced = tf.where(is_tag[j] | is_tag[tf.minimum(later, n - 1)], text,
+                          text + src["space_after"][j])
         before = _append_at(before, later_slot,
                             tf.where(c3, text + gaps[tf.minimum(j + 1, n - 1)], spaced), c3 | c4)
         after_slot = tf.where(c1 & tf.equal(index, j), previous, after_slot)
@@ -398,12 +407,12 @@ def _write(gaps, final, deleted, before, after):
     return tf.where(was_deleted, _rstrip(out), out)
 
 
-def _append_missing(out, appended):
-    """protected_spans._append_missing (appended [a], a > 0)."""
+def _append_missing(out, appended, spaces):
+    """protected_spans._append_missing (appended [a], a > 0, and the spaces before each)."""
     closing = tf.strings.regex_full_match(appended, "(?s)</.*")
-    glue_each = tf.where((_range(tf.size(appended)) > 0) & ~closing, " ", "")
+    glue_each = tf.where((_range(tf.size(appended)) > 0) & ~closing, spaces, "")
     addition = tf.strings.reduce_join(glue_each + appended)
-    glue = tf.where(closing[0], "", " ")
+    glue = tf.where(closing[0], "", spaces[0])
     out = _rstrip(out)
     final = tf.strings.regex_replace(out, r"(?s)\A.*?([.!?:]*)\z", r"\1")
     body_all = tf.strings.regex_replace(out, r"[.!?:]+\z", "")
@@ -453,9 +462,10 @@ def _clean_or_repaired(src, text, kinds):
                             tf.minimum(bound_j, tf.size(tail)))
         take = tf.where(movable_source, from_end < missing, in_tail)
         appended = tf.boolean_mask(spans, take)
+        spaces = tf.boolean_mask(src["space_before"], take)
         final = tf.where(prose, pieces, n)
         out = _write(gaps, final, ~a & ~prose, before, after)
-        return tf.cond(tf.size(appended) > 0, lambda: _append_missing(out, appended),
+        return tf.cond(tf.size(appended) > 0, lambda: _append_missing(out, appended, spaces),
                        lambda: out)
 
     return clean, tf.cond(clean, lambda: text, repaired)

@@ -90,6 +90,8 @@ _LOOSE_MARKUP = (r"(</\s*[A-Za-z][\w:.-]*(?:\s*>)?"              # </b without >
                  r"|<\s+/?\s*[A-Za-z][^<>\n]*>"                 # < b>, < / b >
                  r"|&(?:\s+#?\s*\w+\s*|#?\s*\w+\s+|#\s+\w+\s*);)")  # & amp;, &amp ;
 _SPACE = re.compile(r"\s+")
+_TRAILING_SPACE = re.compile(r"\s*\Z")
+_LEADING_SPACE = re.compile(r"\s*")
 _FINAL_PUNCTUATION = re.compile(r"[.!?:]+\Z")
 _NO_SPACE_BEFORE = ".,;:!?)]}»"
 # Source text binding two specifiers together ("%s:%d", "%d.%d", "%s/%s"): kept with a missing one.
@@ -264,6 +266,8 @@ def constraint_phrases(spans):
 #      neighbours (tight to the span before it, "%s:%d"; a closing tag after the span it closes;
 #      else before the next one); otherwise the k-th kept order-bound span becomes the source's
 #      k-th; what has no place (and the missing movable spans) goes to the end, before . ! ? :
+#      An added span is set off by the whitespace the source has beside it (a tab stays a tab),
+#      else by a space.
 # Only spaces (U+0020) are ever tidied away: tabs and other controls stay as they are.
 
 def _known_tags(spans):
@@ -345,6 +349,8 @@ class _Source(NamedTuple):
     gaps: list           # gaps[j]: the text between order-bound spans j - 1 and j (gaps[0] "")
     budget: collections.Counter  # _prose_key -> how many loose pieces the source has
     known_tags: frozenset
+    space_before: list   # [k]: the whitespace right before span k in the source, else " "
+    space_after: list    # [j]: the whitespace right after order-bound span j, else " "
 
 
 def _source(source, kinds):
@@ -355,7 +361,13 @@ def _source(source, kinds):
     _, pieces = _segment(source, kinds, frozenset())
     budget = collections.Counter(_prose_key(text) for text, loose in pieces
                                  if loose and text not in need)
-    return _Source(spans, need, [s.text for s in bound], gaps, budget, _known_tags(spans))
+    ends = [0] + [s.end for s in spans]
+    before = [_TRAILING_SPACE.search(source[end:s.start])[0] or " " for end, s in zip(ends, spans)]
+    starts = [s.start for s in spans[1:]] + [len(source)]
+    after = [_LEADING_SPACE.match(source[s.end:start])[0] or " "
+             for s, start in zip(spans, starts) if not s.movable]
+    return _Source(spans, need, [s.text for s in bound], gaps, budget, _known_tags(spans),
+                   before, after)
 
 
 def _plan(src, pieces):
@@ -412,7 +424,8 @@ def _plan(src, pieces):
     bound_index = [k for k, s in enumerate(src.spans) if not s.movable]
     for j in tail:
         take[bound_index[j]] = True
-    return False, new, before, after, [s.text for k, s in enumerate(src.spans) if take[k]]
+    return False, new, before, after, [(s.text, src.space_before[k])
+                                       for k, s in enumerate(src.spans) if take[k]]
 
 
 def _place(src, bound, new, before, after):
@@ -448,7 +461,7 @@ def _place(src, bound, new, before, after):
             before[matched[later]] += text + src.gaps[j + 1]
         elif later is not None:
             tags = _is_tag(text) or _is_tag(order[later])
-            before[matched[later]] += text if tags else text + " "
+            before[matched[later]] += text if tags else text + src.space_after[j]
         else:
             tail.append(j)
     return tail
@@ -469,10 +482,11 @@ def _write(gaps, new, before, after):
 
 
 def _append_missing(out, appended):
-    """`out` with the spans still missing added at its end, before final . ! ? : if any."""
-    addition = "".join((" " if i and not text.startswith("</") else "") + text
-                       for i, text in enumerate(appended))
-    glue = "" if appended[0].startswith("</") else " "
+    """`out` with the spans still missing added at its end, before final . ! ? : if any.
+    appended: (text, the whitespace before it in the source, or " ")."""
+    addition = "".join((space if i and not text.startswith("</") else "") + text
+                       for i, (text, space) in enumerate(appended))
+    glue = "" if appended[0][0].startswith("</") else appended[0][1]
     out = out.rstrip(" ")
     final = _FINAL_PUNCTUATION.search(out)
     if not out:

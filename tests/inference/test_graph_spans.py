@@ -206,6 +206,8 @@ PARITY = [
     ("a\t%s\x07", "a\t%d\x07", ALL),
     ("%s\t", "Datei\t", ALL),
     ("col1\tcol2 %d", "Spalte1\tSpalte2 %z\t%d", PRINTF),
+    ("Name:\t%s", "Name:", ALL),
+    ("%s\t%d\u3000%u", "\t%d", ALL),
     # unicode
     ("{größe} bytes", "{ größe } Bytes", BRACE),
     ("Größe: %s – fertig.", "Größe: –  %z fertig.", ALL),
