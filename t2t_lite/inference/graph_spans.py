@@ -235,7 +235,19 @@ def _prose_key(texts):
 def _source(source, kinds):
     """protected_spans._source: a dict of tensors for one scalar source."""
     source = tf.strings.regex_replace(source, _MARKS, "")
-    texts, spans = _split(source, kinds, tf.constant([], tf.string))
+    # its spans: the pieces of its segmentation but the loose ones other than braces (prose)
+    gaps, pieces, loose = _segment(source, kinds, tf.constant([], tf.string))
+    brace = tf.strings.regex_full_match(pieces, "(?s)[{}].*")
+    is_span = ~loose | brace
+    elements = tf.concat([tf.reshape(tf.stack([gaps[:-1], pieces], axis=1), [-1]), gaps[-1:]], 0)
+    flags = tf.concat([tf.reshape(tf.stack([tf.zeros_like(is_span), is_span], axis=1), [-1]),
+                       [False]], axis=0)
+    flag_count = tf.cast(flags, tf.int32)
+    count = tf.reduce_sum(flag_count)
+    joined = tf.strings.unsorted_segment_join(
+        elements, 2 * tf.cumsum(flag_count, exclusive=True) + flag_count, 2 * count + 1)
+    texts, spans = joined[0::2], joined[1::2]
+    prose = tf.boolean_mask(pieces, loose & ~brace)
     movable = tf.strings.regex_full_match(spans, _MOVABLE)
     # gaps[j]: the source's text between order-bound spans j - 1 and j (all in between joined)
     elements = tf.reshape(tf.stack([texts[:-1], spans], axis=1), [-1])
@@ -247,8 +259,6 @@ def _source(source, kinds):
     segment = tf.where(is_bound, n_bound + 1, segment)  # the bound spans themselves: a dump
     gaps = tf.strings.unsorted_segment_join(elements, segment, n_bound + 2)[:n_bound + 1]
     gaps = tf.concat([[""], gaps[1:n_bound]], axis=0)[:n_bound]
-    _, pieces, loose = _segment(source, kinds, tf.constant([], tf.string))
-    prose = tf.boolean_mask(pieces, loose & tf.equal(_count_in(pieces, spans), 0))
     first = tf.equal(_rank(tf.ones_like(movable), tf.equal(spans[:, None], spans[None, :])), 0)
     space_before = tf.strings.regex_replace(texts[:-1], _re2(r"(?s)\A.*?(\s*)\Z"), r"\1")
     space_after = tf.strings.regex_replace(texts[1:], _re2(r"(?s)\A(\s*).*\Z"), r"\1")

@@ -354,13 +354,23 @@ class _Source(NamedTuple):
 
 
 def _source(source, kinds):
-    spans = _scan(source, kinds)
+    """The source as the repair reads it. Its spans are those of its own segmentation: the
+    protected spans and the brace pieces between them (a stray "{", or "{a b}" as one piece,
+    so that the source always reads as clean against itself); its other loose pieces are prose."""
+    gaps, pieces = _segment(source, kinds, frozenset())
+    spans, prose, pos = [], [], 0
+    for gap, (text, loose) in zip(gaps, pieces):
+        pos += len(gap)
+        if loose and text[0] not in "{}":
+            prose.append(text)
+        else:
+            kind = "printf" if text[0] == "%" else "brace" if text[0] in "{}" else "markup"
+            spans.append(Span(pos, pos + len(text), text, kind, _movable(text, kind)))
+        pos += len(text)
     need = collections.Counter(s.text for s in spans)
     bound = [s for s in spans if not s.movable]
     gaps = [""] + [source[a.end:b.start] for a, b in zip(bound, bound[1:])]
-    _, pieces = _segment(source, kinds, frozenset())
-    budget = collections.Counter(_prose_key(text) for text, loose in pieces
-                                 if loose and text not in need)
+    budget = collections.Counter(_prose_key(text) for text in prose)
     ends = [0] + [s.end for s in spans]
     before = [_TRAILING_SPACE.search(source[end:s.start])[0] or " " for end, s in zip(ends, spans)]
     starts = [s.start for s in spans[1:]] + [len(source)]

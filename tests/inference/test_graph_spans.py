@@ -189,6 +189,7 @@ PARITY = [
     ("{{literal}} and a stray }", "{{wörtlich}} und ein }", BRACE),
     ("{name} has {count}", "{count} hat {name} {", ALL),
     ("Width {:>10}", "Breite {:>1O}", BRACE),
+    ("{refer\tence} and {a b}", "{ {REF  E%1$ sRENCE} und", ALL),  # no brace field: pieces
     # tags and entities
     ("<b>%s</b> saved", "%s gespeichert", ALL),
     ("<b>%s</b> of %d", "<b>%s von %d", ALL),

@@ -224,6 +224,16 @@ def test_no_other_span_is_part_of_kept_exactly():
     assert ps.kept_exactly("Usage: %s <file>", "Aufruf: %s <Datei>", ALL)  # a metavariable
 
 
+def test_a_source_always_keeps_its_own_spans():
+    """restore gives the source back when all else fails, so the source must read as clean
+    against itself, whatever its braces: "{a b}" is no field, its braces stray ones."""
+    for source in ["{refer\tence}", "{float_type} {float_nu\tmber}: ", "a { x } b }", "%z 50%",
+                   "</b <b>x</b> & amp;"]:
+        assert ps.kept_exactly(source, source, ALL), source
+        fixed = ps.restore(source, "x", ALL).text
+        assert ps.kept_exactly(source, fixed, ALL), (source, fixed)
+
+
 def test_tabs_and_controls_stay_where_the_repair_works():
     assert ps.restore("Name:\t%s", "Name:\t%z %s", ALL).text == "Name:\t %s"
     assert ps.restore("Name:\t%s\tx", "Name %z\t%S\tx", ALL).text == "Name \t%s\tx"
