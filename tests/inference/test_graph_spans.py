@@ -229,3 +229,30 @@ def test_graph_repair_equals_protected_spans_repair():
             [(s, o, e.text) for (s, o), e in zip(rows, expected)]
         assert changed == [e.changed for e in expected]
         assert all(ps.kept_exactly(s, t, kinds) for (s, _), t in zip(rows, texts))
+
+
+def test_graph_repair_equals_protected_spans_repair_on_strays_of_every_kind():
+    """Random real references, mutated and sprinkled with the pieces a model leaves (strays,
+    broken tags, tabs, controls, Unicode), under each kind alone and all: the same strings."""
+    rng = random.Random(51)
+    pairs = list(zip(_lines("source.en"), _lines("reference.de")))
+    pairs += [("<b>%s</b> and <i>%d</i>", "<b>%s</b> und <i>%d</i>"),
+              ("{name} has {count} {}", "{name} hat {count} {}"),
+              ("Tom &amp; Jerry %1$s", "Tom &amp; Jerry %1$s"),
+              ("100% of {0}\t%s", "100% von {0}\t%s")]
+    bits = ["%", "%z", "% ", "%(x)", "%(n) d", "%<PRI", "{", "}", "{ x }", "< b>", "</b", "&amp ;",
+            "\t", "\x07", "  ", ".", "%%", "%1$ s", "%S", "50% ", "ü", "😀", "%.0", "%*"]
+    for kinds in (ALL, PRINTF, BRACE, MARKUP):
+        sources, outputs = [], []
+        for _ in range(150):
+            source, reference = rng.choice(pairs)
+            output = _mutate(rng, source, reference)
+            for _ in range(rng.randint(1, 3)):
+                at = rng.randint(0, len(output))
+                output = output[:at] + rng.choice(bits) + output[at:]
+            sources.append(source)
+            outputs.append(output)
+        texts, _ = _repair(sources, outputs, kinds)
+        assert [(s, o, t) for s, o, t in zip(sources, outputs, texts)] == \
+            [(s, o, ps.restore(s, o, kinds).text) for s, o in zip(sources, outputs)]
+        assert all(ps.kept_exactly(s, t, kinds) for s, t in zip(sources, texts))
