@@ -12,6 +12,9 @@ a tag comes out byte for byte. This module is the pure-text part of that promise
 The rules (issue 43, section 3):
   - every protected span appears in the output exactly as often as in the source, byte for byte,
     and the output has no protected span the source lacks;
+  - nor anything else that reads as a directive or a tag of the kinds (issue 51: a lone "%",
+    "%z", "%(x)" without a conversion, "%<...", a stray brace, "</b" or "< b>"), unless the
+    source has it too (a bare "%" as often as the source's prose percent signs);
   - the order-bound spans appear in the same relative order as in the source (one sequence over
     all kinds). Order-bound: unnumbered printf (`%s`, `%*d`: their arguments are consumed in
     order), auto-numbered brace fields (`{}`, `{:>10}`: the same) and tags (kept in source order,
