@@ -12,6 +12,9 @@ a tag comes out byte for byte. This module is the pure-text part of that promise
 The rules (issue 43, section 3):
   - every protected span appears in the output exactly as often as in the source, byte for byte,
     and the output has no protected span the source lacks;
+  - nor anything else that reads as a directive or a tag of the kinds (issue 51: a lone "%",
+    "%z", "%(x)" without a conversion, "%<...", a stray brace, "</b" or "< b>"), unless the
+    source has it too (a bare "%" as often as the source's prose percent signs);
   - the order-bound spans appear in the same relative order as in the source (one sequence over
     all kinds). Order-bound: unnumbered printf (`%s`, `%*d`: their arguments are consumed in
     order), auto-numbered brace fields (`{}`, `{:>10}`: the same) and tags (kept in source order,
@@ -58,11 +61,11 @@ _PRINTF_PLAIN = (
 # so that graph_spans.py, whose RE2 has no lookahead, can check the next character itself.
 _PRINTF_SPACE_FLAG = r"%(?:[1-9]\d*\$)?[-+#0'I]* [-+ #0'I]*\d*[di]"
 _PRINTF = f"(?:{_PRINTF_PLAIN}|{_PRINTF_SPACE_FLAG}(?![^\\W_]))"
-_BRACE = (
+_BRACE_FIELD = (
     r"\{\{|\}\}"
     r"|\{(?:\d+|[A-Za-z_]\w*)?(?:\.[A-Za-z_]\w*|\[[^\[\]{}\s]+\])*(?:![rsa])?"
-    r"(?::(?:.?[<>=^])?(?:[^{}\s]|\{\w*\})*)?\}"
-    r"|[{}]")
+    r"(?::(?:.?[<>=^])?(?:[^{}\s]|\{\w*\})*)?\}")
+_BRACE = _BRACE_FIELD + r"|[{}]"  # a stray brace is a span too: str.format fails on it
 _ENTITY = r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});"
 _TAG = re.compile(
     r"<(?P<close>/)?(?P<name>[A-Za-z][\w:.-]*)"
@@ -73,15 +76,31 @@ _VOID_ELEMENTS = frozenset(("br", "hr", "wbr"))
 _ATTRIBUTE_VALUE = re.compile(r"=")
 _POSITIONAL = re.compile(r"^%[1-9]\d*\$")
 
-# Loose forms of a span, for mangled copies in an output: "% s", "%S", "{ name }", "< / b >".
-_LOOSE = re.compile(
-    r"%\s*(?:\(\s*[^()\s]+\s*\)|[1-9]\d*\s*\$)?[-+#0' ]*\d*(?:\.\d*)?\s*[hlLqjzt]*\s*[A-Za-z]"
-    r"|\{[^{}\n]{0,60}\}|<\s*/?\s*[A-Za-z][^<>\n]{0,200}>|&\s*#?\s*\w+\s*;")
+# Loose pieces: what a reader (msgfmt, Python, str.format, a browser) would still take for a
+# directive or a tag although it is no protected span. They are looked for only in the text
+# between an output's protected spans (so they never hold one), and each is either a mangled copy
+# of a missing span ("% s", "%S", "{ name }", "< / b >"), prose the source has too (a bare "%"),
+# or a stray that the repair deletes ("%z", "%(x)" with no conversion, "%<Offset", a lone "{").
+# A printf piece takes a conversion letter only where no letter or digit follows it ("% s," but
+# not "% unbekannte"): the character after is matched too (RE2 has no lookahead) and given back.
+_LOOSE_PRINTF = (
+    r"(%(?:<\w*>?"                                               # %<PRIu64 fragments
+    r"|\s*\([^()\n]*\)[-+#0']*\d*(?:\.\d*)?[hlLqjzZt]*"    # %(name) with no conversion
+    r"|(?:[1-9]\d*\s*\$)?[-+#0']*(?:\d+|\*)?(?:\.(?:\d+|\*)?)?[hlLqjzZtI]*))"  # %, %z, %.0, %1$
+    r"(?:( *[A-Za-z])([^\w%{}<&]|_|\Z))?")
+_LOOSE_BRACE = r"(\{[^{}\n]*\}|[{}])"                           # { name }, a lone { or }
+_LOOSE_MARKUP = (r"(</\s*[A-Za-z][\w:.-]*(?:\s*>)?"              # </b without >, </ b>
+                 r"|<\s+/?\s*[A-Za-z][^<>\n]*>"                 # < b>, < / b >
+                 r"|&(?:\s+#?\s*\w+\s*|#?\s*\w+\s+|#\s+\w+\s*);)")  # & amp;, &amp ;
 _SPACE = re.compile(r"\s+")
-_FINAL_PUNCTUATION = re.compile(r"[.!?:]+$")
+_TRAILING_SPACE = re.compile(r"\s*\Z")
+_LEADING_SPACE = re.compile(r"\s*")
+_FINAL_PUNCTUATION = re.compile(r"[.!?:]+\Z")
 _NO_SPACE_BEFORE = ".,;:!?)]}»"
 # Source text binding two specifiers together ("%s:%d", "%d.%d", "%s/%s"): kept with a missing one.
 _TIGHT_GAP = re.compile(r"[^\w\s%{}<>&]{0,3}")
+# How many times restore repairs before it gives the source back (graph_spans does as many).
+ROUNDS = 3
 
 
 class Span(NamedTuple):
@@ -168,14 +187,15 @@ def _kinds(kinds):
     return kinds
 
 
-@functools.lru_cache(maxsize=16)
-def _pattern(kinds):
-    """One regex for the kinds' spans other than tags (tags need a second look, see _tags)."""
+@functools.lru_cache(maxsize=32)
+def _pattern(kinds, stray=True):
+    """One regex for the kinds' spans other than tags (tags need a second look, see _tags);
+    stray=False leaves out the stray braces (the repair finds those with the loose pieces)."""
     parts = []
     if "printf" in kinds:
         parts.append(f"(?P<printf>{_PRINTF})")
     if "brace" in kinds:
-        parts.append(f"(?P<brace>{_BRACE})")
+        parts.append(f"(?P<brace>{_BRACE if stray else _BRACE_FIELD})")
     if "markup" in kinds:
         parts.append(f"(?P<markup>{_ENTITY})")
     return re.compile("|".join(parts)) if parts else None
@@ -201,9 +221,9 @@ def _tags(text, known_tags=frozenset()):
             or m["name"] in closed]
 
 
-def _scan(text, kinds, known_tags=frozenset()):
+def _scan(text, kinds, known_tags=frozenset(), stray=True):
     spans = []
-    pattern = _pattern(kinds)
+    pattern = _pattern(kinds, stray)
     tags = _tags(text, known_tags) if "markup" in kinds and "<" in text else []
     pos, next_tag = 0, 0
     while True:
@@ -233,48 +253,72 @@ def constraint_phrases(spans):
 
 
 # ------------------------------------------------------------------------- checking and repair
+#
+# One set of rules, which graph_spans.py implements again in TF string ops (a test holds the two
+# equal on a table of hypotheses). An output is read as gaps of text and pieces between them
+# (_segment): its protected spans, stray braces left out, and the loose pieces in the text between
+# them (stray braces included). Then (_plan):
+#   1. a piece that is one of the source's spans is kept, its first occurrences as many times as
+#      the source has it;
+#   2. for each span the output still misses (source order), a mangled copy takes its place: the
+#      first free pieces that read the same without spaces and case ("% s", "%S", "{ name }");
+#   3. then a free protected span of the same form ("%33d" for "%3d", "<i>" for "<b>");
+#   4. a loose piece the source has too stays as prose (a bare "%" as often as the source's
+#      prose percent signs); every other piece is deleted, with the spaces around it tidied;
+#   5. if the kept order-bound spans are in the source's order, each missing one goes beside its
+#      neighbours (tight to the span before it, "%s:%d"; a closing tag after the span it closes;
+#      else before the next one); otherwise the k-th kept order-bound span becomes the source's
+#      k-th; what has no place (and the missing movable spans) goes to the end, before . ! ? :
+#      An added span is set off by the whitespace the source has beside it (a tab stays a tab),
+#      else by a space.
+# Only spaces (U+0020) are ever tidied away: tabs and other controls stay as they are.
 
 def _known_tags(spans):
     return frozenset(span.text for span in spans if span.text.startswith("<"))
 
 
-def _agrees(source_spans, output_spans):
-    return (collections.Counter(s.text for s in source_spans)
-            == collections.Counter(s.text for s in output_spans)
-            and [s.text for s in source_spans if not s.movable]
-            == [s.text for s in output_spans if not s.movable])
+@functools.lru_cache(maxsize=16)
+def _loose_pattern(kinds):
+    """The loose pieces' regex for kinds, or None; with printf its last group is the character
+    after the piece, matched to see that no letter follows (it belongs to the next gap)."""
+    parts = [pattern for kind, pattern in (("brace", _LOOSE_BRACE), ("markup", _LOOSE_MARKUP),
+                                           ("printf", _LOOSE_PRINTF)) if kind in kinds]
+    return re.compile("|".join(parts)) if parts else None
 
 
-def kept_exactly(source, translation, kinds):
-    """True when every protected span of source is in translation exactly as often, byte for byte,
-    with no extra ones, and the order-bound ones (tags included) in the source's relative order."""
-    kinds = _kinds(kinds)
-    source_spans = _scan(source, kinds)
-    return _agrees(source_spans, _scan(translation, kinds, _known_tags(source_spans)))
+def _segment(text, kinds, known_tags):
+    """text -> (gaps [M + 1], pieces [M] of (text, loose)): the protected spans (stray braces
+    left out) and, in the text between them, the loose pieces; gaps are the text around them."""
+    loose = _loose_pattern(kinds)
+    next_group = loose.groups if loose is not None and "printf" in kinds else None
+    gaps, pieces, pos = [], [], 0
+    spans = _scan(text, kinds, known_tags, stray=False)
+    for span in spans + [None]:
+        segment = text[pos:len(text) if span is None else span.start]
+        done = at = 0
+        while loose is not None:
+            m = loose.search(segment, at)
+            if m is None:
+                break
+            end = m.end() - len(m[next_group] or "") if next_group else m.end()
+            gaps.append(segment[done:m.start()])
+            pieces.append((segment[m.start():end], True))
+            done, at = end, m.end()
+        gaps.append(segment[done:])
+        if span is None:
+            return gaps, pieces
+        pieces.append((span.text, False))
+        pos = span.end
+
+
+def _prose_key(text):
+    """What a loose piece of the source allows in the output: a percent sign with flag or digit
+    characters after it ("50%", "10%-20%") allows any such one; anything else itself."""
+    return "%" if re.fullmatch(r"%[-+#0'\d]*", text) else text
 
 
 def _key(text):
     return _SPACE.sub("", text).lower()
-
-
-def _lcs_pairs(a, b):
-    """Index pairs (i, j) of a longest common subsequence of sequences a and b (ties: earliest)."""
-    n, m = len(a), len(b)
-    table = [[0] * (m + 1) for _ in range(n + 1)]
-    for i in range(n - 1, -1, -1):
-        for j in range(m - 1, -1, -1):
-            table[i][j] = (table[i + 1][j + 1] + 1 if a[i] == b[j]
-                           else max(table[i + 1][j], table[i][j + 1]))
-    pairs, i, j = [], 0, 0
-    while i < n and j < m:
-        if a[i] == b[j]:
-            pairs.append((i, j))
-            i, j = i + 1, j + 1
-        elif table[i + 1][j] >= table[i][j + 1]:
-            i += 1
-        else:
-            j += 1
-    return pairs
 
 
 def _shape(text):
@@ -301,235 +345,218 @@ def _is_opening_tag(text):
     return text.startswith("<") and not text.startswith("</") and not text.endswith("/>")
 
 
-def _repair(source, source_spans, translation, kinds):
-    """One round of restore's repair: the translation with its spans renamed, dropped, reordered
-    and added so that they agree with the source's (restore checks the result, and repeats).
-
-    Each span of the output is an item [start, end, text]: the text it is written as, or None to
-    drop it. Items are shared by the steps below, which change their texts in place; the
-    insertions of step 3 are keyed by id(item).
-    """
-    need = collections.Counter(s.text for s in source_spans)
-    movable_of = {s.text: s.movable for s in source_spans}
-    spans = _scan(translation, kinds, _known_tags(source_spans))
-    have = collections.Counter(s.text for s in spans)
-    deficit = {text: n - have[text] for text, n in need.items() if n > have[text]}
-    items = _claim_spans(translation, source_spans, spans, need, deficit)
-    _drop_surplus(items, source_spans, need, deficit, movable_of)
-    bound = [item for item in items if item[2] is not None and not movable_of[item[2]]]
-    insert_before, insert_after, inserted, tail = _place_order_bound(source, source_spans, bound)
-    appended = _missing_at_end(source_spans, need, movable_of, items, inserted, tail)
-    out = _write_items(translation, items, insert_before, insert_after)
-    return _append_missing(out, appended) if appended else out
+class _Source(NamedTuple):
+    spans: list          # its protected spans (Span)
+    need: collections.Counter
+    order: list          # the order-bound spans' texts
+    gaps: list           # gaps[j]: the text between order-bound spans j - 1 and j (gaps[0] "")
+    budget: collections.Counter  # _prose_key -> how many loose pieces the source has
+    known_tags: frozenset
+    space_before: list   # [k]: the whitespace right before span k in the source, else " "
+    space_after: list    # [j]: the whitespace right after order-bound span j, else " "
 
 
-def _claim_spans(translation, source_spans, spans, need, deficit):
-    """Step 1: every span of the output as [start, end, text it should have or None to drop].
-
-    A span the source lacks may be a mangled copy ("%S" for "%s") of one the output misses: it is
-    replaced in place; loose forms ("% s", "{ name }") are found the same way. `deficit` (text ->
-    how many the output misses) counts down as missing spans are claimed.
-    """
-    by_key = collections.defaultdict(list)
-    for s in source_spans:
-        if s.text not in by_key[_key(s.text)]:
-            by_key[_key(s.text)].append(s.text)
-
-    def mangled_of(text):
-        for wanted in by_key.get(_key(text), ()):
-            if deficit.get(wanted, 0) > 0:
-                deficit[wanted] -= 1
-                return wanted
-        return None
-
-    items = [[s.start, s.end, s.text if s.text in need else None] for s in spans]
-    if any(deficit.values()):
-        for m in _LOOSE.finditer(translation):
-            inside = [item for item in items if item[0] < m.end() and m.start() < item[1]]
-            if any(item[2] is not None or item[0] < m.start() or item[1] > m.end()
-                   for item in inside):
-                continue
-            wanted = mangled_of(m[0])
-            if wanted is not None:
-                items = [item for item in items if item not in inside]
-                items.append([m.start(), m.end(), wanted])
-        items.sort()
-        for item in items:
-            if item[2] is None:
-                item[2] = mangled_of(translation[item[0]:item[1]])
-        # Then a span the source lacks takes the place of a missing one of the same form:
-        # "%33d" for "%3d", "%s" for "%.*s", "<i>" for "<b>" (the order is put right below).
-        for item in items:
-            if item[2] is None:
-                item[2] = _missing_of_shape(_shape(translation[item[0]:item[1]]), source_spans,
-                                            deficit)
-    return items
+def _source(source, kinds):
+    """The source as the repair reads it. Its spans are those of its own segmentation: the
+    protected spans and the brace pieces between them (a stray "{", or "{a b}" as one piece,
+    so that the source always reads as clean against itself); its other loose pieces are prose."""
+    gaps, pieces = _segment(source, kinds, frozenset())
+    spans, prose, pos = [], [], 0
+    for gap, (text, loose) in zip(gaps, pieces):
+        pos += len(gap)
+        if loose and text[0] not in "{}":
+            prose.append(text)
+        else:
+            kind = "printf" if text[0] == "%" else "brace" if text[0] in "{}" else "markup"
+            spans.append(Span(pos, pos + len(text), text, kind, _movable(text, kind)))
+        pos += len(text)
+    need = collections.Counter(s.text for s in spans)
+    bound = [s for s in spans if not s.movable]
+    gaps = [""] + [source[a.end:b.start] for a, b in zip(bound, bound[1:])]
+    budget = collections.Counter(_prose_key(text) for text in prose)
+    ends = [0] + [s.end for s in spans]
+    before = [_TRAILING_SPACE.search(source[end:s.start])[0] or " " for end, s in zip(ends, spans)]
+    starts = [s.start for s in spans[1:]] + [len(source)]
+    after = [_LEADING_SPACE.match(source[s.end:start])[0] or " "
+             for s, start in zip(spans, starts) if not s.movable]
+    return _Source(spans, need, [s.text for s in bound], gaps, budget, _known_tags(spans),
+                   before, after)
 
 
-def _missing_of_shape(shape, source_spans, deficit):
-    """The first source span still missing (deficit) with this _shape, claimed; or None."""
-    for s in source_spans:
-        if deficit.get(s.text, 0) > 0 and _shape(s.text) == shape:
-            deficit[s.text] -= 1
-            return s.text
-    return None
+def _plan(src, pieces):
+    """The repair's decisions for an output's pieces (the module's rules above): (clean, new,
+    before, after, appended). clean: nothing to repair. new[i]: what piece i is written as (None:
+    deleted); before/after[i]: spans inserted around it; appended: spans for the end."""
+    texts = [text for text, _ in pieces]
+    size = len(pieces)
+    movable = {s.text: s.movable for s in src.spans}
+    new, seen = [None] * size, collections.Counter()
+    for i, text in enumerate(texts):                          # 1. the source's own spans
+        if seen[text] < src.need[text]:
+            new[i] = text
+        seen[text] += 1
+    deficit = collections.Counter(src.need)
+    deficit.subtract(text for text in new if text is not None)
+
+    def prose():                                              # 4. loose pieces the source has
+        kept, used = [False] * size, collections.Counter()
+        for i, (text, loose) in enumerate(pieces):
+            if new[i] is None and loose:
+                kept[i] = used[_prose_key(text)] < src.budget[_prose_key(text)]
+                used[_prose_key(text)] += 1
+        return kept
+
+    def bound_items():
+        return [i for i, text in enumerate(new) if text is not None and not movable[text]]
+
+    if not any(deficit.values()):
+        kept = prose()
+        if all(n is not None or k for n, k in zip(new, kept)) and \
+                [new[i] for i in bound_items()] == src.order:
+            return True, texts, None, None, []
+    for same in (lambda i, t: _key(texts[i]) == _key(t),      # 2. mangled copies
+                 lambda i, t: (not pieces[i][1] and _shape(t) is not None  # 3. the same form
+                               and _shape(texts[i]) == _shape(t))):
+        for text in list(src.need):
+            for i in range(size):
+                if deficit[text] > 0 and new[i] is None and same(i, text):
+                    new[i] = text
+                    deficit[text] -= 1
+    kept = prose()
+    before, after = [""] * size, [""] * size
+    tail = _place(src, bound_items(), new, before, after)
+    count = collections.Counter(text for text in new if text is not None)
+    new = [texts[i] if kept[i] else text for i, text in enumerate(new)]
+    late = collections.Counter()  # the last occurrences of a missing movable span are missing
+    take = [False] * len(src.spans)
+    for k in range(len(src.spans) - 1, -1, -1):
+        s = src.spans[k]
+        if s.movable and late[s.text] < src.need[s.text] - count[s.text]:
+            late[s.text] += 1
+            take[k] = True
+    bound_index = [k for k, s in enumerate(src.spans) if not s.movable]
+    for j in tail:
+        take[bound_index[j]] = True
+    return False, new, before, after, [(s.text, src.space_before[k])
+                                       for k, s in enumerate(src.spans) if take[k]]
 
 
-def _drop_surplus(items, source_spans, need, deficit, movable_of):
-    """Step 2: too many of a text: drop the surplus (item text None). Order-bound ones outside a
-    longest common subsequence with the source's order go first, then the latest."""
-    order = [s.text for s in source_spans if not s.movable]
-    bound = [item for item in items if item[2] is not None and not movable_of[item[2]]]
-    in_lcs = {i for i, _ in _lcs_pairs([item[2] for item in bound], order)}
-    count = collections.Counter(item[2] for item in items if item[2] is not None)
-    ranked = ([item for i, item in enumerate(bound) if i not in in_lcs][::-1]
-              + [item for item in items[::-1] if item[2] is not None])
-    for item in ranked:
-        if item[2] is not None and count[item[2]] > need[item[2]]:
-            count[item[2]] -= 1
-            # a surplus "%s" stands in for a missing "%8s" where it is
-            item[2] = _missing_of_shape(_shape(item[2]), source_spans, deficit)
-            if item[2] is not None:
-                count[item[2]] += 1
-
-
-def _place_order_bound(source, source_spans, bound):
-    """Step 3: the order-bound slots (`bound`: the items kept with an order-bound text).
-
-    Only drops (what is left is in the source's order): a missing one goes right before the next
-    slot that follows it in the source. Otherwise the k-th slot becomes the source's k-th
-    order-bound span. Either way the rest go to the end.
-
-    Returns (insert_before, insert_after: id(slot) -> what to write just before / just after it,
-    inserted: a Counter of the spans in them, tail: the order-bound texts left for the end).
-    """
-    order = [s.text for s in source_spans if not s.movable]
-    pairs = _lcs_pairs([item[2] for item in bound], order)
-    insert_before, insert_after = collections.defaultdict(list), collections.defaultdict(list)
-    inserted = collections.Counter()
-    bound_source = [s for s in source_spans if not s.movable]
-
-    def gap(j):  # the source's text between its order-bound spans j-1 and j, if it is tight
-        between = source[bound_source[j - 1].end:bound_source[j].start]
-        return between if _TIGHT_GAP.fullmatch(between) else None
-
-    if len(pairs) != len(bound):
-        for item, text in zip(bound, order):
-            item[2] = text
-        return insert_before, insert_after, inserted, order[len(bound):]
-    matched = {j: i for i, j in pairs}
-    after = {j: bound[i] for j, i in matched.items()}  # j -> the slot j is written at/after
-    tail = []
+def _place(src, bound, new, before, after):
+    """Step 5 for the kept order-bound pieces `bound` (indices into new): fills before/after (or
+    renames new[i]) and returns the indices j of the order-bound spans left for the end."""
+    order = src.order
+    matched, j = {}, 0
+    for i in bound:  # are they a subsequence of the source's order? (greedy, earliest)
+        while j < len(order) and order[j] != new[i]:
+            j += 1
+        if j == len(order):
+            for k, item in enumerate(bound):
+                new[item] = order[k]
+            return list(range(len(bound), len(order)))
+        matched[j] = i
+        j += 1
+    tight = [j > 0 and _TIGHT_GAP.fullmatch(gap) is not None for j, gap in enumerate(src.gaps)]
+    after_slot, tail = dict(matched), []
     for j, text in enumerate(order):
         if j in matched:
             continue
         earlier = max((k for k in matched if k < j), default=None)
-        later = [matched[k] for k in range(j + 1, len(order)) if k in matched]
-        if j - 1 in after and gap(j) is not None:
+        later = min((k for k in matched if k > j), default=None)
+        if j - 1 in after_slot and tight[j]:
             # tight to the span before it in the source: "%s:%d" -> "%s" + ":%d"
-            insert_after[id(after[j - 1])].append(gap(j) + text)
-            after[j] = after[j - 1]
+            after[after_slot[j - 1]] += src.gaps[j] + text
+            after_slot[j] = after_slot[j - 1]
         elif (earlier is not None and not _is_opening_tag(order[earlier])
                 and all(t.startswith("</") for t in order[earlier + 1:j + 1])):
             # a closing tag closes right after the span before it ("<b>%s" -> "<b>%s</b>")
-            insert_after[id(bound[matched[earlier]])].append(text)
-        elif later and j + 1 in matched and gap(j + 1) is not None:
-            insert_before[id(bound[later[0]])].append(text + gap(j + 1))
-        elif later:
-            slot = bound[later[0]]
-            tight = _is_tag(text) or _is_tag(slot[2])
-            insert_before[id(slot)].append(text if tight else text + " ")
+            after[matched[earlier]] += text
+        elif later is not None and later == j + 1 and tight[j + 1]:
+            before[matched[later]] += text + src.gaps[j + 1]
+        elif later is not None:
+            tags = _is_tag(text) or _is_tag(order[later])
+            before[matched[later]] += text if tags else text + src.space_after[j]
         else:
-            tail.append(text)
-            continue
-        inserted[text] += 1
-    return insert_before, insert_after, inserted, tail
+            tail.append(j)
+    return tail
 
 
-def _missing_at_end(source_spans, need, movable_of, items, inserted, tail):
-    """Step 4: missing movable spans (and the order-bound tail) in source order, for the end."""
-    count = collections.Counter(item[2] for item in items if item[2] is not None)
-    count.update(inserted)
-    missing_movable = collections.Counter()
-    for text, n in need.items():
-        if movable_of[text] and n > count[text]:
-            missing_movable[text] = n - count[text]
-    appended = []
-    late = collections.Counter()  # the last n occurrences of a missing movable text are the ones
-    for s in reversed(source_spans):
-        if s.movable and late[s.text] < missing_movable[s.text]:
-            late[s.text] += 1
-            appended.append((s.start, s.text))
-    bound_spans = [s for s in source_spans if not s.movable]
-    for s in bound_spans[len(bound_spans) - len(tail):]:
-        appended.append((s.start, s.text))
-    return [text for _, text in sorted(appended)]
-
-
-def _write_items(translation, items, insert_before, insert_after):
-    """Step 5: the translation with its items written out (and step 3's insertions around them),
-    tidying the whitespace a deletion leaves behind."""
-    out, pos, deleted = "", 0, False
-    for item in items:
-        start, end, text = item
-        out = _join(out, translation[pos:start], deleted)
+def _write(gaps, new, before, after):
+    """The output with its pieces written as planned, tidying the spaces a deletion leaves."""
+    out, deleted = "", False
+    for i, text in enumerate(new):
+        out = _join(out, gaps[i], deleted)
         if text is None:
             deleted = True
         else:
-            out += "".join(insert_before.get(id(item), ()))
-            out = _join(out, text, deleted)
-            out += "".join(insert_after.get(id(item), ()))
+            out = _join(out + before[i], text, deleted) + after[i]
             deleted = False
-        pos = end
-    out = _join(out, translation[pos:], deleted)
-    return out.rstrip() if deleted else out
+    out = _join(out, gaps[-1], deleted)
+    return out.rstrip(" ") if deleted else out
 
 
 def _append_missing(out, appended):
-    """`out` with the spans still missing added at its end, before final . ! ? : if any."""
-    addition = "".join((" " if i and not text.startswith("</") else "") + text
-                       for i, text in enumerate(appended))
-    glue = "" if appended[0].startswith("</") else " "
-    out = out.rstrip()
+    """`out` with the spans still missing added at its end, before final . ! ? : if any.
+    appended: (text, the whitespace before it in the source, or " ")."""
+    addition = "".join((space if i and not text.startswith("</") else "") + text
+                       for i, (text, space) in enumerate(appended))
+    glue = "" if appended[0][0].startswith("</") else appended[0][1]
+    out = out.rstrip(" ")
     final = _FINAL_PUNCTUATION.search(out)
     if not out:
         return addition
     if final and final.start() > 0:
-        body = out[:final.start()].rstrip()
+        body = out[:final.start()].rstrip(" ")
         return f"{body}{glue}{addition}{out[final.start():]}" if body else f"{addition}{out}"
     return f"{out}{glue}{addition}"
 
 
 def _join(out, text, after_deletion):
-    """out + text; right after a deleted span, no double space and no new space before punctuation."""
+    """out + text; right after a deleted piece, no double space and no new space before
+    punctuation. Only spaces are removed: a tab or other control character stays."""
     if not after_deletion or not text:
         return out + text
     if not out:
-        return text.lstrip()
-    if out[-1].isspace() and text[0].isspace():
-        return out + text.lstrip()
-    if out[-1].isspace() and text[0] in _NO_SPACE_BEFORE:
-        return out.rstrip() + text
+        return text.lstrip(" ")
+    if out[-1] == " " and text[0] == " ":
+        return out + text.lstrip(" ")
+    if out[-1] == " " and text[0] in _NO_SPACE_BEFORE:
+        return out.rstrip(" ") + text
     return out + text
+
+
+def _clean_or_repaired(src, text, kinds):
+    gaps, pieces = _segment(text, kinds, src.known_tags)
+    clean, new, before, after, appended = _plan(src, pieces)
+    if clean:
+        return True, text
+    out = _write(gaps, new, before, after)
+    return False, _append_missing(out, appended) if appended else out
+
+
+def kept_exactly(source, translation, kinds):
+    """True when every protected span of source is in translation exactly as often, byte for byte,
+    the order-bound ones (tags included) in the source's relative order, and nothing else that
+    reads as a directive or a tag is there unless the source has it too (module docstring)."""
+    kinds = _kinds(kinds)
+    return _clean_or_repaired(_source(source, kinds), translation, kinds)[0]
 
 
 def restore(source, translation, kinds):
     """The translation with its protected spans repaired so that kept_exactly(...) holds.
 
-    Spans the source lacks (or has fewer of) are dropped, mangled copies ("% s", "%S") are
-    restored in place, the order-bound spans are put back into the source's order, and missing
-    spans are appended (before final . ! ? :). An output that already keeps its spans is returned
-    unchanged (changed=False), so restore is idempotent and restore(s, s) is s. Should a repair
-    ever create a new span (a deletion joining "%" and "d"), it is repaired again, and after three
-    rounds the source itself is returned: the one text that always keeps its spans.
+    The rules are listed above _known_tags (graph_spans.py follows the same). An output that
+    already keeps its spans is returned unchanged (changed=False), so restore is idempotent and
+    restore(s, s) is s. Should a repair ever create a new piece (a deletion joining "%" and "d"),
+    it is repaired again, and after ROUNDS rounds the source itself is returned: the one text that
+    always keeps its spans.
     """
     kinds = _kinds(kinds)
-    source_spans = _scan(source, kinds)
+    src = _source(source, kinds)
     text = translation
-    for _ in range(3):
-        if _agrees(source_spans, _scan(text, kinds, _known_tags(source_spans))):
+    for _ in range(ROUNDS):
+        clean, text = _clean_or_repaired(src, text, kinds)
+        if clean:
             return Restored(text, text != translation)
-        text = _repair(source, source_spans, text, kinds)
-    if _agrees(source_spans, _scan(text, kinds, _known_tags(source_spans))):
+    if _clean_or_repaired(src, text, kinds)[0]:
         return Restored(text, text != translation)
     return Restored(source, source != translation)

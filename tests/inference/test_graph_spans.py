@@ -2,8 +2,9 @@
 
 Its finder must find what protected_spans.find_spans finds (on real catalog lines: the held-out
 format strings of bench/data and the inlined table of test_protected_spans), and its repair must
-leave every output keeping its spans, as protected_spans.kept_exactly (the independent judge)
-reads them."""
+give what protected_spans.restore gives, byte for byte (PARITY, and random mutations of real
+references), which keeps every span as protected_spans.kept_exactly reads them."""
+import functools
 import os
 import random
 
@@ -57,9 +58,17 @@ def test_finder_equals_protected_spans(kinds):
     assert sum(map(len, found)) > 40  # the lines do hold spans of these kinds
 
 
+@functools.lru_cache(maxsize=None)
+def _repair_fn(kinds):
+    """One traced repair per kinds (a trace takes seconds), for outputs [N]."""
+    spec = tf.TensorSpec([None], tf.string)
+    return tf.function(lambda s, o: graph_spans.repair(s, o, kinds), autograph=False,
+                       input_signature=[spec, spec])
+
+
 def _repair(sources, outputs, kinds=ALL):
-    fn = tf.function(lambda s, o: graph_spans.repair(s, o, kinds), autograph=False)
-    texts, changed = fn(tf.constant(sources, tf.string), tf.constant(outputs, tf.string))
+    texts, changed = _repair_fn(kinds)(tf.constant(sources, tf.string),
+                                       tf.constant(outputs, tf.string))
     return [t.decode() for t in texts.numpy()], changed.numpy().tolist()
 
 
@@ -71,7 +80,7 @@ def _repair(sources, outputs, kinds=ALL):
     ("{name} has {count}", "{count} hat {name}", "{count} hat {name}"),
     ("Error: %s", "Fehler: %S", "Fehler: %s"),               # a mangled copy, in place
     ("Error: %s", "Fehler: %s %s", "Fehler: %s"),            # a surplus one is dropped
-    ("<b>%s</b> saved", "%s gespeichert", "<b> gespeichert %s</b>"),  # the k-th for the k-th
+    ("<b>%s</b> saved", "%s gespeichert", "<b>%s</b> gespeichert"),  # beside its neighbours
     ("50% of %d", "50% von %d", "50% von %d"),               # prose percent is not a span
     ("", "", ""),
 ])
@@ -94,6 +103,9 @@ def test_repair_keeps_spans_on_random_mutations_of_real_references():
     broken = [(s, o, t) for s, o, t in zip(sources, outputs, texts)
               if not ps.kept_exactly(s, t, ALL)]
     assert broken == []
+    unequal = [(s, o, t, ps.restore(s, o, ALL).text) for s, o, t in zip(sources, outputs, texts)
+               if t != ps.restore(s, o, ALL).text]
+    assert unequal == []
     for output, text, was_changed in zip(outputs, texts, changed):
         assert was_changed == (text != output)
     kept_already = [ps.kept_exactly(s, o, ALL) for s, o in zip(sources, outputs)]
@@ -123,5 +135,124 @@ def test_hypotheses_of_one_source_are_repaired_as_each_pair_alone():
 def test_kinds_narrow_the_repair():
     texts, _ = _repair(["%s and {name}"], ["und"], frozenset({"brace"}))
     assert texts == ["und {name}"]
-    texts, changed = _repair(["%s"], ["x"], frozenset())
+    texts, changed = _repair(["%s"], ["x"], frozenset({"brace"}))
     assert texts == ["x"] and changed == [False]
+    texts, changed = _repair(["%s"], ["x %z"], frozenset())
+    assert texts == ["x %z"] and changed == [False]  # no kinds: nothing is repaired
+
+
+PRINTF, BRACE, MARKUP = frozenset({"printf"}), frozenset({"brace"}), frozenset({"markup"})
+# (source, hypothesis, kinds): both repairs must give the same string (issue 51).
+PARITY = [
+    # strays of mangled spans, from real outputs
+    ("%s%zd%s %s, %zu, %s %zu %s", "%s%zd%z %s, %zu, %s %zu %s", ALL),
+    ("Offset %<PRIu64>", "%<Offset RIu64 %<PRIu64>", ALL),
+    ("Done (%.0f%%)", "(%.0 (%.0f%%)", ALL),
+    ("Files:%*s%s", "Datei %*s:%*%s", ALL),
+    ("%s", "% %s", ALL),
+    ("arp: unknown address family %s.", "arp: % unbekannte Adressfamilie %s.", ALL),
+    ("%(count)d items in %(folder)s", "lemente in %(derderderder) %(count)d %(folder)s", ALL),
+    ("Wrote %(count)d bytes", "Während von %(current) Bytes %(count)d", ALL),
+    ("value 0x%04x", "Wert 0x", PRINTF),
+    ("%d%%", "%d %", ALL),
+    # spans the model invented, the source having none or fewer
+    ("Reference to unknown", "Referenz verweist auf '%s'", ALL),
+    ("Reference to unknown", "Referenz verweist auf '%s' %d {0} <b>x</b> &amp;", ALL),
+    ("Saved.", "Gespeichert %s, weiter.", ALL),
+    ("Error: %s", "Fehler: %s %s %d", ALL),
+    ("", "", ALL),
+    ("", "%s", ALL),
+    ("", "  %z  ", ALL),
+    ("%s", "", ALL),
+    # prose percent signs survive where the source has them
+    ("Allow volume above 100%", "Lautstärke über 100% erlauben", ALL),
+    ("Copied 50% of %d files", "50% von %d Dateien kopiert", ALL),
+    ("Copied 50% of %d files", "50 % von %d Dateien kopiert % s", ALL),
+    ("10%-20% of %s", "10 %-20 % von %s", PRINTF),
+    ("100% done", "100 % fertig, % z", PRINTF),
+    # mangled copies, in place
+    ("Delete %s from %d files.", "Lösche % s aus %d Dateien.", ALL),
+    ("Delete %s from %d files.", "Lösche %S aus %d Dateien.", ALL),
+    ("%(n)d files", "%(n) d Dateien", ALL),
+    ("%1$s of %2$d", "%2$d von %1$ s", ALL),
+    # order, missing ones beside their neighbours
+    ("%s of %d", "%d von %s", ALL),
+    ("%s:%d:%d: converting host list", "%s:%d: Rechnerliste", ALL),
+    ("unable to deregister hook of type %d (version %d.%d)", "Hook %d (Version %d) nicht", ALL),
+    ("%8s : %s", "%s: %s", ALL),
+    ("%s of %d at %u", "%u: %s", ALL),
+    ("Delete %s from %d files.", "Lösche aus %d Dateien.", ALL),
+    # brace fields
+    ("Name: {name}", "Name: { name }", ALL),
+    ("{} of {}", "{} von {} {}", BRACE),
+    ("{0} and {1}", "{1} und { und {0}", BRACE),
+    ("{{literal}} and a stray }", "{{wörtlich}} und ein }", BRACE),
+    ("{name} has {count}", "{count} hat {name} {", ALL),
+    ("Width {:>10}", "Breite {:>1O}", BRACE),
+    ("{refer\tence} and {a b}", "{ {REF  E%1$ sRENCE} und", ALL),  # no brace field: pieces
+    # tags and entities
+    ("<b>%s</b> saved", "%s gespeichert", ALL),
+    ("<b>%s</b> of %d", "<b>%s von %d", ALL),
+    ("Click <b>here</b>", "Hier </b> klicken", ALL),
+    ("<i><b>x</b></i>", "<b><i>x</b></i>", ALL),
+    ("<b>Bold</b> text", "< b>Fett</ b > Text", MARKUP),
+    ("<b>Bold</b> text", "<b>Fett</b Text", MARKUP),
+    ('<a href="%s">link</a>', '<a href="%S">Link</a>', ALL),
+    ("Tom &amp; Jerry", "Tom & amp; Jerry", ALL),
+    ("Tom &amp; Jerry &#160;x", "Tom &amp ; Jerry x &#160;", MARKUP),
+    ("Usage: %s <file>", "Aufruf: %s <Datei>", ALL),
+    # tabs and other controls stay where the repair touches them
+    ("Name:\t%s", "Name:\t%z %s", ALL),
+    ("Name:\t%s\tx", "Name %z\t%S\tx", ALL),
+    ("a\t%s\x07", "a\t%d\x07", ALL),
+    ("%s\t", "Datei\t", ALL),
+    ("col1\tcol2 %d", "Spalte1\tSpalte2 %z\t%d", PRINTF),
+    ("Name:\t%s", "Name:", ALL),
+    ("%s\t%d\u3000%u", "\t%d", ALL),
+    # unicode
+    ("{größe} bytes", "{ größe } Bytes", BRACE),
+    ("Größe: %s – fertig.", "Größe: –  %z fertig.", ALL),
+    ("日本 %s", "日本 %z 語 %s", ALL),
+    ("%s 😀 done", "😀 % s fertig", ALL),
+    ("Ünïcödé %(näme)s", "Ünïcödé %(näme) s", PRINTF),
+]
+
+
+def test_graph_repair_equals_protected_spans_repair():
+    """The decoder's repair and the export's give the same string for the same hypothesis."""
+    assert len(PARITY) >= 40
+    for kinds in {kinds for _, _, kinds in PARITY}:
+        rows = [(s, o) for s, o, k in PARITY if k == kinds]
+        texts, changed = _repair([s for s, _ in rows], [o for _, o in rows], kinds)
+        expected = [ps.restore(s, o, kinds) for s, o in rows]
+        assert [(s, o, t) for (s, o), t in zip(rows, texts)] == \
+            [(s, o, e.text) for (s, o), e in zip(rows, expected)]
+        assert changed == [e.changed for e in expected]
+        assert all(ps.kept_exactly(s, t, kinds) for (s, _), t in zip(rows, texts))
+
+
+def test_graph_repair_equals_protected_spans_repair_on_strays_of_every_kind():
+    """Random real references, mutated and sprinkled with the pieces a model leaves (strays,
+    broken tags, tabs, controls, Unicode), under each kind alone and all: the same strings."""
+    rng = random.Random(51)
+    pairs = list(zip(_lines("source.en"), _lines("reference.de")))
+    pairs += [("<b>%s</b> and <i>%d</i>", "<b>%s</b> und <i>%d</i>"),
+              ("{name} has {count} {}", "{name} hat {count} {}"),
+              ("Tom &amp; Jerry %1$s", "Tom &amp; Jerry %1$s"),
+              ("100% of {0}\t%s", "100% von {0}\t%s")]
+    bits = ["%", "%z", "% ", "%(x)", "%(n) d", "%<PRI", "{", "}", "{ x }", "< b>", "</b", "&amp ;",
+            "\t", "\x07", "  ", ".", "%%", "%1$ s", "%S", "50% ", "ü", "😀", "%.0", "%*"]
+    for kinds in (ALL, PRINTF, BRACE, MARKUP):
+        sources, outputs = [], []
+        for _ in range(150):
+            source, reference = rng.choice(pairs)
+            output = _mutate(rng, source, reference)
+            for _ in range(rng.randint(1, 3)):
+                at = rng.randint(0, len(output))
+                output = output[:at] + rng.choice(bits) + output[at:]
+            sources.append(source)
+            outputs.append(output)
+        texts, _ = _repair(sources, outputs, kinds)
+        assert [(s, o, t) for s, o, t in zip(sources, outputs, texts)] == \
+            [(s, o, ps.restore(s, o, kinds).text) for s, o in zip(sources, outputs)]
+        assert all(ps.kept_exactly(s, t, kinds) for s, t in zip(sources, texts))

@@ -170,6 +170,25 @@ def test_kept_exactly_rules():
     ("<b>%s %d</b>", "<b>%s", "<b>%s %d</b>"),
     ("Click <b>here</b>", "Hier </b> klicken", "Hier <b></b> klicken"),
     ("%s of %d at %u", "%u: %s", "%s: %d %u"),  # swapped slots: the k-th becomes the k-th
+    ("%1$s of %2$d", "%2$d von %1$ s", "%2$d von %1$s"),
+    # no other span: the pieces of mangled spans are deleted (issue 51's real outputs)
+    ("%s%zd%s %s", "%s%zd%z %s", "%s%zd %s %s"),
+    ("Offset %<PRIu64>", "%<Offset %<PRIu64>", "%<PRIu64>"),
+    ("Done (%.0f%%)", "Fertig (%.0 %.0f%%)", "Fertig ( %.0f%%)"),
+    ("Files:%*s%s", "Datei %*s:%*%s", "Datei %*s:%s"),
+    ("%s", "% %s", "%s"),
+    ("arp: unknown address family %s.", "arp: % unbekannte Adressfamilie %s.",
+     "arp: unbekannte Adressfamilie %s."),
+    ("%(count)d items in %(folder)s", "lemente in %(derderderder) %(count)d %(folder)s",
+     "lemente in %(count)d %(folder)s"),
+    ("Wrote %(count)d bytes", "Während von %(current) Bytes %(count)d",
+     "Während von Bytes %(count)d"),
+    ("{0} and {1}", "{1} und { und {0} }", "{1} und und {0}"),
+    ("<b>Bold</b> text", "<b>Fett</b Text", "<b>Fett Text</b>"),
+    ("Tom &amp; Jerry", "Tom & amp; Jerry", "Tom &amp; Jerry"),
+    # invented spans go, the source having none
+    ("Reference to unknown", "Referenz verweist auf '%s'", "Referenz verweist auf ''"),
+    ("Reference", "Referenz %z {0} <b>x</b>", "Referenz x"),
 ])
 def test_restore_repairs(source, broken, fixed):
     restored = ps.restore(source, broken, ALL)
@@ -182,6 +201,48 @@ def test_restore_tidies_whitespace_of_deletions_only():
     assert ps.restore("Error: %s", "Fehler %s %d: ok", ALL).text == "Fehler %s: ok"
     assert ps.restore("done", "%d fertig", ALL).text == "fertig"
     assert ps.restore("a %s b", "a  b", ALL).text == "a  b %s"  # the output's own spaces stay
+
+
+def test_prose_percent_survives_where_the_source_has_it():
+    for source, output in [("Allow volume above 100%", "Lautstärke über 100% erlauben"),
+                           ("Copied 50% of %d files", "50 % von %d Dateien kopiert"),
+                           ("10%-20% of %s", "10 %-20 % von %s")]:
+        assert ps.kept_exactly(source, output, ALL)
+        assert ps.restore(source, output, ALL) == (output, False)
+    # as often as the source has them, and only the bare sign: "% z" reads as a directive
+    assert ps.restore("100% done", "100 % fertig, % z %", ALL).text == "100 % fertig,"
+    assert not ps.kept_exactly("done", "100% fertig", ALL)
+    assert ps.restore("done", "100% fertig", ALL).text == "100 fertig"
+
+
+def test_no_other_span_is_part_of_kept_exactly():
+    assert not ps.kept_exactly("%s files", "%s Dateien %z", ALL)
+    assert not ps.kept_exactly("%(n)d files", "%(n)d Dateien %(x)", ALL)
+    assert not ps.kept_exactly("{0} files", "{0} Dateien {", ALL)
+    assert ps.kept_exactly("{0} files", "{0} Dateien {", {"printf"})  # only the kinds protected
+    assert not ps.kept_exactly("<b>x</b>", "<b>x</b> < /b>", ALL)
+    assert ps.kept_exactly("Usage: %s <file>", "Aufruf: %s <Datei>", ALL)  # a metavariable
+
+
+def test_a_source_always_keeps_its_own_spans():
+    """restore gives the source back when all else fails, so the source must read as clean
+    against itself, whatever its braces: "{a b}" is no field, its braces stray ones."""
+    for source in ["{refer\tence}", "{float_type} {float_nu\tmber}: ", "a { x } b }", "%z 50%",
+                   "</b <b>x</b> & amp;"]:
+        assert ps.kept_exactly(source, source, ALL), source
+        fixed = ps.restore(source, "x", ALL).text
+        assert ps.kept_exactly(source, fixed, ALL), (source, fixed)
+
+
+def test_tabs_and_controls_stay_where_the_repair_works():
+    assert ps.restore("Name:\t%s", "Name:\t%z %s", ALL).text == "Name:\t %s"
+    assert ps.restore("Name:\t%s\tx", "Name %z\t%S\tx", ALL).text == "Name \t%s\tx"
+    assert ps.restore("%s\t", "Datei\t", ALL).text == "Datei\t %s"
+    assert ps.restore("a\x07%s", "a\x07 %z", ALL).text == "a\x07 %s"
+    # a span added back is set off by the whitespace the source has beside it
+    assert ps.restore("\t%s", "%z\tx", ALL).text == "\tx\t%s"
+    assert ps.restore("Name\t%s", "Name", ALL).text == "Name\t%s"
+    assert ps.restore("%s\t%d", "\t%d", ALL).text == "\t%s\t%d"
 
 
 def _mutate(rng, source, reference):
