@@ -38,6 +38,10 @@ from t2t_lite.decoding.beam_search import (
     _DEAD, NEG_INF, _gather_beams, _loop, _NBest, _start, _top_candidates, _write_position,
     _write_results, length_penalty, log_normaliser)
 
+# A phrase's last "token" when it must end a word: it matches any token that starts one (EOS
+# included). Never a real id, never generated.
+WORD_END = -2
+
 # Ranks a finished hypothesis that misses a phrase below any that meets all, whatever the scores
 # (real scores stay far above -UNMET_PENALTY; 16 misses stay far above the search's _DEAD).
 UNMET_PENALTY = 1.0e4
@@ -59,7 +63,20 @@ class _Extra(NamedTuple):
 
 
 def _lengths(tokens):
-    return tf.reduce_sum(tf.cast(tokens > 0, tf.int32), axis=-1)
+    return tf.reduce_sum(tf.cast(tf.not_equal(tokens, 0), tf.int32), axis=-1)
+
+
+def _boundary_table(table, vocab_size):
+    """bool [V]: a word_starts / word_ends argument, all True when None (every token a word)."""
+    if table is None:
+        return tf.ones([vocab_size], tf.bool)
+    return tf.cast(table, tf.bool)
+
+
+def _starts_word(tokens, word_starts):
+    """bool, tokens' shape: a word boundary lies before the token (-1, before the sequence: no
+    token, False)."""
+    return (tokens >= 0) & tf.gather(word_starts, tf.maximum(tokens, 0))
 
 
 def _phrase_sizes(positive):
@@ -86,9 +103,10 @@ def _windows(seqs, position, width):
     return tf.where(columns[None, None, :] >= 1, tokens, -1)
 
 
-def _suffix_matches(windows, phrases):
-    """bool [B, M, ..., T]: [..., k-1] when the last k tokens of a window equal the first k
-    tokens of a phrase (and the phrase has at least k tokens).
+def _suffix_matches(windows, phrases, word_starts):
+    """bool [B, M, ..., T]: [..., k-1] when the last k tokens of a window match the first k
+    tokens of a phrase (and the phrase has at least k tokens). A phrase's WORD_END matches any
+    token that starts a word (word_starts [V]), EOS included.
 
     windows: int32 [B, M, T] (most recent last); phrases: int32 [B, ..., T] (0-padded), the
     same phrases for every window of an example."""
@@ -102,15 +120,16 @@ def _suffix_matches(windows, phrases):
     for _ in range(extra_axes):
         picked = picked[:, :, None]
     phrase_tokens = phrases[:, None, ..., None, :]  # [B, 1, ..., 1, T(j)]
-    equal = tf.equal(picked, phrase_tokens) | tf.logical_not(used)
+    ends_here = tf.equal(phrase_tokens, WORD_END) & _starts_word(picked, word_starts)
+    equal = tf.equal(picked, phrase_tokens) | ends_here | tf.logical_not(used)
     long_enough = tf.expand_dims(_lengths(phrases), -1) >= tf.range(1, width + 1)
     return tf.reduce_all(equal, axis=-1) & long_enough[:, None]
 
 
-def _progress(windows, positive):
+def _progress(windows, positive, word_starts):
     """For each window and phrase alternative: (the longest proper prefix of the alternative
     that ends the window, int32 [B, M, P, A]; the whole alternative ends the window, bool)."""
-    matches = _suffix_matches(windows, positive)  # [B, M, P, A, T]
+    matches = _suffix_matches(windows, positive, word_starts)  # [B, M, P, A, T]
     lengths = _lengths(positive)[:, None]  # [B, 1, P, A]
     k = tf.range(1, tf.shape(matches)[-1] + 1)
     proper = matches & (k < lengths[..., None])
@@ -129,40 +148,78 @@ def _credit(complete, met, duplicate_of_earlier):
 
 
 def _bank(prefix, met, sizes):
-    """int32 [B, M]: constraint tokens met (a met phrase its size, a partial match its prefix,
-    at most size - 1)."""
+    """int32 [B, M]: constraint tokens met, as a trie of the phrases counts them: every met
+    phrase its size, plus the one deepest partial match of an unmet phrase (at most its size -
+    1), so a prefix several phrases share counts once and progress never outweighs a met
+    phrase's tokens."""
     partial = tf.minimum(tf.reduce_max(prefix, axis=-1), tf.maximum(sizes[:, None] - 1, 0))
-    return tf.reduce_sum(tf.where(met, sizes[:, None], partial), axis=-1)
+    met_tokens = tf.reduce_sum(tf.where(met, sizes[:, None], 0), axis=-1)
+    return met_tokens + tf.maximum(tf.reduce_max(tf.where(met, 0, partial), axis=-1), 0)
 
 
-def _banned(windows, negative):
-    """(rows, tokens) of the tokens that would complete a negative phrase: int32 [N, 2] indices
-    into the flat [B*K, V] log probs. windows [B, K, T] end at the current position."""
+def _banned(windows, negative, word_starts):
+    """What would complete a negative phrase, as (tokens: int32 [N, 2] (row, token) indices into
+    the flat [B*K, V] log probs; words: bool [B*K], rows whose next token must not start a
+    word, as it would end a whole-word negative phrase that the row ends with). windows
+    [B, K, T] end at the current position."""
     lengths = _lengths(negative)  # [B, Q]
     # The last length-1 tokens of the window equal the phrase's first length-1 tokens.
-    matches = _suffix_matches(windows, negative)  # [B, K, Q, T]
+    matches = _suffix_matches(windows, negative, word_starts)  # [B, K, Q, T]
     k = tf.range(1, tf.shape(matches)[-1] + 1)
     wanted = tf.equal(k, lengths[:, None, :, None] - 1)
     ready = tf.reduce_any(matches & wanted, axis=-1) | tf.equal(lengths[:, None], 1)
     ready &= lengths[:, None] > 0  # [B, K, Q]
     last = tf.gather(negative, tf.maximum(lengths - 1, 0), batch_dims=2)  # [B, Q]
+    word_end = tf.equal(last, WORD_END)[:, None]  # [B, 1, Q]
+    words = tf.reshape(tf.reduce_any(ready & word_end, axis=-1), [-1])
+    ready &= tf.logical_not(word_end)
     beam_size = tf.shape(windows)[1]
     rows = tf.range(tf.shape(windows)[0])[:, None, None] * beam_size + tf.range(beam_size)[
         None, :, None]
     where = tf.where(ready)
-    return tf.stack([tf.gather_nd(tf.broadcast_to(rows, tf.shape(ready)), where),
-                     tf.gather_nd(tf.broadcast_to(last[:, None], tf.shape(ready)), where)],
-                    axis=1)
+    tokens = tf.stack([tf.gather_nd(tf.broadcast_to(rows, tf.shape(ready)), where),
+                       tf.gather_nd(tf.broadcast_to(last[:, None], tf.shape(ready)), where)],
+                      axis=1)
+    return tokens, words
 
 
-def _barred(logits, banned):
-    """(logits [B*K, V] float32 with the banned tokens dead, to rank by; the model's own
-    log_normaliser, to score with): a barred token is never taken, and scores stay the model's
-    log probabilities."""
+def _word_rules(beams, prefix, negative_words, must_end, word_starts, eos_id):
+    """bool [B*K, V]: the tokens barred by the word rules. A row that ends with every token of
+    an unmet positive phrase's alternative but its WORD_END may not continue the word (only a
+    token that starts a word, or the next token of another phrase it is matching); a row in
+    negative_words (see _banned) may not start one. EOS stays open where it is the only token
+    left (must_end)."""
+    positive = beams.constraints.positive
+    per_beam = tf.broadcast_to(positive[:, None], tf.concat([tf.shape(prefix),
+                                                             [tf.shape(positive)[3]]], axis=0))
+    next_tokens = tf.gather(per_beam, prefix, batch_dims=4)  # [B, K, P, A]
+    started = (prefix > 0) & tf.logical_not(beams.constraints.met)[..., None]
+    pending = tf.reduce_any(started & tf.equal(next_tokens, WORD_END), axis=[2, 3])
+    pending = tf.reshape(pending, [-1])
+    starts = word_starts[None, :]
+    barred = (pending[:, None] & tf.logical_not(starts)) | (negative_words[:, None] & starts)
+    # Another phrase's next token stays open.
+    open_ = tf.where(started & (next_tokens > 0))  # [N, 4]: b, k, p, a
+    beam_size = tf.shape(prefix)[1]
+    rows = tf.cast(open_[:, 0], tf.int32) * beam_size + tf.cast(open_[:, 1], tf.int32)
+    barred = tf.tensor_scatter_nd_update(
+        barred, tf.stack([rows, tf.gather_nd(next_tokens, open_)], axis=1),
+        tf.zeros_like(rows, tf.bool))
+    last_step = tf.repeat(must_end, beam_size)[:, None] & tf.equal(
+        tf.range(tf.shape(word_starts)[0]), eos_id)[None, :]
+    return barred & tf.logical_not(last_step)
+
+
+def _barred(logits, banned, barred_words=None):
+    """(logits [B*K, V] float32 with the banned tokens (and barred_words [B*K, V]) dead, to
+    rank by; the model's own log_normaliser, to score with): a barred token is never taken, and
+    scores stay the model's log probabilities."""
     logits = tf.cast(logits, tf.float32)
     normaliser = log_normaliser(logits)
-    return tf.tensor_scatter_nd_update(logits, banned, tf.fill([tf.shape(banned)[0]], NEG_INF)), \
-        normaliser
+    logits = tf.tensor_scatter_nd_update(logits, banned, tf.fill([tf.shape(banned)[0]], NEG_INF))
+    if barred_words is not None:
+        logits = tf.where(barred_words, NEG_INF, logits)
+    return logits, normaliser
 
 
 def _rank_in_bank(scores, banks, eligible):
@@ -177,7 +234,7 @@ def _rank_in_bank(scores, banks, eligible):
     return tf.reduce_sum(tf.cast(counted, tf.int32), axis=2)
 
 
-def _candidates(logits, normaliser, must_end, beams, index, beam_size, vocab_size, eos_id):
+def _candidates(logits, normaliser, must_end, beams, prefix, beam_size, vocab_size, eos_id):
     """Every candidate of this step: (scores, beams, tokens, repeated), each [B, M]; invalid
     ones dead. The top 2K come first, best first, exactly as beam_search finds them, so an
     example without constraints ranks exactly as there; then the phrases' tokens, then each
@@ -189,13 +246,13 @@ def _candidates(logits, normaliser, must_end, beams, index, beam_size, vocab_siz
 
     positive = constraints.positive
     width = tf.shape(positive)[3]
-    prefix, _ = _progress(_windows(beams.alive_seqs, index, width), positive)  # [B, K, P, A]
     per_beam_phrases = tf.broadcast_to(positive[:, None],
                                        tf.concat([tf.shape(prefix), [width]], axis=0))
     next_tokens = tf.gather(per_beam_phrases, prefix, batch_dims=4)
     first_tokens = per_beam_phrases[..., 0]
     forced = tf.stack([next_tokens, first_tokens], axis=-1)  # [B, K, P, A, 2]
     usable = (forced > 0) & tf.logical_not(constraints.met)[:, :, :, None, None]
+    forced = tf.maximum(forced, 0)  # a WORD_END is no token to force
     usable &= tf.logical_not(must_end)[:, None, None, None, None]
     forced = tf.reshape(forced, [batch_size, beam_size, -1])
     usable = tf.reshape(usable, [batch_size, beam_size, -1])
@@ -221,18 +278,17 @@ def _candidates(logits, normaliser, must_end, beams, index, beam_size, vocab_siz
     return tf.where(repeated, NEG_INF, scores), cand_beams, tokens, repeated
 
 
-def _step_state(beams, cand_beams, tokens, index, eos_id):
-    """Each candidate's met phrases and bank after its token: (met [B, M, P], banks [B, M])."""
+def _step_state(beams, cand_beams, tokens, index, word_starts):
+    """Each candidate's met phrases and bank after its token: (met [B, M, P], banks [B, M]).
+    EOS may complete a phrase too: it ends the phrase's last word."""
     constraints = beams.constraints
     width = tf.shape(constraints.positive)[3]
     parent_windows = tf.gather(_windows(beams.alive_seqs, index, width), cand_beams,
                                batch_dims=1)
     windows = tf.concat([parent_windows[:, :, 1:], tokens[:, :, None]], axis=2)
-    prefix, complete = _progress(windows, constraints.positive)
+    prefix, complete = _progress(windows, constraints.positive, word_starts)
     parent_met = tf.gather(constraints.met, cand_beams, batch_dims=1)
-    is_eos = tf.equal(tokens, eos_id)[:, :, None]
-    met = tf.where(is_eos, parent_met, _credit(complete, parent_met,
-                                               constraints.duplicate_of_earlier))
+    met = _credit(complete, parent_met, constraints.duplicate_of_earlier)
     return met, _bank(prefix, met, constraints.sizes)
 
 
@@ -284,14 +340,14 @@ def _with_constraints(state, positive, negative, batch_size, beam_size):
         results=no_extra(state.results))
 
 
-def _next_beams(beams, logits, normaliser, must_end, index, beam_size, vocab_size, alpha,
-                eos_id):
+def _next_beams(beams, logits, normaliser, must_end, index, prefix, beam_size, vocab_size, alpha,
+                eos_id, word_starts):
     """One step's choice: (beams with the new alive and finished hypotheses, the alive ones'
-    parent beams for the cache's gather)."""
+    parent beams for the cache's gather). prefix: _progress's for the alive beams."""
     new_length = index + 1
-    scores, cand_beams, tokens, repeated = _candidates(logits, normaliser, must_end, beams, index,
-                                                       beam_size, vocab_size, eos_id)
-    met, banks = _step_state(beams, cand_beams, tokens, index, eos_id)
+    scores, cand_beams, tokens, repeated = _candidates(logits, normaliser, must_end, beams,
+                                                       prefix, beam_size, vocab_size, eos_id)
+    met, banks = _step_state(beams, cand_beams, tokens, index, word_starts)
     seqs = _write_position(_gather_beams(beams.alive_seqs, cand_beams), tokens, new_length)
     is_eos = tf.equal(tokens, eos_id)
     real = scores > _DEAD
@@ -314,11 +370,13 @@ def _next_beams(beams, logits, normaliser, must_end, index, beam_size, vocab_siz
 def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, positive,
                             negative, beam_size=DecodeConfig.beam_size, alpha=DecodeConfig.alpha,
                             max_decode_length=ModelConfig.max_length, decode_lengths=None,
-                            eos_id=1, early_stopping=True, tile_static=True):
+                            eos_id=1, early_stopping=True, tile_static=True, word_starts=None):
     """beam_search's n-best under per-example constraints (see the module docstring).
 
     positive: int32 [B, P, A, T] phrases that must appear (0-padded); negative: int32 [B, Q, T]
-    phrases that must not. The other arguments are beam_search's.
+    phrases that must not; either may end in WORD_END. word_starts: bool [V], the tokens that
+    start a word (inference/word_pieces.py; None: every token). The other arguments are
+    beam_search's.
 
     Returns sequences int32 [B, K, L], scores float32 [B, K] (log probability / length penalty,
     -inf for empty slots) and unmet int32 [B, K] (positive phrases each hypothesis misses).
@@ -327,13 +385,20 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
         cache, static, batch_size, beam_size, alpha, max_decode_length, decode_lengths,
         tile_static)
     state = _with_constraints(state, positive, negative, batch_size, beam_size)
+    word_starts = _boundary_table(word_starts, vocab_size)
 
     def choose(beams, logits, index, must_end):
-        negative = beams.constraints.negative
-        banned = _banned(_windows(beams.alive_seqs, index, tf.shape(negative)[2]), negative)
-        logits, normaliser = _barred(logits, banned)
-        return _next_beams(beams, logits, normaliser, must_end, index, beam_size, vocab_size,
-                           alpha, eos_id)
+        constraints = beams.constraints
+        negative = constraints.negative
+        banned, negative_words = _banned(_windows(beams.alive_seqs, index, tf.shape(negative)[2]),
+                                         negative, word_starts)
+        positive = constraints.positive
+        prefix, _ = _progress(_windows(beams.alive_seqs, index, tf.shape(positive)[3]), positive,
+                              word_starts)  # [B, K, P, A]
+        barred = _word_rules(beams, prefix, negative_words, must_end, word_starts, eos_id)
+        logits, normaliser = _barred(logits, banned, barred)
+        return _next_beams(beams, logits, normaliser, must_end, index, prefix, beam_size,
+                           vocab_size, alpha, eos_id, word_starts)
 
     final = _loop(state, tokens_to_logits, choose, beam_size, max_decode_length, early_stopping,
                   tile_static)
