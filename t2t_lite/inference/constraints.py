@@ -23,27 +23,101 @@ import re
 
 from t2t_lite.errors import UserError
 
-MAX_PHRASES = 16  # per line: the search's cost grows with the phrases (each offers 2 tokens)
+# Caps, per constraint line, checked once where a line comes in (here for files, in
+# graph_constraints for the served signature): the search holds, per beam, every alternative's
+# tokens, so its cost per step grows with their sum.
+MAX_PHRASES = 16  # phrases per line
+MAX_ALTERNATIVES = 8  # alternatives per phrase
+MAX_PHRASE_TOKENS = 16  # target tokens per alternative
+MAX_LINE_TOKENS = 128  # target tokens per line, every alternative of every phrase
 NEGATIVE = "!"
 ALTERNATIVES = "|"
+PREFIX = "*"  # after a negative alternative: every word that begins with it
 SEPARATOR = "\t"
+BOM = "\ufeff"
 
 
 def split_line(line):
     """A constraint line -> [(negative, [alternative, ...]), ...]; raises ValueError (a short
-    reason) for an empty phrase or alternative or too many phrases."""
+    reason) for an empty phrase or alternative, too many phrases or alternatives, or a phrase
+    both required and forbidden. Whitespace around a phrase, its `!` and each `|` is not part of
+    it; a negative alternative keeps its `*` (a prefix form)."""
     if not line.strip():
         return []
     phrases = []
     for text in line.split(SEPARATOR):
+        text = text.strip()
         negative = text.startswith(NEGATIVE)
         alternatives = [a.strip() for a in (text[1:] if negative else text).split(ALTERNATIVES)]
-        if not all(alternatives):
-            raise ValueError(f"an empty phrase or alternative in {line!r}")
+        if not all(a[:-1].strip() if negative and a.endswith(PREFIX) else a
+                   for a in alternatives):
+            raise ValueError("an empty phrase or alternative")
+        if negative:
+            alternatives = [a[:-1].strip() + PREFIX if a.endswith(PREFIX) else a
+                            for a in alternatives]
         phrases.append((negative, alternatives))
     if len(phrases) > MAX_PHRASES:
         raise ValueError(f"{len(phrases)} phrases; at most {MAX_PHRASES} per line")
+    for _, alternatives in phrases:
+        if len(alternatives) > MAX_ALTERNATIVES:
+            raise ValueError(f"a phrase with {len(alternatives)} alternatives; at most "
+                             f"{MAX_ALTERNATIVES} per phrase")
+    required = SEPARATOR.join(a for negative, alternatives in phrases if not negative
+                              for a in alternatives)
+    for negative, alternatives in phrases:
+        for alternative in alternatives if negative else ():
+            if barred(required, alternative):
+                text = alternative[:-1] if alternative.endswith(PREFIX) else alternative
+                raise ValueError(f"the phrase {text!r} is both required and forbidden")
     return phrases
+
+
+def barred(text, negative):
+    """text holds the negative alternative: as whole words, or for a prefix form (`stem*`) as
+    the start of a word."""
+    if negative.endswith(PREFIX):
+        return holds_word(text, negative[:-1], open_ended=True)
+    return holds_word(text, negative)
+
+
+def _is_word_character(character):
+    from t2t_lite.inference.word_pieces import is_word_character
+
+    return is_word_character(character)
+
+
+def occurrences(text, phrase, open_ended=False):
+    """How often `text` holds `phrase` as whole words: no letter, mark or digit right before it
+    or (unless open_ended: a word that begins with it) right after it."""
+    count, start = 0, text.find(phrase)
+    while start >= 0 and phrase:
+        end = start + len(phrase)
+        if ((start == 0 or not _is_word_character(text[start - 1]))
+                and (open_ended or end == len(text) or not _is_word_character(text[end]))):
+            count += 1
+        start = text.find(phrase, start + 1)
+    return count
+
+
+def holds_word(text, phrase, open_ended=False):
+    return occurrences(text, phrase, open_ended) > 0
+
+
+def unmet_phrases(text, line):
+    """The phrases of constraint line `line` that `text` does not keep as whole words: a
+    positive phrase none of whose alternatives it holds as often as the line gives the phrase,
+    each alternative of a negative phrase it holds."""
+    phrases = split_line(line)
+    positive = [tuple(alternatives) for negative, alternatives in phrases if not negative]
+    missing = 0
+    for phrase in set(positive):
+        wanted = positive.count(phrase)
+        if not any(occurrences(text, a) >= wanted for a in phrase):
+            missing += wanted
+    for negative, alternatives in phrases:
+        if negative:
+            missing += sum(barred(text, a) for a in alternatives)
+    return missing
 
 
 def join_line(phrases):
@@ -53,9 +127,14 @@ def join_line(phrases):
 
 
 def _read_lines(path, flag):
+    """The file's lines as the decoder reads its input: a UTF-8 byte-order mark at its start
+    dropped, each line's end by data/lines.py (a "\\r" only as part of a "\\r\\n")."""
+    from t2t_lite.data.lines import split_lines
+
     try:
-        with open(path, encoding="utf-8", newline="\n") as f:
-            return [line.rstrip("\n").rstrip("\r") for line in f]
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8")
+        return split_lines(text[len(BOM):] if text.startswith(BOM) else text)
     except FileNotFoundError:
         raise UserError(f"{flag} {path} does not exist") from None
     except UnicodeDecodeError as error:
@@ -139,8 +218,16 @@ def digest(path):
 
 
 def check_tokenized(lines, encoded, where):
-    """UserError when a phrase or alternative of `lines` (constraint lines) has no target
-    tokens in `encoded` (encode_constraints' numpy result for them). where(i) names line i."""
+    """UserError naming line i (where(i)) when a phrase of `lines` (constraint lines) is
+    refused once it is tokenized (encode_constraints' numpy result for them): no tokens, a
+    token outside the vocabulary, more tokens than MAX_PHRASE_TOKENS per alternative or
+    MAX_LINE_TOKENS per line. An export written before encode_constraints gave its reasons is
+    held to having tokens only."""
+    if "errors" in encoded:
+        for i, reason in enumerate(encoded["errors"]):
+            if reason:
+                raise UserError(f"{where(i)}: {reason.decode('utf-8', errors='replace')}")
+        return
     positive, negative = encoded["positive"], encoded["negative"]
     for i, line in enumerate(lines):
         p = q = 0
@@ -155,3 +242,8 @@ def check_tokenized(lines, encoded, where):
                 if not ids.any():
                     raise UserError(f"{where(i)}: the phrase {alternative!r} has no tokens in "
                                     "the model's vocabulary")
+
+
+def token_count(encoded, i):
+    """Target tokens of line i of encode_constraints' numpy result (WORD_END not counted)."""
+    return int((encoded["positive"][i] > 0).sum() + (encoded["negative"][i] > 0).sum())

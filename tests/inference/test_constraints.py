@@ -99,4 +99,19 @@ def test_a_span_repair_that_breaks_a_phrase_counts_the_line_as_unmet():
     fixed = batch_decode._protect(texts, results, frozenset({"printf"}), stats, lines)
     assert "%s" in fixed[0][0][0] and "unbekannte Adressfamilie." not in fixed[0][0][0]
     assert fixed[2][0][0] == "%d Dateien" or "%d" in fixed[2][0][0]
+    batch_decode.count_constraints(stats, lines, fixed)
     assert (stats.protected, stats.protect_repaired, stats.constraints_unmet) == (3, 2, 1)
+    assert stats.constrained == 3
+
+
+def test_every_line_is_counted_once_met_could_not_or_not_constrained():
+    from t2t_lite.inference import batch_decode
+
+    stats = batch_decode.DecodeStats(lines=6)
+    lines = ["Datei", "Datei", "", "!Datei", "Datei\tDatei", "Ordner"]
+    results = [[("Die Datei fehlt", 0.0)], [("Das Dateiformat", 0.0)], [("x", 0.0)],
+               [("Formatdatei", 0.0)], [("Datei und Datei", 0.0)], []]  # the last: no tokens
+    batch_decode.count_constraints(stats, lines, results)
+    assert (stats.constrained, stats.constraints_unmet) == (5, 2)
+    assert "5 lines constrained, 3 met all their phrases, 2 could not, 1 not constrained" in \
+        stats.summary()
