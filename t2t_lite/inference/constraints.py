@@ -104,16 +104,16 @@ def holds_word(text, phrase, open_ended=False):
 
 
 def unmet_phrases(text, line):
-    """The phrases of constraint line `line` that `text` does not keep as whole words: a
-    positive phrase none of whose alternatives it holds as often as the line gives the phrase,
+    """The phrases of constraint line `line` that `text` does not keep as whole words: each
+    positive phrase past the occurrences of its alternatives (a phrase given twice must appear
+    twice),
     each alternative of a negative phrase it holds."""
     phrases = split_line(line)
     positive = [tuple(alternatives) for negative, alternatives in phrases if not negative]
     missing = 0
     for phrase in set(positive):
         wanted = positive.count(phrase)
-        if not any(occurrences(text, a) >= wanted for a in phrase):
-            missing += wanted
+        missing += max(wanted - sum(occurrences(text, a) for a in set(phrase)), 0)
     for negative, alternatives in phrases:
         if negative:
             missing += sum(barred(text, a) for a in alternatives)
@@ -171,21 +171,47 @@ class GlossaryEntry:
     line: int  # in the glossary file, for messages
 
 
+# A word of a glossary term or a source line: a run of letters, marks and digits, or one other
+# character that is not white space.
+_WORD = re.compile(r"[^\W_]+|[^\w\s]|_", re.UNICODE)
+
+
+def _folded(text):
+    """(text casefolded, the index in text of each of its characters): Unicode casefolding
+    may change a text's length ("ß" -> "ss")."""
+    folded, where = [], []
+    for index, character in enumerate(text):
+        for piece in character.casefold():
+            folded.append(piece)
+            where.append(index)
+    return "".join(folded), where
+
+
 class Glossary:
     """The entries of a glossary file, matched against source lines (see the module
-    docstring)."""
+    docstring): as whole words, outside protected spans, the longest match first (a match
+    overlapping a longer one, or an earlier one as long, does not apply), entries with the same
+    source term together; ignore_case: Unicode casefolding. A trie keyed by the term's first
+    word keeps the cost per line independent of the glossary's size."""
 
     def __init__(self, entries, ignore_case=False, path=None):
         self.entries, self.ignore_case, self.path = list(entries), ignore_case, path
-        flags = re.IGNORECASE if ignore_case else 0
-        self._patterns = [re.compile(r"(?<!\w)" + re.escape(e.source) + r"(?!\w)", flags)
-                          for e in self.entries]
+        self._terms = {}  # first word -> {term words: [entry, ...]}
+        for entry in self.entries:
+            words = tuple(w.group() for w in _WORD.finditer(self._key(entry.source)))
+            if words:
+                self._terms.setdefault(words[0], {}).setdefault(words, []).append(entry)
+        self._longest = {first: max(len(words) for words in terms)
+                         for first, terms in self._terms.items()}
+
+    def _key(self, text):
+        return text.casefold() if self.ignore_case else text
 
     @classmethod
     def load(cls, path, ignore_case=False, flag="--glossary"):
         entries = []
         for number, line in enumerate(_read_lines(path, flag), start=1):
-            if not line.strip() or line.startswith("#"):
+            if not line.strip() or line.lstrip().startswith("#"):
                 continue
             columns = line.split(SEPARATOR)
             if len(columns) != 2 or not columns[0].strip() or not columns[1].strip():
@@ -199,11 +225,46 @@ class Glossary:
                                          number))
         return cls(entries, ignore_case, path)
 
-    def phrases_for(self, source):
-        """The entries whose source term `source` holds as whole words, as
+    def matches(self, source, protect=frozenset()):
+        """[(start, end, [entry, ...]), ...]: the terms that apply to `source`, in source order
+        (character offsets into source). protect: the protected_spans kinds whose spans no term
+        may touch."""
+        text, where = _folded(source) if self.ignore_case else (source, None)
+        words = list(_WORD.finditer(text))
+        found = []
+        for i, word in enumerate(words):
+            terms = self._terms.get(word.group())
+            if not terms:
+                continue
+            for length in range(min(self._longest[word.group()], len(words) - i), 0, -1):
+                key = tuple(w.group() for w in words[i:i + length])
+                if key in terms:
+                    start, end = word.start(), words[i + length - 1].end()
+                    if where is not None:
+                        start, end = where[start], where[end - 1] + 1
+                    found.append((start, end, terms[key]))
+        if protect and found:
+            from t2t_lite.inference import protected_spans
+
+            spans = protected_spans.find_spans(source, protect)
+            found = [m for m in found
+                     if not any(m[0] < span.end and span.start < m[1] for span in spans)]
+        taken = []
+        for match in sorted(found, key=lambda m: (m[0] - m[1], m[0])):
+            if not any(match[0] < other[1] and other[0] < match[1] for other in taken):
+                taken.append(match)
+        return sorted(taken)
+
+    def phrases_for(self, source, protect=frozenset()):
+        """The phrases of the terms that apply to `source` (see matches), each entry once, as
         [(negative, [alternative, ...]), ...]."""
-        return [(entry.negative, list(entry.alternatives))
-                for entry, pattern in zip(self.entries, self._patterns) if pattern.search(source)]
+        phrases, seen = [], set()
+        for _, _, entries in self.matches(source, protect):
+            for entry in entries:
+                if entry.line not in seen:
+                    seen.add(entry.line)
+                    phrases.append((entry.negative, list(entry.alternatives)))
+        return phrases
 
 
 def digest(path):
