@@ -157,29 +157,40 @@ def _bank(prefix, met, sizes):
     return met_tokens + tf.maximum(tf.reduce_max(tf.where(met, 0, partial), axis=-1), 0)
 
 
-def _banned(windows, negative, word_starts):
+def _banned(windows, negative, word_starts, near_end):
     """What would complete a negative phrase, as (tokens: int32 [N, 2] (row, token) indices into
     the flat [B*K, V] log probs; words: bool [B*K], rows whose next token must not start a
     word, as it would end a whole-word negative phrase that the row ends with). windows
-    [B, K, T] end at the current position."""
+    [B, K, T] end at the current position. near_end bool [B]: the token chosen now is the last
+    before EOS, so a whole-word negative's last real token is barred itself (EOS could not be
+    barred after it)."""
     lengths = _lengths(negative)  # [B, Q]
-    # The last length-1 tokens of the window equal the phrase's first length-1 tokens.
     matches = _suffix_matches(windows, negative, word_starts)  # [B, K, Q, T]
     k = tf.range(1, tf.shape(matches)[-1] + 1)
-    wanted = tf.equal(k, lengths[:, None, :, None] - 1)
-    ready = tf.reduce_any(matches & wanted, axis=-1) | tf.equal(lengths[:, None], 1)
-    ready &= lengths[:, None] > 0  # [B, K, Q]
+
+    def ready(matched):
+        """bool [B, K, Q]: the window ends with the phrase's first `matched` [B, Q] tokens."""
+        wanted = tf.equal(k, matched[:, None, :, None])
+        return tf.reduce_any(matches & wanted, axis=-1) | tf.equal(matched[:, None], 0)
+
     last = tf.gather(negative, tf.maximum(lengths - 1, 0), batch_dims=2)  # [B, Q]
     word_end = tf.equal(last, WORD_END)[:, None]  # [B, 1, Q]
-    words = tf.reshape(tf.reduce_any(ready & word_end, axis=-1), [-1])
-    ready &= tf.logical_not(word_end)
+    present = lengths[:, None] > 0
+    complete = ready(lengths - 1) & present  # all but the last token
+    words = tf.reshape(tf.reduce_any(complete & word_end, axis=-1), [-1])
+    # The token to bar: a token-level phrase's last; near the end, a word's last real token.
+    before_end = tf.gather(negative, tf.maximum(lengths - 2, 0), batch_dims=2)
+    barred = tf.where(word_end, before_end[:, None], last[:, None])
+    barred = tf.broadcast_to(barred, tf.shape(complete))
+    ready_tokens = tf.where(word_end, ready(tf.maximum(lengths - 2, 0))
+                            & near_end[:, None, None], complete) & present
+    ready_tokens &= barred > 0
     beam_size = tf.shape(windows)[1]
     rows = tf.range(tf.shape(windows)[0])[:, None, None] * beam_size + tf.range(beam_size)[
         None, :, None]
-    where = tf.where(ready)
-    tokens = tf.stack([tf.gather_nd(tf.broadcast_to(rows, tf.shape(ready)), where),
-                       tf.gather_nd(tf.broadcast_to(last[:, None], tf.shape(ready)), where)],
-                      axis=1)
+    where = tf.where(ready_tokens)
+    tokens = tf.stack([tf.gather_nd(tf.broadcast_to(rows, tf.shape(ready_tokens)), where),
+                       tf.gather_nd(barred, where)], axis=1)
     return tokens, words
 
 
@@ -391,7 +402,8 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
         constraints = beams.constraints
         negative = constraints.negative
         banned, negative_words = _banned(_windows(beams.alive_seqs, index, tf.shape(negative)[2]),
-                                         negative, word_starts)
+                                         negative, word_starts,
+                                         index + 2 >= beams.decode_lengths)
         positive = constraints.positive
         prefix, _ = _progress(_windows(beams.alive_seqs, index, tf.shape(positive)[3]), positive,
                               word_starts)  # [B, K, P, A]

@@ -66,7 +66,7 @@ class DecodeStats:
     constrained: int = 0  # lines with constraints (a file's, a glossary's)
     constraints_unmet: int = 0  # of those, lines whose output does not keep them as words
     glossary_terms: int = 0  # glossary entries applied, over all lines
-    glossary_terms_dropped: int = 0  # matched but not applied: the line held MAX_PHRASES already
+    glossary_terms_dropped: int = 0  # matched, not applied: no room, or a contradiction
     protected: int = 0  # lines with protected spans (format specifiers, tags)
     protect_repaired: int = 0  # of those, lines whose spans the restore step fixed
 
@@ -90,10 +90,11 @@ class DecodeStats:
         if self.glossary_terms:
             parts.append(f"{self.glossary_terms} glossary terms applied")
         if self.glossary_terms_dropped:
-            from t2t_lite.inference.constraints import MAX_PHRASES
+            from t2t_lite.inference.constraints import MAX_LINE_TOKENS, MAX_PHRASES
 
-            parts.append(f"{self.glossary_terms_dropped} glossary terms not applied (their lines "
-                         f"held {MAX_PHRASES} phrases already)")
+            parts.append(f"{self.glossary_terms_dropped} glossary terms not applied (no room "
+                         f"in their lines for more than {MAX_PHRASES} phrases or "
+                         f"{MAX_LINE_TOKENS} tokens, or they contradict a line's own phrases)")
         if self.constrained:
             parts.append(f"{self.constrained} lines constrained, "
                          f"{self.constrained - self.constraints_unmet} met all their phrases, "
