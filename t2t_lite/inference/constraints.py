@@ -27,7 +27,7 @@ from t2t_lite.errors import UserError
 # graph_constraints for the served signature): the search holds, per beam, every alternative's
 # tokens, so its cost per step grows with their sum.
 MAX_PHRASES = 16  # phrases per line
-MAX_ALTERNATIVES = 8  # alternatives per phrase
+MAX_ALTERNATIVES = 16  # alternatives per phrase
 MAX_PHRASE_TOKENS = 16  # target tokens per alternative
 MAX_LINE_TOKENS = 128  # target tokens per line, every alternative of every phrase
 NEGATIVE = "!"

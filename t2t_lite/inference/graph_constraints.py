@@ -55,7 +55,9 @@ def _with_word_end(ids, word_ends, open_ended):
     """ragged ids [N, (t)] with WORD_END after each non-empty row whose last token does not end
     a word, unless open_ended (a `*` prefix form)."""
     lengths = ids.row_lengths()
-    last = tf.gather(ids.flat_values, tf.maximum(ids.row_limits() - 1, 0))
+    # (A 0 after the values, so that no row with tokens is no index out of range.)
+    values = tf.concat([ids.flat_values, tf.zeros([1], ids.dtype)], axis=0)
+    last = tf.gather(values, tf.maximum(ids.row_limits() - 1, 0))
     needs = (lengths > 0) & tf.logical_not(tf.gather(word_ends, tf.maximum(last, 0)))
     needs &= tf.logical_not(open_ended)
     ends = tf.RaggedTensor.from_row_lengths(

@@ -74,11 +74,12 @@ def test_a_glossary_term_applies_where_its_source_term_is(model_dir, source, pla
 def test_glossary_terms_past_a_lines_phrase_limit_are_counted_not_lost(model_dir, source,
                                                                         tmp_path):
     # Line 2 ("a cat sat on the mat") holds 15 phrases of its own: one glossary term fits.
-    lines = ["", "\t".join(f"!w{i}" for i in range(15)), "", "", "", ""]
+    words = "house small read books every day she said no dog ran away we Hund Matte".split()
+    lines = ["", "\t".join(f"!{word}" for word in words), "", "", "", ""]
     constraints = tmp_path / "c.txt"
     constraints.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     glossary = tmp_path / "g.tsv"
-    glossary.write_text("cat\tKatze\nmat\tMatte\nsat\t!saß\n", encoding="utf-8")
+    glossary.write_text("cat\tKatze\nmat\tMatte\nsat\t!sass\n", encoding="utf-8")
     summary = tmp_path / "s.json"
     result = _decode(model_dir, f"--decode_from_file={source}", f"--glossary={glossary}",
                      f"--constraints_file={constraints}", f"--summary_file={summary}")
