@@ -128,14 +128,36 @@ def _suffix_matches(windows, phrases, word_starts):
 
 def _progress(windows, positive, word_starts):
     """For each window and phrase alternative: (the longest proper prefix of the alternative
-    that ends the window, int32 [B, M, P, A]; the whole alternative ends the window, bool)."""
+    that ends the window, int32 [B, M, P, A]; the whole alternative ends the window, bool;
+    the suffix matches, bool [B, M, P, A, T], as _suffix_matches gives them)."""
     matches = _suffix_matches(windows, positive, word_starts)  # [B, M, P, A, T]
+    return _progress_of(matches, positive) + (matches,)
+
+
+def _progress_of(matches, positive):
+    """(prefix, complete) of _progress from its suffix matches."""
     lengths = _lengths(positive)[:, None]  # [B, 1, P, A]
     k = tf.range(1, tf.shape(matches)[-1] + 1)
     proper = matches & (k < lengths[..., None])
     prefix = tf.reduce_max(tf.where(proper, k, 0), axis=-1)
     complete = tf.reduce_any(matches & tf.equal(k, lengths[..., None]), axis=-1) & (lengths > 0)
     return prefix, complete
+
+
+def _extended_matches(parent_matches, tokens, positive, word_starts):
+    """The suffix matches of each candidate's window (its parent's, then its token), from the
+    parent's (gathered to the candidates, bool [B, M, P, A, T]) and its token (int32 [B, M]): a
+    match of length k is the parent's of length k - 1 and the token as the phrase's k-th. O(T)
+    per alternative and candidate, where matching the window afresh is O(T^2)."""
+    phrase = positive[:, None]  # [B, 1, P, A, T]
+    token = tokens[:, :, None, None, None]
+    fits = tf.equal(phrase, token) | (tf.equal(phrase, WORD_END)
+                                      & _starts_word(token, word_starts))
+    before = tf.concat([tf.ones_like(parent_matches[..., :1]), parent_matches[..., :-1]],
+                       axis=-1)
+    long_enough = _lengths(positive)[:, None, ..., None] >= tf.range(
+        1, tf.shape(positive)[-1] + 1)
+    return before & fits & long_enough
 
 
 def _credit(complete, met, duplicate_of_earlier):
@@ -194,12 +216,13 @@ def _banned(windows, negative, word_starts, near_end):
     return tokens, words
 
 
-def _word_rules(beams, prefix, negative_words, must_end, word_starts, eos_id):
+def _word_rules(beams, prefix, negative_words, must_end, word_starts, eos_id,
+                eos_until_met=False):
     """bool [B*K, V]: the tokens barred by the word rules. A row that ends with every token of
     an unmet positive phrase's alternative but its WORD_END may not continue the word (only a
     token that starts a word, or the next token of another phrase it is matching); a row in
-    negative_words (see _banned) may not start one. EOS stays open where it is the only token
-    left (must_end)."""
+    negative_words (see _banned) may not start one; with eos_until_met, a row with an unmet
+    phrase may not end. EOS stays open where it is the only token left (must_end)."""
     positive = beams.constraints.positive
     per_beam = tf.broadcast_to(positive[:, None], tf.concat([tf.shape(prefix),
                                                              [tf.shape(positive)[3]]], axis=0))
@@ -216,9 +239,11 @@ def _word_rules(beams, prefix, negative_words, must_end, word_starts, eos_id):
     barred = tf.tensor_scatter_nd_update(
         barred, tf.stack([rows, tf.gather_nd(next_tokens, open_)], axis=1),
         tf.zeros_like(rows, tf.bool))
-    last_step = tf.repeat(must_end, beam_size)[:, None] & tf.equal(
-        tf.range(tf.shape(word_starts)[0]), eos_id)[None, :]
-    return barred & tf.logical_not(last_step)
+    is_eos = tf.equal(tf.range(tf.shape(word_starts)[0]), eos_id)[None, :]
+    if eos_until_met:
+        unmet = tf.reshape(tf.reduce_any(tf.logical_not(beams.constraints.met), axis=2), [-1])
+        barred |= unmet[:, None] & is_eos
+    return barred & tf.logical_not(tf.repeat(must_end, beam_size)[:, None] & is_eos)
 
 
 def _barred(logits, banned, barred_words=None):
@@ -303,15 +328,15 @@ def _candidates(logits, normaliser, must_end, beams, prefix, beam_size, vocab_si
     return tf.where(repeated, NEG_INF, scores), cand_beams, tokens, repeated
 
 
-def _step_state(beams, cand_beams, tokens, index, word_starts):
+def _step_state(beams, cand_beams, tokens, matches, word_starts):
     """Each candidate's met phrases and bank after its token: (met [B, M, P], banks [B, M]).
-    EOS may complete a phrase too: it ends the phrase's last word."""
+    matches: the alive beams' suffix matches (_progress). EOS may complete a phrase too: it
+    ends the phrase's last word."""
     constraints = beams.constraints
-    width = tf.shape(constraints.positive)[3]
-    parent_windows = tf.gather(_windows(beams.alive_seqs, index, width), cand_beams,
-                               batch_dims=1)
-    windows = tf.concat([parent_windows[:, :, 1:], tokens[:, :, None]], axis=2)
-    prefix, complete = _progress(windows, constraints.positive, word_starts)
+    parent_matches = tf.gather(matches, cand_beams, batch_dims=1)
+    prefix, complete = _progress_of(
+        _extended_matches(parent_matches, tokens, constraints.positive, word_starts),
+        constraints.positive)
     parent_met = tf.gather(constraints.met, cand_beams, batch_dims=1)
     met = _credit(complete, parent_met, constraints.duplicate_of_earlier)
     return met, _bank(prefix, met, constraints.sizes)
@@ -365,14 +390,15 @@ def _with_constraints(state, positive, negative, batch_size, beam_size):
         results=no_extra(state.results))
 
 
-def _next_beams(beams, logits, normaliser, must_end, index, prefix, beam_size, vocab_size, alpha,
-                eos_id, word_starts):
+def _next_beams(beams, logits, normaliser, must_end, index, progress, beam_size, vocab_size,
+                alpha, eos_id, word_starts):
     """One step's choice: (beams with the new alive and finished hypotheses, the alive ones'
-    parent beams for the cache's gather). prefix: _progress's for the alive beams."""
+    parent beams for the cache's gather). progress: _progress of the alive beams."""
+    prefix, _, matches = progress
     new_length = index + 1
     scores, cand_beams, tokens, repeated = _candidates(logits, normaliser, must_end, beams,
                                                        prefix, beam_size, vocab_size, eos_id)
-    met, banks = _step_state(beams, cand_beams, tokens, index, word_starts)
+    met, banks = _step_state(beams, cand_beams, tokens, matches, word_starts)
     seqs = _write_position(_gather_beams(beams.alive_seqs, cand_beams), tokens, new_length)
     is_eos = tf.equal(tokens, eos_id)
     real = scores > _DEAD
@@ -395,13 +421,15 @@ def _next_beams(beams, logits, normaliser, must_end, index, prefix, beam_size, v
 def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, positive,
                             negative, beam_size=DecodeConfig.beam_size, alpha=DecodeConfig.alpha,
                             max_decode_length=ModelConfig.max_length, decode_lengths=None,
-                            eos_id=1, early_stopping=True, tile_static=True, word_starts=None):
+                            eos_id=1, early_stopping=True, tile_static=True, word_starts=None,
+                            eos_until_met=False):
     """beam_search's n-best under per-example constraints (see the module docstring).
 
     positive: int32 [B, P, A, T] phrases that must appear (0-padded); negative: int32 [B, Q, T]
     phrases that must not; either may end in WORD_END. word_starts: bool [V], the tokens that
-    start a word (inference/word_pieces.py; None: every token). The other arguments are
-    beam_search's.
+    start a word (inference/word_pieces.py; None: every token). eos_until_met: a hypothesis
+    may not end before it meets every phrase (fairseq's and Sockeye's rule) but at its length
+    limit; off by default (docs/design.md). The other arguments are beam_search's.
 
     Returns sequences int32 [B, K, L], scores float32 [B, K] (log probability / length penalty,
     -inf for empty slots) and unmet int32 [B, K] (positive phrases each hypothesis misses).
@@ -419,11 +447,12 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
                                          negative, word_starts,
                                          index + 2 >= beams.decode_lengths)
         positive = constraints.positive
-        prefix, _ = _progress(_windows(beams.alive_seqs, index, tf.shape(positive)[3]), positive,
-                              word_starts)  # [B, K, P, A]
-        barred = _word_rules(beams, prefix, negative_words, must_end, word_starts, eos_id)
+        progress = _progress(_windows(beams.alive_seqs, index, tf.shape(positive)[3]),
+                             positive, word_starts)  # prefix [B, K, P, A], ...
+        barred = _word_rules(beams, progress[0], negative_words, must_end, word_starts, eos_id,
+                             eos_until_met)
         logits, normaliser = _barred(logits, banned, barred)
-        return _next_beams(beams, logits, normaliser, must_end, index, prefix, beam_size,
+        return _next_beams(beams, logits, normaliser, must_end, index, progress, beam_size,
                            vocab_size, alpha, eos_id, word_starts)
 
     final = _loop(state, tokens_to_logits, choose, beam_size, max_decode_length, early_stopping,

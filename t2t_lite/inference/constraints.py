@@ -287,7 +287,12 @@ def check_tokenized(lines, encoded, where):
     if "errors" in encoded:
         for i, reason in enumerate(encoded["errors"]):
             if reason:
-                raise UserError(f"{where(i)}: {reason.decode('utf-8', errors='replace')}")
+                reason = reason.decode("utf-8", errors="replace")
+                # An invisible phrase (a zero-width space) shown as Python writes it.
+                reason = re.sub(r"^the phrase '(.*)' (?=has |is )",
+                                lambda m: f"the phrase {m.group(1)!r} " if not
+                                m.group(1).isprintable() else m.group(0), reason)
+                raise UserError(f"{where(i)}: {reason}")
         return
     positive, negative = encoded["positive"], encoded["negative"]
     for i, line in enumerate(lines):

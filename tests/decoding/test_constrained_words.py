@@ -162,8 +162,21 @@ def test_banks_count_a_shared_prefix_once(rows, want):
     positive = tf.constant([[[[5, 6, 8]], [[5, 6, 7]]]], tf.int32)  # [1, 2, 1, 3]
     windows = tf.constant([[[-1] * (3 - len(r)) + r for r in rows]], tf.int32)
     starts = tf.ones([10], tf.bool)
-    prefix, complete = constrained_search._progress(windows, positive, starts)
+    prefix, complete, _ = constrained_search._progress(windows, positive, starts)
     met = constrained_search._credit(complete, tf.zeros([1, 1, 2], tf.bool),
                                      tf.zeros([1, 2, 2], tf.bool))
     bank = constrained_search._bank(prefix, met, tf.constant([[3, 3]]))
     assert bank.numpy()[0].tolist() == want
+
+
+def test_eos_until_met_keeps_a_hypothesis_going_until_its_phrases_are_met(toys):
+    # The model would end at once; with the phrase [4] unmet, EOS waits for it.
+    model = _table(toys, [toys.EOS])
+    for eos_until_met in (False, True):
+        sequences, scores, unmet = _run(model, [[[[4]]]], beam_size=1, alpha=0.0,
+                                        max_decode_length=4, eos_until_met=eos_until_met)
+        best = toys.strip(sequences[0, 0])
+        if eos_until_met:
+            assert 4 in best and unmet[0, 0] == 0
+        # Either way the search returns a finished hypothesis.
+        assert np.isfinite(scores[0, 0]) and best[-1] == toys.EOS
