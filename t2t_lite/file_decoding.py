@@ -206,8 +206,8 @@ def _line_constraints(translator, file_constraints, glossary, options, first_lin
             encoded = batch_decode.encode_constraints(translator, chunk)
             if encoded is not None:
                 constraints.check_tokenized(
-                    chunk, encoded, lambda i: f"--constraints_file {options.constraints_file}:"
-                    f"{first_line + start + i + 1}")
+                    chunk, encoded, lambda i: ("--constraints_file", options.constraints_file,
+                                               first_line + start + i + 1))
                 for i in range(len(chunk)):
                     line_tokens[start + i] = constraints.token_count(encoded, i)
     entry_tokens = {}
@@ -219,8 +219,8 @@ def _line_constraints(translator, file_constraints, glossary, options, first_lin
             encoded = batch_decode.encode_constraints(translator, chunk)
             if encoded is not None:
                 constraints.check_tokenized(
-                    chunk, encoded, lambda i: f"--glossary {glossary.path}:"
-                    f"{glossary.entries[start + i].line}")
+                    chunk, encoded, lambda i: ("--glossary", glossary.path,
+                                               glossary.entries[start + i].line))
                 for i in range(len(chunk)):
                     entry_tokens[tuple(glossary.entries[start + i].alternatives)] = \
                         constraints.token_count(encoded, i)

@@ -279,7 +279,7 @@ def digest(path):
 
 
 def check_tokenized(lines, encoded, where):
-    """UserError naming line i (where(i)) when a phrase of `lines` (constraint lines) is
+    """UserError naming line i (where(i): the flag, the file and its line number) when a phrase of `lines` (constraint lines) is
     refused once it is tokenized (encode_constraints' numpy result for them): no tokens, a
     token outside the vocabulary, more tokens than MAX_PHRASE_TOKENS per alternative or
     MAX_LINE_TOKENS per line. An export written before encode_constraints gave its reasons is
@@ -292,7 +292,8 @@ def check_tokenized(lines, encoded, where):
                 reason = re.sub(r"^the phrase '(.*)' (?=has |is )",
                                 lambda m: f"the phrase {m.group(1)!r} " if not
                                 m.group(1).isprintable() else m.group(0), reason)
-                raise UserError(f"{where(i)}: {reason}")
+                flag, path, number = where(i)
+                raise UserError(f"{flag} {path}:{number}: {reason}")
         return
     positive, negative = encoded["positive"], encoded["negative"]
     for i, line in enumerate(lines):
@@ -306,8 +307,9 @@ def check_tokenized(lines, encoded, where):
                 p += 1
             for alternative, ids in zip(alternatives, rows):
                 if not ids.any():
-                    raise UserError(f"{where(i)}: the phrase {alternative!r} has no tokens in "
-                                    "the model's vocabulary")
+                    flag, path, number = where(i)
+                    raise UserError(f"{flag} {path}:{number}: the phrase {alternative!r} has no "
+                                    "tokens in the model's vocabulary")
 
 
 def token_count(encoded, i):

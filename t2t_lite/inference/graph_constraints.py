@@ -154,7 +154,7 @@ def check(errors):
     bad = tf.where(tf.not_equal(errors, ""))[:, 0]
     first = tf.gather(tf.concat([bad, [0]], axis=0), 0)
     message = tf.strings.join(["constraints of row ", tf.strings.as_string(first), ": ",
-                               tf.gather(errors, first)])
+                               tf.gather(tf.concat([errors, [""]], axis=0), first)])
     return tf.debugging.Assert(tf.equal(tf.size(bad), 0), [message])
 
 
