@@ -41,6 +41,9 @@ from t2t_lite.decoding.beam_search import (
 # A phrase's last "token" when it must end a word: it matches any token that starts one (EOS
 # included). Never a real id, never generated.
 WORD_END = -2
+# A negative phrase's first "token" when it is written glued to what comes before ("Ordner" in
+# "»Ordner«"): it matches a token that ends a word, or the start of the sequence.
+WORD_START = -3
 
 # Ranks a finished hypothesis that misses a phrase below any that meets all, whatever the scores
 # (real scores stay far above -UNMET_PENALTY; 16 misses stay far above the search's _DEAD).
@@ -73,6 +76,12 @@ def _boundary_table(table, vocab_size):
     return tf.cast(table, tf.bool)
 
 
+def _ends_word(tokens, word_ends):
+    """bool, tokens' shape: a word boundary lies after the token (-1, before the sequence:
+    True)."""
+    return (tokens < 0) | tf.gather(word_ends, tf.maximum(tokens, 0))
+
+
 def _starts_word(tokens, word_starts):
     """bool, tokens' shape: a word boundary lies before the token (-1, before the sequence: no
     token, False)."""
@@ -103,10 +112,11 @@ def _windows(seqs, position, width):
     return tf.where(columns[None, None, :] >= 1, tokens, -1)
 
 
-def _suffix_matches(windows, phrases, word_starts):
+def _suffix_matches(windows, phrases, word_starts, word_ends=None):
     """bool [B, M, ..., T]: [..., k-1] when the last k tokens of a window match the first k
     tokens of a phrase (and the phrase has at least k tokens). A phrase's WORD_END matches any
-    token that starts a word (word_starts [V]), EOS included.
+    token that starts a word (word_starts [V]), EOS included; a WORD_START any token that ends
+    one (word_ends [V]), or the start of the sequence.
 
     windows: int32 [B, M, T] (most recent last); phrases: int32 [B, ..., T] (0-padded), the
     same phrases for every window of an example."""
@@ -122,6 +132,8 @@ def _suffix_matches(windows, phrases, word_starts):
     phrase_tokens = phrases[:, None, ..., None, :]  # [B, 1, ..., 1, T(j)]
     ends_here = tf.equal(phrase_tokens, WORD_END) & _starts_word(picked, word_starts)
     equal = tf.equal(picked, phrase_tokens) | ends_here | tf.logical_not(used)
+    if word_ends is not None:
+        equal |= tf.equal(phrase_tokens, WORD_START) & _ends_word(picked, word_ends)
     long_enough = tf.expand_dims(_lengths(phrases), -1) >= tf.range(1, width + 1)
     return tf.reduce_all(equal, axis=-1) & long_enough[:, None]
 
@@ -179,7 +191,7 @@ def _bank(prefix, met, sizes):
     return met_tokens + tf.maximum(tf.reduce_max(tf.where(met, 0, partial), axis=-1), 0)
 
 
-def _banned(windows, negative, word_starts, near_end):
+def _banned(windows, negative, word_starts, word_ends, near_end):
     """What would complete a negative phrase, as (tokens: int32 [N, 2] (row, token) indices into
     the flat [B*K, V] log probs; words: bool [B*K], rows whose next token must not start a
     word, as it would end a whole-word negative phrase that the row ends with). windows
@@ -187,7 +199,7 @@ def _banned(windows, negative, word_starts, near_end):
     before EOS, so a whole-word negative's last real token is barred itself (EOS could not be
     barred after it)."""
     lengths = _lengths(negative)  # [B, Q]
-    matches = _suffix_matches(windows, negative, word_starts)  # [B, K, Q, T]
+    matches = _suffix_matches(windows, negative, word_starts, word_ends)  # [B, K, Q, T]
     k = tf.range(1, tf.shape(matches)[-1] + 1)
 
     def ready(matched):
@@ -422,12 +434,13 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
                             negative, beam_size=DecodeConfig.beam_size, alpha=DecodeConfig.alpha,
                             max_decode_length=ModelConfig.max_length, decode_lengths=None,
                             eos_id=1, early_stopping=True, tile_static=True, word_starts=None,
-                            eos_until_met=False):
+                            word_ends=None, eos_until_met=False):
     """beam_search's n-best under per-example constraints (see the module docstring).
 
     positive: int32 [B, P, A, T] phrases that must appear (0-padded); negative: int32 [B, Q, T]
     phrases that must not; either may end in WORD_END. word_starts: bool [V], the tokens that
-    start a word (inference/word_pieces.py; None: every token). eos_until_met: a hypothesis
+    start a word (inference/word_pieces.py; None: every token); word_ends: those that end one
+    (for a negative phrase's WORD_START). eos_until_met: a hypothesis
     may not end before it meets every phrase (fairseq's and Sockeye's rule) but at its length
     limit; off by default (docs/design.md). The other arguments are beam_search's.
 
@@ -439,12 +452,13 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
         tile_static)
     state = _with_constraints(state, positive, negative, batch_size, beam_size)
     word_starts = _boundary_table(word_starts, vocab_size)
+    word_ends = _boundary_table(word_ends, vocab_size)
 
     def choose(beams, logits, index, must_end):
         constraints = beams.constraints
         negative = constraints.negative
         banned, negative_words = _banned(_windows(beams.alive_seqs, index, tf.shape(negative)[2]),
-                                         negative, word_starts,
+                                         negative, word_starts, word_ends,
                                          index + 2 >= beams.decode_lengths)
         positive = constraints.positive
         progress = _progress(_windows(beams.alive_seqs, index, tf.shape(positive)[3]),

@@ -11,7 +11,7 @@ count alike.
 """
 import tensorflow as tf
 
-from t2t_lite.decoding.constrained_search import WORD_END
+from t2t_lite.decoding.constrained_search import WORD_END, WORD_START
 from t2t_lite.ids import UNK_ID
 from t2t_lite.inference import constraints as constraints_lib
 
@@ -88,8 +88,11 @@ def _first(reasons):
     return reasons[:, :1].to_tensor(default_value="", shape=[None, 1])[:, 0]
 
 
-def encode(tokenizer, lines, word_ends):
-    """See the module docstring. word_ends: bool [V] (word_pieces.boundaries)."""
+def encode(tokenizer, lines, word_ends, glued=None):
+    """See the module docstring. word_ends: bool [V] (word_pieces.boundaries). glued: a
+    tokenizer(strings [N]) -> ragged ids that writes a text glued to what precedes it
+    (word_pieces.glued_model); each negative alternative is then barred in that form too, after
+    a WORD_START."""
     positive_texts, negative_texts, prefix, phrase_counts, alternative_counts, empty = parse(
         lines)
     word_ends = tf.cast(word_ends, tf.bool)
@@ -103,7 +106,17 @@ def encode(tokenizer, lines, word_ends):
         positive_texts.flat_values, tf.bool))
     negative_raw, negative_ids = ids(negative_texts, prefix.flat_values)
     positive = positive_texts.with_flat_values(positive_ids).to_tensor()
-    negative = negative_texts.with_flat_values(negative_ids).to_tensor()
+    negative = negative_texts.with_flat_values(negative_ids)
+    if glued is not None:
+        flat = negative_texts.flat_values
+        pieces = tf.cast(glued(flat), negative_raw.dtype)
+        start = tf.RaggedTensor.from_row_lengths(
+            tf.fill([tf.size(flat)], tf.constant(WORD_START, pieces.dtype)),
+            tf.ones([tf.size(flat)], tf.int64))
+        glued_ids = _with_word_end(tf.concat([start, pieces], axis=1), word_ends,
+                                   prefix.flat_values)
+        negative = tf.concat([negative, negative_texts.with_flat_values(glued_ids)], axis=1)
+    negative = negative.to_tensor()
     positive, negative = tf.cast(positive, tf.int32), tf.cast(negative, tf.int32)
 
     # The reasons to refuse a line, in the order constraints.py checks them.

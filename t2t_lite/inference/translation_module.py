@@ -40,6 +40,7 @@ tf.while_loop / tf.cond, so converting the source of every function a translatio
 only slow the trace.
 """
 import tensorflow as tf
+import tensorflow_text as tf_text
 
 from t2t_lite.config import DecodeConfig
 from t2t_lite.decoding import precision as decode_precision
@@ -119,6 +120,11 @@ class TranslationModule(tf.Module):
         starts, ends = word_pieces.boundaries(tokenizer)
         self._word_starts = _Untracked(tf.constant(starts))
         self._word_ends = _Untracked(tf.constant(ends))
+        # The vocabulary without SentencePiece's added "▁": how a negative phrase is written
+        # glued to punctuation ("»Ordner«"), barred too. Tracked: an export holds its op.
+        glued = word_pieces.glued_model(tokenizer)
+        self.glued_tokenizer = None if glued is None else tf_text.SentencepieceTokenizer(
+            model=glued, out_type=tf.int32)
         self.beam_size, self.max_length = settings.beam_size, settings.max_length
         self.default_alpha, self.default_extra_length = settings.alpha, settings.extra_length
         # Python attributes are lost in a SavedModel; the constant describe() returns survives.
@@ -197,7 +203,9 @@ class TranslationModule(tf.Module):
         constrained_search.WORD_END where it must end a word (each alternative of a negative
         phrase is a negative phrase of its own), and errors string [B]: "" for a good line,
         else why it is refused (graph_constraints.encode)."""
-        return graph_constraints.encode(self.tokenizer, constraints, self._word_ends.value)
+        glued = self.glued_tokenizer and self.glued_tokenizer.tokenize
+        return graph_constraints.encode(self.tokenizer, constraints, self._word_ends.value,
+                                        glued)
 
     @tf.function(autograph=False, input_signature=[IDS, tf.TensorSpec([None, None, None, None],
                                                                       tf.int32),
@@ -209,7 +217,8 @@ class TranslationModule(tf.Module):
         decoder counts what it writes, as words)."""
         sequences, scores, unmet = translate_constrained(
             self.decoder_model, ids, positive, negative, beam_size=self.beam_size, alpha=alpha,
-            extra_length=extra_length, word_starts=self._word_starts.value)
+            extra_length=extra_length, word_starts=self._word_starts.value,
+            word_ends=self._word_ends.value)
         result = self._texts(ids, sequences, scores)
         result["unmet"] = unmet
         return result

@@ -71,3 +71,19 @@ def boundaries(tokenizer):
         starts = np.concatenate([starts, np.ones(max(size - len(starts), 0), bool)])[:size]
         ends = np.concatenate([ends, np.ones(max(size - len(ends), 0), bool)])[:size]
     return starts, ends
+
+
+def glued_model(tokenizer):
+    """A SentencePiece tokenizer's model proto (bytes) that writes a text as it is tokenized
+    glued to what comes before it (no "▁" added at its start: "Ordner" in "»Ordner«"), or None
+    for other vocabularies. A negative phrase is barred in this form too, after any token that
+    ends a word."""
+    if kind_of(tokenizer.vocab_path) != "sentencepiece":
+        return None
+    from sentencepiece import sentencepiece_model_pb2
+
+    model = sentencepiece_model_pb2.ModelProto()
+    with open(tokenizer.vocab_path, "rb") as f:
+        model.ParseFromString(f.read())
+    model.normalizer_spec.add_dummy_prefix = False
+    return model.SerializeToString()

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.decoding import constrained_search
-from t2t_lite.decoding.constrained_search import WORD_END, constrained_beam_search
+from t2t_lite.decoding.constrained_search import WORD_END, WORD_START, constrained_beam_search
 
 END = WORD_END
 # Toy vocabulary: 0 pad, 1 EOS, 2 "▁Datei", 3 "format" (continues a word), 4 "▁ist",
@@ -180,3 +180,20 @@ def test_eos_until_met_keeps_a_hypothesis_going_until_its_phrases_are_met(toys):
             assert 4 in best and unmet[0, 0] == 0
         # Either way the search returns a finished hypothesis.
         assert np.isfinite(scores[0, 0]) and best[-1] == toys.EOS
+
+
+def test_a_negative_glued_to_punctuation_is_barred_after_a_word_end(toys):
+    # The model wants ": format" glued (":format", [6, 3]) as a word; the glued negative
+    # [WORD_START, 3, END] bars 3 as a whole word after a token that ends one.
+    ends = np.array([True, True, False, False, False, False, True])
+    model = _table(toys, [6, 3, toys.EOS])
+    plain, _, _ = _run(model, np.zeros([1, 0, 1, 1]), beam_size=2, alpha=0.0,
+                       max_decode_length=5)
+    assert toys.strip(plain[0, 0]) == [6, 3, toys.EOS]
+    sequences, scores, _ = _run(model, np.zeros([1, 0, 1, 1]), [[[WORD_START, 3, END]]],
+                                beam_size=2, alpha=0.0, max_decode_length=5, word_ends=ends)
+    for row, score in zip(sequences[0], scores[0]):
+        best = toys.strip(row)
+        if score > -np.inf:
+            assert not any(ends[a] and b == 3 and STARTS[c]
+                           for a, b, c in zip([0] + best, best, best[1:])), best

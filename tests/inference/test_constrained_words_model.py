@@ -47,12 +47,19 @@ def module(tmp_path_factory):
 CASES = [
     "Datei", "Dateiformat", "Dateityp", "Verzeichnisse", "»Ordner«", "»%s«", "Datei:",
     "Dateiformat\t!Datei", "Formatdatei\t!Datei*", "Verzeichnisname\t!Verzeichnis",
-    "Datei\t!Verzeichnis*", "Speicher|Gruppen\tWurzel",
+    "Datei\t!Verzeichnis*", "Speicher|Gruppen\tWurzel", "»%s«\t!Ordner\t!Datei*",
 ]
 
 
+def test_a_negative_is_barred_glued_to_punctuation_too(module):
+    # The glued form ("Ordner" after "▁»") is a negative phrase of its own after a WORD_START.
+    encoded = module.encode_constraints(tf.constant(["!Ordner"]))
+    negative = encoded["negative"].numpy()[0]
+    assert len(negative) == 2 and negative[1][0] == -3
+
+
 @pytest.mark.parametrize("line", CASES)
-def test_each_phrase_comes_out_as_words(module, line):
+def test_each_phrase_comes_out_as_words(module, line):  # noqa: D103
     result = module.translate_constrained(tf.constant(["Die Datei ."]), tf.constant([line]))
     output = result["outputs"].numpy()[0].decode()
     assert constraints.unmet_phrases(output, line) == 0, output
