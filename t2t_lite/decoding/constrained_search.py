@@ -7,25 +7,41 @@ Each example carries its own constraints, as 0-padded token ids:
                            alternative satisfies the phrase), each up to T tokens;
     negative [B, Q, T]     Q phrases that must not appear.
 
+Phrases are words, not token strings. An alternative that must end a word ends in WORD_END, a
+"token" that only a token starting a word (word_starts [V]: a SentencePiece "▁" piece,
+punctuation, EOS) meets: so a positive phrase is met only when the word ends with it, and a
+negative one ending in WORD_END bars the word, not the compounds that begin with it (without
+WORD_END it bars every word it begins: the `*` prefix form). While a hypothesis holds every
+token of an unmet phrase's alternative but its WORD_END, it may not continue the word (only a
+word-starting token, or the next token of another phrase it is matching); a hypothesis that ends
+with a whole-word negative phrase may not start a new word, and one step before its length limit
+the phrase's last token is barred itself (EOS cannot be refused). A negative phrase may begin
+with WORD_START, met by a token that ends a word (word_ends [V]) or the sequence start: the
+phrase written glued to punctuation ("»Ordner«"). Without word tables every token is a word.
+
 A phrase given twice must appear twice: an occurrence is credited to one phrase only (the first
-unmet one of identical phrases). A hypothesis is never extended with a token that would complete
-a negative phrase. Nothing is added to any score: scores stay the model's log probabilities with
-the GNMT length penalty, as in beam_search.
+unmet one of identical phrases). Nothing is added to any score: scores stay the model's log
+probabilities with the GNMT length penalty, as in beam_search.
 
 Each step, every alive beam offers (1) the top 2K model candidates over all beams, as in the
 unconstrained search, (2) for every unmet phrase alternative, the token that continues the
 hypothesis' partial match of it and the token that starts it afresh, and (3) its EOS. A
-candidate's bank is the number of constraint tokens it has met (a met phrase counts its shortest
-alternative's length, a partial match its matched prefix). The K alive beams are chosen round-robin
-over banks: the best candidate of each bank, highest bank first, then the second best of each,
-and so on, so the beam never grows with the number of constraints and an empty bank's slots go to
-the others. An EOS candidate becomes finished when it ranks among the top K of its bank.
+candidate's bank counts constraint tokens as a trie of the phrases would: every met phrase its
+shortest alternative's length, plus the one deepest partial match of an unmet phrase (a prefix
+several phrases share counts once). The K alive beams are chosen round-robin over banks: the best
+candidate of each bank, highest bank first, then the second best of each, and so on, so the beam
+never grows with the number of constraints and an empty bank's slots go to the others (ranks
+within banks come from stable sorts, O(M log M) in the M candidates). An EOS candidate becomes
+finished when it ranks among the top K of its bank; with eos_until_met, not before every phrase
+is met (fairseq's and Sockeye's rule; off by default, docs/design.md).
 
 A finished hypothesis that has not met every positive phrase ranks below every one that has (by
 how many it misses, then by score): the search returns a complete hypothesis whenever one is found
 by the length limit, else the best one that meets the most, and reports per hypothesis how many
-phrases it misses. Matching is on the generated tokens themselves (the last T of each hypothesis),
-so no automaton has to be built from the phrases, in the graph or outside it.
+phrases it misses. Matching is on the generated tokens themselves (the last T of each hypothesis;
+a candidate's matches extend its parent's by its one token), so no automaton has to be built
+from the phrases, in the graph or outside it. The caller caps the phrases, alternatives and
+tokens (inference/constraints.py): the step's bookkeeping grows with them.
 """
 from typing import NamedTuple
 
