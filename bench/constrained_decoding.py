@@ -23,7 +23,7 @@ reference): a reference of one word gets none, of 2-3 words one 1-word phrase, a
    (fewer where fewer fit). The split is decoded with and without that constraints file, under
    each --protect_settings value (default `none`, then `auto`, the gettext problem's default:
    with `auto`, lines with format specifiers are constrained by their spans too in both runs).
-   Reported: the share of phrases met (a phrase is met when the output holds it as a substring,
+   Reported: the share of phrases met (a phrase is met when the output holds it as whole words,
    as often as the line asks for it), lines with all met, the decoder's own summary
    (constrained, constraints_unmet), sacreBLEU and chrF against the references, lines/s.
 2. Cost: lines/s with 0, 1, 2 and 3 phrases per line (the first k of each line's phrases), on the
@@ -115,13 +115,16 @@ def read_lines(path):
 
 def met_counts(outputs, line_phrases_):
     """(phrases met, phrases, lines with all met, lines with phrases): a phrase asked for r times
-    is met min(r, occurrences in the output) times."""
+    is met min(r, its occurrences in the output as whole words) times (constraints.occurrences:
+    "Datei" in "Dateiformat" is not met)."""
+    from t2t_lite.inference.constraints import occurrences
+
     met = total = lines_met = lines = 0
     for output, phrases in zip(outputs, line_phrases_):
         if not phrases:
             continue
         asked = collections.Counter(phrases)
-        line_met = sum(min(r, output.count(p)) for p, r in asked.items())
+        line_met = sum(min(r, occurrences(output, p)) for p, r in asked.items())
         met += line_met
         total += len(phrases)
         lines += 1

@@ -90,7 +90,7 @@ def decode_file(options, progress=sys.stderr):
         defaults = translator.settings
         protect = protected_spans.resolve(options.protect, defaults.problem, po=False)
         line_constraints, glossary_counts = _line_constraints(
-            translator, file_constraints, glossary, options, source.first_line)
+            translator, file_constraints, glossary, options, source.first_line, protect)
         stats = batch_decode.decode_stream(
             translator, source, output, options.chunk_lines,
             alpha=defaults.alpha if options.alpha is None else options.alpha,
@@ -184,42 +184,77 @@ def _constraint_lines(options, source):
                                              source.total_lines, source.file_lines)
 
 
-def _line_constraints(translator, file_constraints, glossary, options, first_line):
+def _line_constraints(translator, file_constraints, glossary, options, first_line, protect):
     """(line_constraints(n, source) for decode_stream or None, glossary term counts: "applied",
-    and "dropped" where a line already held constraints.MAX_PHRASES phrases), after
-    every phrase of the constraints file and the glossary is held to having target tokens.
-    first_line: the input's first line in the file (a shard's), for messages."""
+    and "dropped": a term a line had no room for (constraints.MAX_PHRASES phrases or
+    MAX_LINE_TOKENS tokens) or that contradicts the line's own phrases), after every phrase of
+    the constraints file and the glossary is checked as it tokenizes (constraints.check_tokenized).
+    first_line: the input's first line in the file (a shard's), for messages. protect: the
+    protected_spans kinds no glossary term may match inside."""
     from t2t_lite.inference import batch_decode
 
     if file_constraints is None and not glossary:
         return None, {"applied": 0, "dropped": 0}
+    line_tokens = [0] * len(file_constraints or ())
     if file_constraints:
         for start in range(0, len(file_constraints), batch_decode.TOKENIZE_CHUNK):
             chunk = file_constraints[start:start + batch_decode.TOKENIZE_CHUNK]
             encoded = batch_decode.encode_constraints(translator, chunk)
             if encoded is not None:
                 constraints.check_tokenized(
-                    chunk, encoded, lambda i: f"--constraints_file {options.constraints_file}:"
-                    f"{first_line + start + i + 1}")
+                    chunk, encoded, lambda i: ("--constraints_file", options.constraints_file,
+                                               first_line + start + i + 1))
+                for i in range(len(chunk)):
+                    line_tokens[start + i] = constraints.token_count(encoded, i)
+    entry_tokens = {}
     if glossary:
         rows = [constraints.join_line([(e.negative, list(e.alternatives))])
                 for e in glossary.entries]
-        encoded = batch_decode.encode_constraints(translator, rows)
-        if encoded is not None:
-            constraints.check_tokenized(
-                rows, encoded, lambda i: f"--glossary {glossary.path}:{glossary.entries[i].line}")
+        for start in range(0, len(rows), batch_decode.TOKENIZE_CHUNK):
+            chunk = rows[start:start + batch_decode.TOKENIZE_CHUNK]
+            encoded = batch_decode.encode_constraints(translator, chunk)
+            if encoded is not None:
+                constraints.check_tokenized(
+                    chunk, encoded, lambda i: ("--glossary", glossary.path,
+                                               glossary.entries[start + i].line))
+                for i in range(len(chunk)):
+                    entry_tokens[tuple(glossary.entries[start + i].alternatives)] = \
+                        constraints.token_count(encoded, i)
     counts = {"applied": 0, "dropped": 0}
 
     def line_constraints(number, source):
         phrases = constraints.split_line(file_constraints[number]) if file_constraints else []
         if glossary:
-            # The line's own constraints first (read_constraints_file holds them to the cap),
+            # The line's own constraints first (read_constraints_file holds them to the caps),
             # then the glossary's terms while there is room; the summary counts the rest.
-            terms = glossary.phrases_for(source)
-            room = max(constraints.MAX_PHRASES - len(phrases), 0)
-            counts["applied"] += min(len(terms), room)
-            counts["dropped"] += max(len(terms) - room, 0)
-            phrases += terms[:room]
+            tokens = line_tokens[number] if file_constraints else 0
+            for negative, alternatives in glossary.phrases_for(source, protect):
+                if _same_term(phrases, negative, alternatives):
+                    continue  # the file gives it already: one phrase
+                cost = entry_tokens.get(tuple(alternatives), 0)
+                try:
+                    constraints.split_line(constraints.join_line(
+                        phrases + [(negative, alternatives)]))
+                    fits = tokens + cost <= constraints.MAX_LINE_TOKENS
+                except ValueError:  # too many phrases, or it contradicts the line's own
+                    fits = False
+                if fits:
+                    phrases.append((negative, alternatives))
+                    tokens += cost
+                    counts["applied"] += 1
+                else:
+                    counts["dropped"] += 1
         return constraints.join_line(phrases)
 
     return line_constraints, counts
+
+
+def _same_term(phrases, negative, alternatives):
+    """A glossary phrase that a line's phrases give already: a positive one sharing an
+    alternative with a positive phrase of the line, a negative one with the same
+    alternatives."""
+    for other_negative, other in phrases:
+        if negative == other_negative and (set(alternatives) & set(other) if not negative
+                                           else set(alternatives) == set(other)):
+            return True
+    return False

@@ -41,8 +41,11 @@ def _run(command, folder, export_dir):
 def test_the_glossary_command_runs(export_version_dir, tmp_path):
     text = open(PAGE, encoding="utf-8").read()
     glossary = re.search(r"    # terms.tsv\n((?:    .*\n)+)", text).group(1)
-    (tmp_path / "terms.tsv").write_text(
-        "".join(line[4:] + "\n" for line in glossary.splitlines()), encoding="utf-8")
+    # The page's German targets have letters the session's tiny vocabulary lacks, and a phrase
+    # with a token outside the vocabulary is refused: the same rows with words it has.
+    rows = "".join(line[4:] + "\n" for line in glossary.splitlines())
+    rows = rows.replace("Ordner", "Hund").replace("Verzeichnis", "Katze")
+    (tmp_path / "terms.tsv").write_text(rows, encoding="utf-8")
     (tmp_path / "in.en").write_text("the directory is small .\nwe read books\n", encoding="utf-8")
     command, = _commands("## A glossary")
     result = _run(command, tmp_path, export_version_dir)

@@ -7,25 +7,41 @@ Each example carries its own constraints, as 0-padded token ids:
                            alternative satisfies the phrase), each up to T tokens;
     negative [B, Q, T]     Q phrases that must not appear.
 
+Phrases are words, not token strings. An alternative that must end a word ends in WORD_END, a
+"token" that only a token starting a word (word_starts [V]: a SentencePiece "▁" piece,
+punctuation, EOS) meets: so a positive phrase is met only when the word ends with it, and a
+negative one ending in WORD_END bars the word, not the compounds that begin with it (without
+WORD_END it bars every word it begins: the `*` prefix form). While a hypothesis holds every
+token of an unmet phrase's alternative but its WORD_END, it may not continue the word (only a
+word-starting token, or the next token of another phrase it is matching); a hypothesis that ends
+with a whole-word negative phrase may not start a new word, and one step before its length limit
+the phrase's last token is barred itself (EOS cannot be refused). A negative phrase may begin
+with WORD_START, met by a token that ends a word (word_ends [V]) or the sequence start: the
+phrase written glued to punctuation ("»Ordner«"). Without word tables every token is a word.
+
 A phrase given twice must appear twice: an occurrence is credited to one phrase only (the first
-unmet one of identical phrases). A hypothesis is never extended with a token that would complete
-a negative phrase. Nothing is added to any score: scores stay the model's log probabilities with
-the GNMT length penalty, as in beam_search.
+unmet one of identical phrases). Nothing is added to any score: scores stay the model's log
+probabilities with the GNMT length penalty, as in beam_search.
 
 Each step, every alive beam offers (1) the top 2K model candidates over all beams, as in the
 unconstrained search, (2) for every unmet phrase alternative, the token that continues the
 hypothesis' partial match of it and the token that starts it afresh, and (3) its EOS. A
-candidate's bank is the number of constraint tokens it has met (a met phrase counts its shortest
-alternative's length, a partial match its matched prefix). The K alive beams are chosen round-robin
-over banks: the best candidate of each bank, highest bank first, then the second best of each,
-and so on, so the beam never grows with the number of constraints and an empty bank's slots go to
-the others. An EOS candidate becomes finished when it ranks among the top K of its bank.
+candidate's bank counts constraint tokens as a trie of the phrases would: every met phrase its
+shortest alternative's length, plus the one deepest partial match of an unmet phrase (a prefix
+several phrases share counts once). The K alive beams are chosen round-robin over banks: the best
+candidate of each bank, highest bank first, then the second best of each, and so on, so the beam
+never grows with the number of constraints and an empty bank's slots go to the others (ranks
+within banks come from stable sorts, O(M log M) in the M candidates). An EOS candidate becomes
+finished when it ranks among the top K of its bank; with eos_until_met, not before every phrase
+is met (fairseq's and Sockeye's rule; off by default, docs/design.md).
 
 A finished hypothesis that has not met every positive phrase ranks below every one that has (by
 how many it misses, then by score): the search returns a complete hypothesis whenever one is found
 by the length limit, else the best one that meets the most, and reports per hypothesis how many
-phrases it misses. Matching is on the generated tokens themselves (the last T of each hypothesis),
-so no automaton has to be built from the phrases, in the graph or outside it.
+phrases it misses. Matching is on the generated tokens themselves (the last T of each hypothesis;
+a candidate's matches extend its parent's by its one token), so no automaton has to be built
+from the phrases, in the graph or outside it. The caller caps the phrases, alternatives and
+tokens (inference/constraints.py): the step's bookkeeping grows with them.
 """
 from typing import NamedTuple
 
@@ -37,6 +53,13 @@ from t2t_lite.config import DecodeConfig, ModelConfig
 from t2t_lite.decoding.beam_search import (
     _DEAD, NEG_INF, _gather_beams, _loop, _NBest, _start, _top_candidates, _write_position,
     _write_results, length_penalty, log_normaliser)
+
+# A phrase's last "token" when it must end a word: it matches any token that starts one (EOS
+# included). Never a real id, never generated.
+WORD_END = -2
+# A negative phrase's first "token" when it is written glued to what comes before ("Ordner" in
+# "»Ordner«"): it matches a token that ends a word, or the start of the sequence.
+WORD_START = -3
 
 # Ranks a finished hypothesis that misses a phrase below any that meets all, whatever the scores
 # (real scores stay far above -UNMET_PENALTY; 16 misses stay far above the search's _DEAD).
@@ -59,7 +82,26 @@ class _Extra(NamedTuple):
 
 
 def _lengths(tokens):
-    return tf.reduce_sum(tf.cast(tokens > 0, tf.int32), axis=-1)
+    return tf.reduce_sum(tf.cast(tf.not_equal(tokens, 0), tf.int32), axis=-1)
+
+
+def _boundary_table(table, vocab_size):
+    """bool [V]: a word_starts / word_ends argument, all True when None (every token a word)."""
+    if table is None:
+        return tf.ones([vocab_size], tf.bool)
+    return tf.cast(table, tf.bool)
+
+
+def _ends_word(tokens, word_ends):
+    """bool, tokens' shape: a word boundary lies after the token (-1, before the sequence:
+    True)."""
+    return (tokens < 0) | tf.gather(word_ends, tf.maximum(tokens, 0))
+
+
+def _starts_word(tokens, word_starts):
+    """bool, tokens' shape: a word boundary lies before the token (-1, before the sequence: no
+    token, False)."""
+    return (tokens >= 0) & tf.gather(word_starts, tf.maximum(tokens, 0))
 
 
 def _phrase_sizes(positive):
@@ -86,9 +128,11 @@ def _windows(seqs, position, width):
     return tf.where(columns[None, None, :] >= 1, tokens, -1)
 
 
-def _suffix_matches(windows, phrases):
-    """bool [B, M, ..., T]: [..., k-1] when the last k tokens of a window equal the first k
-    tokens of a phrase (and the phrase has at least k tokens).
+def _suffix_matches(windows, phrases, word_starts, word_ends=None):
+    """bool [B, M, ..., T]: [..., k-1] when the last k tokens of a window match the first k
+    tokens of a phrase (and the phrase has at least k tokens). A phrase's WORD_END matches any
+    token that starts a word (word_starts [V]), EOS included; a WORD_START any token that ends
+    one (word_ends [V]), or the start of the sequence.
 
     windows: int32 [B, M, T] (most recent last); phrases: int32 [B, ..., T] (0-padded), the
     same phrases for every window of an example."""
@@ -102,21 +146,46 @@ def _suffix_matches(windows, phrases):
     for _ in range(extra_axes):
         picked = picked[:, :, None]
     phrase_tokens = phrases[:, None, ..., None, :]  # [B, 1, ..., 1, T(j)]
-    equal = tf.equal(picked, phrase_tokens) | tf.logical_not(used)
+    ends_here = tf.equal(phrase_tokens, WORD_END) & _starts_word(picked, word_starts)
+    equal = tf.equal(picked, phrase_tokens) | ends_here | tf.logical_not(used)
+    if word_ends is not None:
+        equal |= tf.equal(phrase_tokens, WORD_START) & _ends_word(picked, word_ends)
     long_enough = tf.expand_dims(_lengths(phrases), -1) >= tf.range(1, width + 1)
     return tf.reduce_all(equal, axis=-1) & long_enough[:, None]
 
 
-def _progress(windows, positive):
+def _progress(windows, positive, word_starts):
     """For each window and phrase alternative: (the longest proper prefix of the alternative
-    that ends the window, int32 [B, M, P, A]; the whole alternative ends the window, bool)."""
-    matches = _suffix_matches(windows, positive)  # [B, M, P, A, T]
+    that ends the window, int32 [B, M, P, A]; the whole alternative ends the window, bool;
+    the suffix matches, bool [B, M, P, A, T], as _suffix_matches gives them)."""
+    matches = _suffix_matches(windows, positive, word_starts)  # [B, M, P, A, T]
+    return _progress_of(matches, positive) + (matches,)
+
+
+def _progress_of(matches, positive):
+    """(prefix, complete) of _progress from its suffix matches."""
     lengths = _lengths(positive)[:, None]  # [B, 1, P, A]
     k = tf.range(1, tf.shape(matches)[-1] + 1)
     proper = matches & (k < lengths[..., None])
     prefix = tf.reduce_max(tf.where(proper, k, 0), axis=-1)
     complete = tf.reduce_any(matches & tf.equal(k, lengths[..., None]), axis=-1) & (lengths > 0)
     return prefix, complete
+
+
+def _extended_matches(parent_matches, tokens, positive, word_starts):
+    """The suffix matches of each candidate's window (its parent's, then its token), from the
+    parent's (gathered to the candidates, bool [B, M, P, A, T]) and its token (int32 [B, M]): a
+    match of length k is the parent's of length k - 1 and the token as the phrase's k-th. O(T)
+    per alternative and candidate, where matching the window afresh is O(T^2)."""
+    phrase = positive[:, None]  # [B, 1, P, A, T]
+    token = tokens[:, :, None, None, None]
+    fits = tf.equal(phrase, token) | (tf.equal(phrase, WORD_END)
+                                      & _starts_word(token, word_starts))
+    before = tf.concat([tf.ones_like(parent_matches[..., :1]), parent_matches[..., :-1]],
+                       axis=-1)
+    long_enough = _lengths(positive)[:, None, ..., None] >= tf.range(
+        1, tf.shape(positive)[-1] + 1)
+    return before & fits & long_enough
 
 
 def _credit(complete, met, duplicate_of_earlier):
@@ -129,55 +198,124 @@ def _credit(complete, met, duplicate_of_earlier):
 
 
 def _bank(prefix, met, sizes):
-    """int32 [B, M]: constraint tokens met (a met phrase its size, a partial match its prefix,
-    at most size - 1)."""
+    """int32 [B, M]: constraint tokens met, as a trie of the phrases counts them: every met
+    phrase its size, plus the one deepest partial match of an unmet phrase (at most its size -
+    1), so a prefix several phrases share counts once and progress never outweighs a met
+    phrase's tokens."""
     partial = tf.minimum(tf.reduce_max(prefix, axis=-1), tf.maximum(sizes[:, None] - 1, 0))
-    return tf.reduce_sum(tf.where(met, sizes[:, None], partial), axis=-1)
+    met_tokens = tf.reduce_sum(tf.where(met, sizes[:, None], 0), axis=-1)
+    return met_tokens + tf.maximum(tf.reduce_max(tf.where(met, 0, partial), axis=-1), 0)
 
 
-def _banned(windows, negative):
-    """(rows, tokens) of the tokens that would complete a negative phrase: int32 [N, 2] indices
-    into the flat [B*K, V] log probs. windows [B, K, T] end at the current position."""
+def _banned(windows, negative, word_starts, word_ends, near_end):
+    """What would complete a negative phrase, as (tokens: int32 [N, 2] (row, token) indices into
+    the flat [B*K, V] log probs; words: bool [B*K], rows whose next token must not start a
+    word, as it would end a whole-word negative phrase that the row ends with). windows
+    [B, K, T] end at the current position. near_end bool [B]: the token chosen now is the last
+    before EOS, so a whole-word negative's last real token is barred itself (EOS could not be
+    barred after it)."""
     lengths = _lengths(negative)  # [B, Q]
-    # The last length-1 tokens of the window equal the phrase's first length-1 tokens.
-    matches = _suffix_matches(windows, negative)  # [B, K, Q, T]
+    matches = _suffix_matches(windows, negative, word_starts, word_ends)  # [B, K, Q, T]
     k = tf.range(1, tf.shape(matches)[-1] + 1)
-    wanted = tf.equal(k, lengths[:, None, :, None] - 1)
-    ready = tf.reduce_any(matches & wanted, axis=-1) | tf.equal(lengths[:, None], 1)
-    ready &= lengths[:, None] > 0  # [B, K, Q]
+
+    def ready(matched):
+        """bool [B, K, Q]: the window ends with the phrase's first `matched` [B, Q] tokens."""
+        wanted = tf.equal(k, matched[:, None, :, None])
+        return tf.reduce_any(matches & wanted, axis=-1) | tf.equal(matched[:, None], 0)
+
     last = tf.gather(negative, tf.maximum(lengths - 1, 0), batch_dims=2)  # [B, Q]
+    word_end = tf.equal(last, WORD_END)[:, None]  # [B, 1, Q]
+    present = lengths[:, None] > 0
+    complete = ready(lengths - 1) & present  # all but the last token
+    words = tf.reshape(tf.reduce_any(complete & word_end, axis=-1), [-1])
+    # The token to bar: a token-level phrase's last; near the end, a word's last real token.
+    before_end = tf.gather(negative, tf.maximum(lengths - 2, 0), batch_dims=2)
+    barred = tf.where(word_end, before_end[:, None], last[:, None])
+    barred = tf.broadcast_to(barred, tf.shape(complete))
+    ready_tokens = tf.where(word_end, ready(tf.maximum(lengths - 2, 0))
+                            & near_end[:, None, None], complete) & present
+    ready_tokens &= barred > 0
     beam_size = tf.shape(windows)[1]
     rows = tf.range(tf.shape(windows)[0])[:, None, None] * beam_size + tf.range(beam_size)[
         None, :, None]
-    where = tf.where(ready)
-    return tf.stack([tf.gather_nd(tf.broadcast_to(rows, tf.shape(ready)), where),
-                     tf.gather_nd(tf.broadcast_to(last[:, None], tf.shape(ready)), where)],
-                    axis=1)
+    where = tf.where(ready_tokens)
+    tokens = tf.stack([tf.gather_nd(tf.broadcast_to(rows, tf.shape(ready_tokens)), where),
+                       tf.gather_nd(barred, where)], axis=1)
+    return tokens, words
 
 
-def _barred(logits, banned):
-    """(logits [B*K, V] float32 with the banned tokens dead, to rank by; the model's own
-    log_normaliser, to score with): a barred token is never taken, and scores stay the model's
-    log probabilities."""
+def _word_rules(beams, prefix, negative_words, must_end, word_starts, eos_id,
+                eos_until_met=False):
+    """bool [B*K, V]: the tokens barred by the word rules. A row that ends with every token of
+    an unmet positive phrase's alternative but its WORD_END may not continue the word (only a
+    token that starts a word, or the next token of another phrase it is matching); a row in
+    negative_words (see _banned) may not start one; with eos_until_met, a row with an unmet
+    phrase may not end. EOS stays open where it is the only token left (must_end)."""
+    positive = beams.constraints.positive
+    per_beam = tf.broadcast_to(positive[:, None], tf.concat([tf.shape(prefix),
+                                                             [tf.shape(positive)[3]]], axis=0))
+    next_tokens = tf.gather(per_beam, prefix, batch_dims=4)  # [B, K, P, A]
+    started = (prefix > 0) & tf.logical_not(beams.constraints.met)[..., None]
+    pending = tf.reduce_any(started & tf.equal(next_tokens, WORD_END), axis=[2, 3])
+    pending = tf.reshape(pending, [-1])
+    starts = word_starts[None, :]
+    barred = (pending[:, None] & tf.logical_not(starts)) | (negative_words[:, None] & starts)
+    # Another phrase's next token stays open.
+    open_ = tf.where(started & (next_tokens > 0))  # [N, 4]: b, k, p, a
+    beam_size = tf.shape(prefix)[1]
+    rows = tf.cast(open_[:, 0], tf.int32) * beam_size + tf.cast(open_[:, 1], tf.int32)
+    barred = tf.tensor_scatter_nd_update(
+        barred, tf.stack([rows, tf.gather_nd(next_tokens, open_)], axis=1),
+        tf.zeros_like(rows, tf.bool))
+    is_eos = tf.equal(tf.range(tf.shape(word_starts)[0]), eos_id)[None, :]
+    if eos_until_met:
+        unmet = tf.reshape(tf.reduce_any(tf.logical_not(beams.constraints.met), axis=2), [-1])
+        barred |= unmet[:, None] & is_eos
+    return barred & tf.logical_not(tf.repeat(must_end, beam_size)[:, None] & is_eos)
+
+
+def _barred(logits, banned, barred_words=None):
+    """(logits [B*K, V] float32 with the banned tokens (and barred_words [B*K, V]) dead, to
+    rank by; the model's own log_normaliser, to score with): a barred token is never taken, and
+    scores stay the model's log probabilities."""
     logits = tf.cast(logits, tf.float32)
     normaliser = log_normaliser(logits)
-    return tf.tensor_scatter_nd_update(logits, banned, tf.fill([tf.shape(banned)[0]], NEG_INF)), \
-        normaliser
+    logits = tf.tensor_scatter_nd_update(logits, banned, tf.fill([tf.shape(banned)[0]], NEG_INF))
+    if barred_words is not None:
+        logits = tf.where(barred_words, NEG_INF, logits)
+    return logits, normaliser
+
+
+def _inverse(permutation):
+    """int32 [B, M]: the inverse of each row's permutation."""
+    return tf.argsort(permutation, axis=1, stable=True)
 
 
 def _rank_in_bank(scores, banks, eligible):
-    """int32 [B, M]: how many eligible candidates of the same bank rank before each one (higher
-    score, or the same score and an earlier position), as a stable sort would place it."""
-    positions = tf.range(tf.shape(scores)[1])
-    before = (scores[:, None, :] > scores[:, :, None]) | (
-        tf.equal(scores[:, None, :], scores[:, :, None])
-        & (positions[None, None, :] < positions[None, :, None]))
-    same_bank = tf.equal(banks[:, None, :], banks[:, :, None])
-    counted = before & same_bank & eligible[:, None, :]
-    return tf.reduce_sum(tf.cast(counted, tf.int32), axis=2)
+    """int32 [B, M]: how many eligible candidates of the same bank rank before each eligible
+    one (higher score, or the same score and an earlier position), as a stable sort would
+    place it. Two stable sorts, O(M log M) (a candidate-by-candidate table would be O(M^2), and
+    M grows with the constraints); an ineligible candidate's rank is not used."""
+    by_score = tf.argsort(scores, axis=1, direction="DESCENDING", stable=True)
+    groups = banks * 2 + tf.cast(tf.logical_not(eligible), tf.int32)
+    order = tf.gather(by_score, tf.argsort(tf.gather(groups, by_score, batch_dims=1), axis=1,
+                                           stable=True), batch_dims=1)
+    sorted_groups = tf.gather(groups, order, batch_dims=1)
+    first = tf.searchsorted(sorted_groups, sorted_groups, side="left", out_type=tf.int32)
+    ranks = tf.range(tf.shape(scores)[1])[None, :] - first
+    return tf.gather(ranks, _inverse(order), batch_dims=1)
 
 
-def _candidates(logits, normaliser, must_end, beams, index, beam_size, vocab_size, eos_id):
+def _repeated(keys):
+    """bool [B, M]: the key occurs at an earlier position of its row (a stable sort)."""
+    order = tf.argsort(keys, axis=1, stable=True)
+    sorted_keys = tf.gather(keys, order, batch_dims=1)
+    again = tf.concat([tf.zeros_like(sorted_keys[:, :1], tf.bool),
+                       tf.equal(sorted_keys[:, 1:], sorted_keys[:, :-1])], axis=1)
+    return tf.gather(again, _inverse(order), batch_dims=1)
+
+
+def _candidates(logits, normaliser, must_end, beams, prefix, beam_size, vocab_size, eos_id):
     """Every candidate of this step: (scores, beams, tokens, repeated), each [B, M]; invalid
     ones dead. The top 2K come first, best first, exactly as beam_search finds them, so an
     example without constraints ranks exactly as there; then the phrases' tokens, then each
@@ -189,13 +327,13 @@ def _candidates(logits, normaliser, must_end, beams, index, beam_size, vocab_siz
 
     positive = constraints.positive
     width = tf.shape(positive)[3]
-    prefix, _ = _progress(_windows(beams.alive_seqs, index, width), positive)  # [B, K, P, A]
     per_beam_phrases = tf.broadcast_to(positive[:, None],
                                        tf.concat([tf.shape(prefix), [width]], axis=0))
     next_tokens = tf.gather(per_beam_phrases, prefix, batch_dims=4)
     first_tokens = per_beam_phrases[..., 0]
     forced = tf.stack([next_tokens, first_tokens], axis=-1)  # [B, K, P, A, 2]
     usable = (forced > 0) & tf.logical_not(constraints.met)[:, :, :, None, None]
+    forced = tf.maximum(forced, 0)  # a WORD_END is no token to force
     usable &= tf.logical_not(must_end)[:, None, None, None, None]
     forced = tf.reshape(forced, [batch_size, beam_size, -1])
     usable = tf.reshape(usable, [batch_size, beam_size, -1])
@@ -214,25 +352,21 @@ def _candidates(logits, normaliser, must_end, beams, index, beam_size, vocab_siz
     tokens = tf.concat([top_tokens, tf.reshape(forced, [batch_size, -1]),
                         tf.fill(tf.shape(eos_scores), eos_id)], 1)
     # The same (beam, token) twice: only its first occurrence stays.
-    keys = cand_beams * vocab_size + tokens
-    positions = tf.range(tf.shape(keys)[1])
-    earlier = positions[None, :] < positions[:, None]
-    repeated = tf.reduce_any(tf.equal(keys[:, :, None], keys[:, None, :]) & earlier[None], 2)
+    repeated = _repeated(cand_beams * vocab_size + tokens)
     return tf.where(repeated, NEG_INF, scores), cand_beams, tokens, repeated
 
 
-def _step_state(beams, cand_beams, tokens, index, eos_id):
-    """Each candidate's met phrases and bank after its token: (met [B, M, P], banks [B, M])."""
+def _step_state(beams, cand_beams, tokens, matches, word_starts):
+    """Each candidate's met phrases and bank after its token: (met [B, M, P], banks [B, M]).
+    matches: the alive beams' suffix matches (_progress). EOS may complete a phrase too: it
+    ends the phrase's last word."""
     constraints = beams.constraints
-    width = tf.shape(constraints.positive)[3]
-    parent_windows = tf.gather(_windows(beams.alive_seqs, index, width), cand_beams,
-                               batch_dims=1)
-    windows = tf.concat([parent_windows[:, :, 1:], tokens[:, :, None]], axis=2)
-    prefix, complete = _progress(windows, constraints.positive)
+    parent_matches = tf.gather(matches, cand_beams, batch_dims=1)
+    prefix, complete = _progress_of(
+        _extended_matches(parent_matches, tokens, constraints.positive, word_starts),
+        constraints.positive)
     parent_met = tf.gather(constraints.met, cand_beams, batch_dims=1)
-    is_eos = tf.equal(tokens, eos_id)[:, :, None]
-    met = tf.where(is_eos, parent_met, _credit(complete, parent_met,
-                                               constraints.duplicate_of_earlier))
+    met = _credit(complete, parent_met, constraints.duplicate_of_earlier)
     return met, _bank(prefix, met, constraints.sizes)
 
 
@@ -284,14 +418,15 @@ def _with_constraints(state, positive, negative, batch_size, beam_size):
         results=no_extra(state.results))
 
 
-def _next_beams(beams, logits, normaliser, must_end, index, beam_size, vocab_size, alpha,
-                eos_id):
+def _next_beams(beams, logits, normaliser, must_end, index, progress, beam_size, vocab_size,
+                alpha, eos_id, word_starts):
     """One step's choice: (beams with the new alive and finished hypotheses, the alive ones'
-    parent beams for the cache's gather)."""
+    parent beams for the cache's gather). progress: _progress of the alive beams."""
+    prefix, _, matches = progress
     new_length = index + 1
-    scores, cand_beams, tokens, repeated = _candidates(logits, normaliser, must_end, beams, index,
-                                                       beam_size, vocab_size, eos_id)
-    met, banks = _step_state(beams, cand_beams, tokens, index, eos_id)
+    scores, cand_beams, tokens, repeated = _candidates(logits, normaliser, must_end, beams,
+                                                       prefix, beam_size, vocab_size, eos_id)
+    met, banks = _step_state(beams, cand_beams, tokens, matches, word_starts)
     seqs = _write_position(_gather_beams(beams.alive_seqs, cand_beams), tokens, new_length)
     is_eos = tf.equal(tokens, eos_id)
     real = scores > _DEAD
@@ -314,11 +449,16 @@ def _next_beams(beams, logits, normaliser, must_end, index, beam_size, vocab_siz
 def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, positive,
                             negative, beam_size=DecodeConfig.beam_size, alpha=DecodeConfig.alpha,
                             max_decode_length=ModelConfig.max_length, decode_lengths=None,
-                            eos_id=1, early_stopping=True, tile_static=True):
+                            eos_id=1, early_stopping=True, tile_static=True, word_starts=None,
+                            word_ends=None, eos_until_met=False):
     """beam_search's n-best under per-example constraints (see the module docstring).
 
     positive: int32 [B, P, A, T] phrases that must appear (0-padded); negative: int32 [B, Q, T]
-    phrases that must not. The other arguments are beam_search's.
+    phrases that must not; either may end in WORD_END. word_starts: bool [V], the tokens that
+    start a word (inference/word_pieces.py; None: every token); word_ends: those that end one
+    (for a negative phrase's WORD_START). eos_until_met: a hypothesis
+    may not end before it meets every phrase (fairseq's and Sockeye's rule) but at its length
+    limit; off by default (docs/design.md). The other arguments are beam_search's.
 
     Returns sequences int32 [B, K, L], scores float32 [B, K] (log probability / length penalty,
     -inf for empty slots) and unmet int32 [B, K] (positive phrases each hypothesis misses).
@@ -327,13 +467,23 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
         cache, static, batch_size, beam_size, alpha, max_decode_length, decode_lengths,
         tile_static)
     state = _with_constraints(state, positive, negative, batch_size, beam_size)
+    word_starts = _boundary_table(word_starts, vocab_size)
+    word_ends = _boundary_table(word_ends, vocab_size)
 
     def choose(beams, logits, index, must_end):
-        negative = beams.constraints.negative
-        banned = _banned(_windows(beams.alive_seqs, index, tf.shape(negative)[2]), negative)
-        logits, normaliser = _barred(logits, banned)
-        return _next_beams(beams, logits, normaliser, must_end, index, beam_size, vocab_size,
-                           alpha, eos_id)
+        constraints = beams.constraints
+        negative = constraints.negative
+        banned, negative_words = _banned(_windows(beams.alive_seqs, index, tf.shape(negative)[2]),
+                                         negative, word_starts, word_ends,
+                                         index + 2 >= beams.decode_lengths)
+        positive = constraints.positive
+        progress = _progress(_windows(beams.alive_seqs, index, tf.shape(positive)[3]),
+                             positive, word_starts)  # prefix [B, K, P, A], ...
+        barred = _word_rules(beams, progress[0], negative_words, must_end, word_starts, eos_id,
+                             eos_until_met)
+        logits, normaliser = _barred(logits, banned, barred)
+        return _next_beams(beams, logits, normaliser, must_end, index, progress, beam_size,
+                           vocab_size, alpha, eos_id, word_starts)
 
     final = _loop(state, tokens_to_logits, choose, beam_size, max_decode_length, early_stopping,
                   tile_static)

@@ -63,10 +63,10 @@ class DecodeStats:
     bom_stripped: int = 0  # a UTF-8 byte-order mark at the input's start
     seconds: float = 0.0
     max_source_tokens: int = 0
-    constrained: int = 0  # lines translated under constraints (a file's, a glossary's, spans')
-    constraints_unmet: int = 0  # of those, lines whose translation misses a positive phrase
+    constrained: int = 0  # lines with constraints (a file's, a glossary's)
+    constraints_unmet: int = 0  # of those, lines whose output does not keep them as words
     glossary_terms: int = 0  # glossary entries applied, over all lines
-    glossary_terms_dropped: int = 0  # matched but not applied: the line held MAX_PHRASES already
+    glossary_terms_dropped: int = 0  # matched, not applied: no room, or a contradiction
     protected: int = 0  # lines with protected spans (format specifiers, tags)
     protect_repaired: int = 0  # of those, lines whose spans the restore step fixed
 
@@ -90,14 +90,16 @@ class DecodeStats:
         if self.glossary_terms:
             parts.append(f"{self.glossary_terms} glossary terms applied")
         if self.glossary_terms_dropped:
-            from t2t_lite.inference.constraints import MAX_PHRASES
+            from t2t_lite.inference.constraints import MAX_LINE_TOKENS, MAX_PHRASES
 
-            parts.append(f"{self.glossary_terms_dropped} glossary terms not applied (their lines "
-                         f"held {MAX_PHRASES} phrases already)")
+            parts.append(f"{self.glossary_terms_dropped} glossary terms not applied (no room "
+                         f"in their lines for more than {MAX_PHRASES} phrases or "
+                         f"{MAX_LINE_TOKENS} tokens, or they contradict a line's own phrases)")
         if self.constrained:
             parts.append(f"{self.constrained} lines constrained, "
                          f"{self.constrained - self.constraints_unmet} met all their phrases, "
-                         f"{self.constraints_unmet} could not")
+                         f"{self.constraints_unmet} could not, "
+                         f"{self.lines - self.constrained} not constrained")
         if self.protected:
             parts.append(f"{self.protected} lines with protected spans, "
                          f"{self.protect_repaired} of them repaired")
@@ -350,8 +352,7 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
     splitting: a sentences.SentenceSplitting; with nbest 1, the long texts it splits are
     translated sentence by sentence, the translations joined (the score is their scores' sum).
     constraints: per text, a constraint line (constraints.py; "" for none). A constrained text
-    is translated whole; its best translation missing a positive phrase is counted
-    (stats.constraints_unmet), and kept.
+    is translated whole; count_constraints counts what its output keeps.
     """
     stats = stats if stats is not None else DecodeStats()
     constraints = constraints if constraints is not None else [""] * len(texts)
@@ -396,8 +397,6 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
          for positions in plan_batches(lengths, batch_tokens, fits=fits)],
         parallel_searches)
     encoded = encode_constraints(translator, constraints)
-    if encoded is not None:
-        stats.constrained += sum(1 for i in to_translate if constraints[i].strip())
     pool = parallel_search.thread_pool(parallel_searches)
     try:
         for part, outputs, scores, unmet in translate_parts(translator, source_ids, parts, alpha,
@@ -405,8 +404,6 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
             for row, index in enumerate(part):
                 results[index] = [(outputs[row, k].decode("utf-8", errors="replace"),
                                    float(scores[row, k])) for k in range(nbest)]
-            if unmet is not None:
-                stats.constraints_unmet += int(np.count_nonzero(unmet[:, 0]))
             done += len(part)
             if progress:
                 progress(done, len(texts))
@@ -455,20 +452,25 @@ def output_postprocessor(problem_name):
     return problem.postprocess_output if problem else _unchanged
 
 
-def _breaks_a_phrase(line, before, after):
-    """True when a repair took a positive phrase of constraint line `line` out of a
-    translation that held it."""
-    return any(not negative and any(a in before for a in alternatives)
-               and not any(a in after for a in alternatives)
-               for negative, alternatives in constraints_lib.split_line(line))
+def count_constraints(stats, constraints, results):
+    """Counts every line once (stats.constrained, stats.constraints_unmet): a line with
+    constraints whose best output (as written: after the span repair) keeps them all as whole
+    words (constraints.unmet_phrases), or could not; a line without is not constrained. A
+    source with no tokens gives "", which keeps no positive phrase."""
+    for line, hypotheses in zip(constraints or (), results):
+        if not line.strip():
+            continue
+        stats.constrained += 1
+        text = hypotheses[0][0] if hypotheses else ""
+        stats.constraints_unmet += constraints_lib.unmet_phrases(text, line) > 0
 
 
 def _protect(texts, results, kinds, stats, constraints):
     """results with every line's protected spans (protected_spans.py) kept exactly: each
     hypothesis goes through protected_spans.restore, which repairs what the search changed
     (on held-out format strings this scored higher BLEU than searching again with the lost
-    spans forced in: a span's subwords in context rarely match its own tokenization). A line
-    whose repair breaks one of its phrases counts as not meeting them."""
+    spans forced in: a span's subwords in context rarely match its own tokenization).
+    constraints: unused (count_constraints counts after the repair)."""
     for i, text in enumerate(texts):
         if not (results[i] and protected_spans.find_spans(text, kinds)):
             continue
@@ -477,9 +479,6 @@ def _protect(texts, results, kinds, stats, constraints):
                     for output, score in results[i]]
         best = restored[0][0]
         stats.protect_repaired += best.changed
-        if best.changed and constraints and _breaks_a_phrase(constraints[i], results[i][0][0],
-                                                             best.text):
-            stats.constraints_unmet += 1
         results[i] = [(fixed.text, score) for fixed, score in restored]
     return results
 
@@ -514,6 +513,7 @@ def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scor
                               constraints=constraints)
     if protect:
         results = _protect(texts, results, protect, stats, constraints)
+    count_constraints(stats, constraints, results)
     results = [[(postprocess(text, output), score) for output, score in hyps]
                for text, hyps in zip(texts, results)]
     outputs = [format_hypotheses(hyps, print_scores) for hyps in results]

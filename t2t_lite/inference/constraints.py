@@ -23,27 +23,101 @@ import re
 
 from t2t_lite.errors import UserError
 
-MAX_PHRASES = 16  # per line: the search's cost grows with the phrases (each offers 2 tokens)
+# Caps, per constraint line, checked once where a line comes in (here for files, in
+# graph_constraints for the served signature): the search holds, per beam, every alternative's
+# tokens, so its cost per step grows with their sum.
+MAX_PHRASES = 16  # phrases per line
+MAX_ALTERNATIVES = 16  # alternatives per phrase
+MAX_PHRASE_TOKENS = 16  # target tokens per alternative
+MAX_LINE_TOKENS = 128  # target tokens per line, every alternative of every phrase
 NEGATIVE = "!"
 ALTERNATIVES = "|"
+PREFIX = "*"  # after a negative alternative: every word that begins with it
 SEPARATOR = "\t"
+BOM = "\ufeff"
 
 
 def split_line(line):
     """A constraint line -> [(negative, [alternative, ...]), ...]; raises ValueError (a short
-    reason) for an empty phrase or alternative or too many phrases."""
+    reason) for an empty phrase or alternative, too many phrases or alternatives, or a phrase
+    both required and forbidden. Whitespace around a phrase, its `!` and each `|` is not part of
+    it; a negative alternative keeps its `*` (a prefix form)."""
     if not line.strip():
         return []
     phrases = []
     for text in line.split(SEPARATOR):
+        text = text.strip()
         negative = text.startswith(NEGATIVE)
         alternatives = [a.strip() for a in (text[1:] if negative else text).split(ALTERNATIVES)]
-        if not all(alternatives):
-            raise ValueError(f"an empty phrase or alternative in {line!r}")
+        if not all(a[:-1].strip() if negative and a.endswith(PREFIX) else a
+                   for a in alternatives):
+            raise ValueError("an empty phrase or alternative")
+        if negative:
+            alternatives = [a[:-1].strip() + PREFIX if a.endswith(PREFIX) else a
+                            for a in alternatives]
         phrases.append((negative, alternatives))
     if len(phrases) > MAX_PHRASES:
         raise ValueError(f"{len(phrases)} phrases; at most {MAX_PHRASES} per line")
+    for _, alternatives in phrases:
+        if len(alternatives) > MAX_ALTERNATIVES:
+            raise ValueError(f"a phrase with {len(alternatives)} alternatives; at most "
+                             f"{MAX_ALTERNATIVES} per phrase")
+    required = SEPARATOR.join(a for negative, alternatives in phrases if not negative
+                              for a in alternatives)
+    for negative, alternatives in phrases:
+        for alternative in alternatives if negative else ():
+            if barred(required, alternative):
+                text = alternative[:-1] if alternative.endswith(PREFIX) else alternative
+                raise ValueError(f"the phrase {text!r} is both required and forbidden")
     return phrases
+
+
+def barred(text, negative):
+    """text holds the negative alternative: as whole words, or for a prefix form (`stem*`) as
+    the start of a word."""
+    if negative.endswith(PREFIX):
+        return holds_word(text, negative[:-1], open_ended=True)
+    return holds_word(text, negative)
+
+
+def _is_word_character(character):
+    from t2t_lite.inference.word_pieces import is_word_character
+
+    return is_word_character(character)
+
+
+def occurrences(text, phrase, open_ended=False):
+    """How often `text` holds `phrase` as whole words: no letter, mark or digit right before it
+    or (unless open_ended: a word that begins with it) right after it."""
+    count, start = 0, text.find(phrase)
+    while start >= 0 and phrase:
+        end = start + len(phrase)
+        if ((start == 0 or not _is_word_character(text[start - 1]))
+                and (open_ended or end == len(text) or not _is_word_character(text[end]))):
+            count += 1
+        start = text.find(phrase, start + 1)
+    return count
+
+
+def holds_word(text, phrase, open_ended=False):
+    return occurrences(text, phrase, open_ended) > 0
+
+
+def unmet_phrases(text, line):
+    """The phrases of constraint line `line` that `text` does not keep as whole words: each
+    positive phrase past the occurrences of its alternatives (a phrase given twice must appear
+    twice),
+    each alternative of a negative phrase it holds."""
+    phrases = split_line(line)
+    positive = [tuple(alternatives) for negative, alternatives in phrases if not negative]
+    missing = 0
+    for phrase in set(positive):
+        wanted = positive.count(phrase)
+        missing += max(wanted - sum(occurrences(text, a) for a in set(phrase)), 0)
+    for negative, alternatives in phrases:
+        if negative:
+            missing += sum(barred(text, a) for a in alternatives)
+    return missing
 
 
 def join_line(phrases):
@@ -53,9 +127,14 @@ def join_line(phrases):
 
 
 def _read_lines(path, flag):
+    """The file's lines as the decoder reads its input: a UTF-8 byte-order mark at its start
+    dropped, each line's end by data/lines.py (a "\\r" only as part of a "\\r\\n")."""
+    from t2t_lite.data.lines import split_lines
+
     try:
-        with open(path, encoding="utf-8", newline="\n") as f:
-            return [line.rstrip("\n").rstrip("\r") for line in f]
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8")
+        return split_lines(text[len(BOM):] if text.startswith(BOM) else text)
     except FileNotFoundError:
         raise UserError(f"{flag} {path} does not exist") from None
     except UnicodeDecodeError as error:
@@ -92,21 +171,47 @@ class GlossaryEntry:
     line: int  # in the glossary file, for messages
 
 
+# A word of a glossary term or a source line: a run of letters, marks and digits, or one other
+# character that is not white space.
+_WORD = re.compile(r"[^\W_]+|[^\w\s]|_", re.UNICODE)
+
+
+def _folded(text):
+    """(text casefolded, the index in text of each of its characters): Unicode casefolding
+    may change a text's length ("ß" -> "ss")."""
+    folded, where = [], []
+    for index, character in enumerate(text):
+        for piece in character.casefold():
+            folded.append(piece)
+            where.append(index)
+    return "".join(folded), where
+
+
 class Glossary:
     """The entries of a glossary file, matched against source lines (see the module
-    docstring)."""
+    docstring): as whole words, outside protected spans, the longest match first (a match
+    overlapping a longer one, or an earlier one as long, does not apply), entries with the same
+    source term together; ignore_case: Unicode casefolding. A trie keyed by the term's first
+    word keeps the cost per line independent of the glossary's size."""
 
     def __init__(self, entries, ignore_case=False, path=None):
         self.entries, self.ignore_case, self.path = list(entries), ignore_case, path
-        flags = re.IGNORECASE if ignore_case else 0
-        self._patterns = [re.compile(r"(?<!\w)" + re.escape(e.source) + r"(?!\w)", flags)
-                          for e in self.entries]
+        self._terms = {}  # first word -> {term words: [entry, ...]}
+        for entry in self.entries:
+            words = tuple(w.group() for w in _WORD.finditer(self._key(entry.source)))
+            if words:
+                self._terms.setdefault(words[0], {}).setdefault(words, []).append(entry)
+        self._longest = {first: max(len(words) for words in terms)
+                         for first, terms in self._terms.items()}
+
+    def _key(self, text):
+        return text.casefold() if self.ignore_case else text
 
     @classmethod
     def load(cls, path, ignore_case=False, flag="--glossary"):
         entries = []
         for number, line in enumerate(_read_lines(path, flag), start=1):
-            if not line.strip() or line.startswith("#"):
+            if not line.strip() or line.lstrip().startswith("#"):
                 continue
             columns = line.split(SEPARATOR)
             if len(columns) != 2 or not columns[0].strip() or not columns[1].strip():
@@ -120,11 +225,46 @@ class Glossary:
                                          number))
         return cls(entries, ignore_case, path)
 
-    def phrases_for(self, source):
-        """The entries whose source term `source` holds as whole words, as
+    def matches(self, source, protect=frozenset()):
+        """[(start, end, [entry, ...]), ...]: the terms that apply to `source`, in source order
+        (character offsets into source). protect: the protected_spans kinds whose spans no term
+        may touch."""
+        text, where = _folded(source) if self.ignore_case else (source, None)
+        words = list(_WORD.finditer(text))
+        found = []
+        for i, word in enumerate(words):
+            terms = self._terms.get(word.group())
+            if not terms:
+                continue
+            for length in range(min(self._longest[word.group()], len(words) - i), 0, -1):
+                key = tuple(w.group() for w in words[i:i + length])
+                if key in terms:
+                    start, end = word.start(), words[i + length - 1].end()
+                    if where is not None:
+                        start, end = where[start], where[end - 1] + 1
+                    found.append((start, end, terms[key]))
+        if protect and found:
+            from t2t_lite.inference import protected_spans
+
+            spans = protected_spans.find_spans(source, protect)
+            found = [m for m in found
+                     if not any(m[0] < span.end and span.start < m[1] for span in spans)]
+        taken = []
+        for match in sorted(found, key=lambda m: (m[0] - m[1], m[0])):
+            if not any(match[0] < other[1] and other[0] < match[1] for other in taken):
+                taken.append(match)
+        return sorted(taken)
+
+    def phrases_for(self, source, protect=frozenset()):
+        """The phrases of the terms that apply to `source` (see matches), each entry once, as
         [(negative, [alternative, ...]), ...]."""
-        return [(entry.negative, list(entry.alternatives))
-                for entry, pattern in zip(self.entries, self._patterns) if pattern.search(source)]
+        phrases, seen = [], set()
+        for _, _, entries in self.matches(source, protect):
+            for entry in entries:
+                if entry.line not in seen:
+                    seen.add(entry.line)
+                    phrases.append((entry.negative, list(entry.alternatives)))
+        return phrases
 
 
 def digest(path):
@@ -139,8 +279,22 @@ def digest(path):
 
 
 def check_tokenized(lines, encoded, where):
-    """UserError when a phrase or alternative of `lines` (constraint lines) has no target
-    tokens in `encoded` (encode_constraints' numpy result for them). where(i) names line i."""
+    """UserError naming line i (where(i): the flag, the file and its line number) when a phrase of `lines` (constraint lines) is
+    refused once it is tokenized (encode_constraints' numpy result for them): no tokens, a
+    token outside the vocabulary, more tokens than MAX_PHRASE_TOKENS per alternative or
+    MAX_LINE_TOKENS per line. An export written before encode_constraints gave its reasons is
+    held to having tokens only."""
+    if "errors" in encoded:
+        for i, reason in enumerate(encoded["errors"]):
+            if reason:
+                reason = reason.decode("utf-8", errors="replace")
+                # An invisible phrase (a zero-width space) shown as Python writes it.
+                reason = re.sub(r"^the phrase '(.*)' (?=has |is )",
+                                lambda m: f"the phrase {m.group(1)!r} " if not
+                                m.group(1).isprintable() else m.group(0), reason)
+                flag, path, number = where(i)
+                raise UserError(f"{flag} {path}:{number}: {reason}")
+        return
     positive, negative = encoded["positive"], encoded["negative"]
     for i, line in enumerate(lines):
         p = q = 0
@@ -153,5 +307,11 @@ def check_tokenized(lines, encoded, where):
                 p += 1
             for alternative, ids in zip(alternatives, rows):
                 if not ids.any():
-                    raise UserError(f"{where(i)}: the phrase {alternative!r} has no tokens in "
-                                    "the model's vocabulary")
+                    flag, path, number = where(i)
+                    raise UserError(f"{flag} {path}:{number}: the phrase {alternative!r} has no "
+                                    "tokens in the model's vocabulary")
+
+
+def token_count(encoded, i):
+    """Target tokens of line i of encode_constraints' numpy result (WORD_END not counted)."""
+    return int((encoded["positive"][i] > 0).sum() + (encoded["negative"][i] > 0).sum())

@@ -40,13 +40,14 @@ tf.while_loop / tf.cond, so converting the source of every function a translatio
 only slow the trace.
 """
 import tensorflow as tf
+import tensorflow_text as tf_text
 
 from t2t_lite.config import DecodeConfig
 from t2t_lite.decoding import precision as decode_precision
 from t2t_lite.decoding.beam_search import length_penalty
 from t2t_lite.decoding.translate import translate, translate_constrained
 from t2t_lite.ids import EOS_ID, PAD_ID
-from t2t_lite.inference import graph_spans, protected_spans
+from t2t_lite.inference import graph_constraints, graph_spans, protected_spans, word_pieces
 from t2t_lite.inference.translator import DecodeSettings
 
 STRINGS = tf.TensorSpec([None], tf.string)
@@ -115,6 +116,15 @@ class TranslationModule(tf.Module):
         settings = DecodeSettings.for_model(model, beam_size, alpha, extra_length, metadata)
         self._settings = _Untracked(settings)  # untracked: tf.Module would wrap its dict
         self.tokenizer = tokenizer
+        # Where target words begin and end, per token: a constrained phrase is whole words.
+        starts, ends = word_pieces.boundaries(tokenizer)
+        self._word_starts = _Untracked(tf.constant(starts))
+        self._word_ends = _Untracked(tf.constant(ends))
+        # The vocabulary without SentencePiece's added "▁": how a negative phrase is written
+        # glued to punctuation ("»Ordner«"), barred too. Tracked: an export holds its op.
+        glued = word_pieces.glued_model(tokenizer)
+        self.glued_tokenizer = None if glued is None else tf_text.SentencepieceTokenizer(
+            model=glued, out_type=tf.int32)
         self.beam_size, self.max_length = settings.beam_size, settings.max_length
         self.default_alpha, self.default_extra_length = settings.alpha, settings.extra_length
         # Python attributes are lost in a SavedModel; the constant describe() returns survives.
@@ -187,23 +197,15 @@ class TranslationModule(tf.Module):
     @tf.function(autograph=False, input_signature=[STRINGS])
     def encode_constraints(self, constraints):
         """Constraint lines (constraints.py's text format: tab-separated phrases, `|` between a
-        phrase's alternatives, `!` before a phrase that must not appear; "" for none) -> target
-        ids: positive int32 [B, P, A, T] and negative int32 [B, Q, T], 0-padded (each
-        alternative of a negative phrase is a negative phrase of its own)."""
-        phrases = tf.strings.split(constraints, "\t")
-        phrases = tf.ragged.boolean_mask(phrases, tf.strings.length(tf.strings.strip(phrases)) > 0)
-        negative = tf.strings.regex_full_match(phrases, "!.*")
-        positive_phrases = tf.ragged.boolean_mask(phrases, tf.logical_not(negative))
-        negative_phrases = tf.ragged.map_flat_values(
-            tf.strings.regex_replace, tf.ragged.boolean_mask(phrases, negative), "^!", "")
-        positive_alternatives = tf.strings.split(positive_phrases, "|")
-        negative_alternatives = tf.strings.split(negative_phrases, "|").merge_dims(1, 2)
-
-        def ids(alternatives):
-            texts = tf.strings.strip(alternatives.flat_values)
-            return alternatives.with_flat_values(self.tokenizer.encode(texts)).to_tensor()
-
-        return {"positive": ids(positive_alternatives), "negative": ids(negative_alternatives)}
+        phrase's alternatives, `!` before a phrase that must not appear, `*` after a negative
+        alternative for every word it begins; "" for none) -> target ids: positive int32
+        [B, P, A, T] and negative int32 [B, Q, T], 0-padded, each alternative ending in
+        constrained_search.WORD_END where it must end a word (each alternative of a negative
+        phrase is a negative phrase of its own), and errors string [B]: "" for a good line,
+        else why it is refused (graph_constraints.encode)."""
+        glued = self.glued_tokenizer and self.glued_tokenizer.tokenize
+        return graph_constraints.encode(self.tokenizer, constraints, self._word_ends.value,
+                                        glued)
 
     @tf.function(autograph=False, input_signature=[IDS, tf.TensorSpec([None, None, None, None],
                                                                       tf.int32),
@@ -211,24 +213,31 @@ class TranslationModule(tf.Module):
                                                    ALPHA, EXTRA_LENGTH])
     def translate_constrained_ids(self, ids, positive, negative, alpha, extra_length):
         """translate_ids under constraints as encode_constraints gives them; adds unmet int32
-        [B, K], the positive phrases each hypothesis misses (0: it holds them all)."""
+        [B, K], the positive phrases each hypothesis misses by the search's count (the file
+        decoder counts what it writes, as words)."""
         sequences, scores, unmet = translate_constrained(
             self.decoder_model, ids, positive, negative, beam_size=self.beam_size, alpha=alpha,
-            extra_length=extra_length)
+            extra_length=extra_length, word_starts=self._word_starts.value,
+            word_ends=self._word_ends.value)
         result = self._texts(ids, sequences, scores)
-        empty = tf.reduce_all(ids <= EOS_ID, axis=1, keepdims=True)
-        result["unmet"] = tf.where(empty, 0, unmet)
+        result["unmet"] = unmet
         return result
 
     @tf.function(autograph=False, input_signature=[STRINGS, STRINGS])
     def translate_constrained(self, inputs, constraints):
         """The best translation of each input under its constraint line (see
-        encode_constraints), with the export's alpha and extra length."""
+        encode_constraints), with the export's alpha and extra length. A line past a cap, or
+        malformed, fails the call with InvalidArgument naming its row and the reason. unmet:
+        the phrases each output (as returned, after the span repair) does not keep as whole
+        words, for every row."""
         encoded = self.encode_constraints(constraints)
-        result = self.translate_constrained_ids(self._ids_with_eos(inputs), encoded["positive"],
+        with tf.control_dependencies([graph_constraints.check(encoded["errors"])]):
+            ids = tf.identity(self._ids_with_eos(inputs))
+        result = self.translate_constrained_ids(ids, encoded["positive"],
                                                 encoded["negative"], *self._defaults())
         result = {name: value[:, 0] for name, value in result.items()}
         result["outputs"] = self._protected(inputs, result["outputs"][:, None])[:, 0]
+        result["unmet"] = graph_constraints.unmet(result["outputs"], constraints)
         return result
 
     def _defaults(self):

@@ -59,7 +59,7 @@ def test_each_line_gets_its_own_phrases_and_the_others_are_untouched(model_dir, 
 
 def test_a_glossary_term_applies_where_its_source_term_is(model_dir, source, plain, tmp_path):
     glossary = tmp_path / "g.tsv"
-    glossary.write_text("cat\tKatze\ndog\t!the\nzebra\tZebra\n", encoding="utf-8")
+    glossary.write_text("cat\tKatze\ndog\t!the\nzebra\tHund\n", encoding="utf-8")
     result = _decode(model_dir, f"--decode_from_file={source}", f"--glossary={glossary}",
                      "--nbest=2", "--print_scores")
     assert result.returncode == 0, result.stderr.decode()[-3000:]
@@ -68,22 +68,24 @@ def test_a_glossary_term_applies_where_its_source_term_is(model_dir, source, pla
     assert "the" not in out[4][1].split() and "the" not in out[4][3].split()
     assert "\t".join(out[0]) == plain[0] or len(out[0]) == 4  # untouched line: same best text
     assert "2 glossary terms applied; 2 lines constrained" in result.stderr.decode()
+    assert "4 not constrained" in result.stderr.decode()
 
 
 def test_glossary_terms_past_a_lines_phrase_limit_are_counted_not_lost(model_dir, source,
                                                                         tmp_path):
     # Line 2 ("a cat sat on the mat") holds 15 phrases of its own: one glossary term fits.
-    lines = ["", "\t".join(f"!w{i}" for i in range(15)), "", "", "", ""]
+    words = "house small read books every day she said no dog ran away we Hund Matte".split()
+    lines = ["", "\t".join(f"!{word}" for word in words), "", "", "", ""]
     constraints = tmp_path / "c.txt"
     constraints.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     glossary = tmp_path / "g.tsv"
-    glossary.write_text("cat\tKatze\nmat\tMatte\nsat\t!saß\n", encoding="utf-8")
+    glossary.write_text("cat\tKatze\nmat\tMatte\nsat\t!sass\n", encoding="utf-8")
     summary = tmp_path / "s.json"
     result = _decode(model_dir, f"--decode_from_file={source}", f"--glossary={glossary}",
                      f"--constraints_file={constraints}", f"--summary_file={summary}")
     assert result.returncode == 0, result.stderr.decode()[-3000:]
-    assert ("1 glossary terms applied; 2 glossary terms not applied (their lines held 16 "
-            "phrases already)") in result.stderr.decode()
+    assert ("1 glossary terms applied; 2 glossary terms not applied (no room in their lines "
+            "for more than 16 phrases or 128 tokens") in result.stderr.decode()
     stats = json.loads(summary.read_text())
     assert (stats["glossary_terms"], stats["glossary_terms_dropped"]) == (1, 2)
 

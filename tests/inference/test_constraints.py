@@ -17,7 +17,7 @@ def test_a_line_splits_into_phrases_alternatives_and_negatives():
 
 
 @pytest.mark.parametrize("line", ["a\t\tb", "a|\tb", "!", "!|x", "a\t ", "\tb"])
-def test_an_empty_phrase_or_alternative_is_refused(line):
+def test_an_empty_phrase_or_alternative_is_refused(line):  # noqa: D103
     with pytest.raises(ValueError, match="empty phrase"):
         constraints.split_line(line)
 
@@ -45,8 +45,9 @@ def test_a_glossary_applies_its_terms_as_whole_words(tmp_path):
                     encoding="utf-8")
     glossary = constraints.Glossary.load(str(path))
     assert glossary.phrases_for("Open the folder.") == [(False, ["Verzeichnis", "Ordner"])]
-    assert glossary.phrases_for("a file, a folder") == [(False, ["Verzeichnis", "Ordner"]),
-                                                         (True, ["Datei"])]
+    # In source order.
+    assert glossary.phrases_for("a file, a folder") == [(True, ["Datei"]),
+                                                         (False, ["Verzeichnis", "Ordner"])]
     assert glossary.phrases_for("profile folders File") == []  # whole words, case-sensitive
     ignoring = constraints.Glossary.load(str(path), ignore_case=True)
     assert ignoring.phrases_for("File") == [(True, ["Datei"])]
@@ -99,4 +100,134 @@ def test_a_span_repair_that_breaks_a_phrase_counts_the_line_as_unmet():
     fixed = batch_decode._protect(texts, results, frozenset({"printf"}), stats, lines)
     assert "%s" in fixed[0][0][0] and "unbekannte Adressfamilie." not in fixed[0][0][0]
     assert fixed[2][0][0] == "%d Dateien" or "%d" in fixed[2][0][0]
+    batch_decode.count_constraints(stats, lines, fixed)
     assert (stats.protected, stats.protect_repaired, stats.constraints_unmet) == (3, 2, 1)
+    assert stats.constrained == 3
+
+
+def test_every_line_is_counted_once_met_could_not_or_not_constrained():
+    from t2t_lite.inference import batch_decode
+
+    stats = batch_decode.DecodeStats(lines=6)
+    lines = ["Datei", "Datei", "", "!Datei", "Datei\tDatei", "Ordner"]
+    results = [[("Die Datei fehlt", 0.0)], [("Das Dateiformat", 0.0)], [("x", 0.0)],
+               [("Formatdatei", 0.0)], [("Datei und Datei", 0.0)], []]  # the last: no tokens
+    batch_decode.count_constraints(stats, lines, results)
+    assert (stats.constrained, stats.constraints_unmet) == (5, 2)
+    assert "5 lines constrained, 3 met all their phrases, 2 could not, 1 not constrained" in \
+        stats.summary()
+
+
+def test_whitespace_around_a_phrase_its_negation_and_its_alternatives_is_not_part_of_it():
+    assert constraints.split_line(" !x") == [(True, ["x"])]
+    assert constraints.split_line("  ! Ordner | Mappe \t Datei ") == [
+        (True, ["Ordner", "Mappe"]), (False, ["Datei"])]
+    assert constraints.split_line("!Verzeichnis *|Ordner*") == [
+        (True, ["Verzeichnis*", "Ordner*"])]
+    with pytest.raises(ValueError, match="empty phrase"):
+        constraints.split_line("!*")
+
+
+@pytest.mark.parametrize("line, reason", [
+    ("Ordner\t!Ordner", "the phrase 'Ordner' is both required and forbidden"),
+    ("die Datei\t!Datei", "the phrase 'Datei' is both required and forbidden"),
+    ("Verzeichnisse\t!Verzeichnis*", "the phrase 'Verzeichnis' is both required and forbidden"),
+    ("|".join("abcdefghijklmnopq"), "a phrase with 17 alternatives; at most 16 per phrase"),
+])
+def test_a_line_past_a_cap_or_contradicting_itself_is_refused_naming_why(line, reason):
+    with pytest.raises(ValueError, match=reason):
+        constraints.split_line(line)
+
+
+def test_required_and_forbidden_are_judged_as_words():
+    constraints.split_line("Dateiformat\t!Datei")  # another word
+    constraints.split_line("Formatdatei\t!Datei*")
+
+
+@pytest.mark.parametrize("text, phrase, open_ended, count", [
+    ("Die Datei fehlt", "Datei", False, 1), ("Das Dateiformat", "Datei", False, 0),
+    ("Formatdatei", "datei", False, 0), ("»Datei«: Datei.", "Datei", False, 2),
+    ("Datei: x", "Datei:", False, 1), ("»%s« fehlt", "»%s«", False, 1),
+    ("Verzeichnisse", "Verzeichnis", True, 1), ("Unterverzeichnis", "verzeichnis", True, 0),
+    ("Dateityp", "Datei", False, 0), ("Datei2", "Datei", False, 0)])
+def test_a_phrase_is_held_only_as_whole_words(text, phrase, open_ended, count):
+    assert constraints.occurrences(text, phrase, open_ended) == count
+
+
+def test_unmet_phrases_counts_what_an_output_does_not_keep():
+    assert constraints.unmet_phrases("Die Datei", "Datei\t!Ordner") == 0
+    assert constraints.unmet_phrases("Dateiformat", "Datei") == 1
+    assert constraints.unmet_phrases("Datei", "Datei\tDatei") == 1  # given twice: twice
+    assert constraints.unmet_phrases("Verzeichnisse", "!Verzeichnis") == 0
+    assert constraints.unmet_phrases("Verzeichnisse", "!Verzeichnis*") == 1
+    assert constraints.unmet_phrases("", "Datei|Ordner") == 1
+
+
+@pytest.mark.parametrize("content", [
+    "\ufeff!Verzeichnis\nOrdner\r\n", "!Verzeichnis\r\nOrdner", "\ufeff!Verzeichnis\r\nOrdner\n"])
+def test_the_constraints_file_reads_as_the_decoder_reads_its_input(tmp_path, content):
+    path = tmp_path / "c.txt"
+    path.write_bytes(content.encode("utf-8"))
+    lines = constraints.read_constraints_file(str(path), total_lines=2)
+    assert lines == ["!Verzeichnis", "Ordner"]
+    assert constraints.split_line(lines[0]) == [(True, ["Verzeichnis"])]
+
+
+def test_a_stray_carriage_return_stays_inside_its_line(tmp_path):
+    path = tmp_path / "c.txt"
+    path.write_bytes(b"Ordner\r\r\nDatei\rTyp\n")
+    assert constraints.read_constraints_file(str(path)) == ["Ordner\r", "Datei\rTyp"]
+
+
+def _glossary(tmp_path, text, **kwargs):
+    path = tmp_path / "g.tsv"
+    path.write_bytes(text.encode("utf-8"))
+    return constraints.Glossary.load(str(path), **kwargs)
+
+
+def test_a_glossary_with_a_bom_applies_its_first_entry(tmp_path):
+    glossary = _glossary(tmp_path, "\ufefffile\tDatei\r\nfolder\tOrdner\r\n")
+    assert glossary.phrases_for("a file") == [(False, ["Datei"])]
+
+
+def test_glossary_terms_do_not_match_inside_protected_spans(tmp_path):
+    glossary = _glossary(tmp_path, "name\tName\n")
+    assert glossary.phrases_for("{name} is set", frozenset({"brace"})) == []
+    assert glossary.phrases_for("the name {name}", frozenset({"brace"})) == [(False, ["Name"])]
+    assert glossary.phrases_for("%(name)s", frozenset({"printf"})) == []
+
+
+def test_the_longest_glossary_match_wins_and_overlaps_do_not_both_apply(tmp_path):
+    glossary = _glossary(tmp_path, "directory\tOrdner\nhome directory\tBasisordner\n"
+                         "directory\t!Verzeichnis\n")
+    assert glossary.phrases_for("the home directory") == [(False, ["Basisordner"])]
+    # Entries with the same source term apply together; a second occurrence adds nothing.
+    assert glossary.phrases_for("a directory in the home directory") == [
+        (False, ["Ordner"]), (True, ["Verzeichnis"]), (False, ["Basisordner"])]
+
+
+def test_ignore_case_is_unicode_casefolding(tmp_path):
+    glossary = _glossary(tmp_path, "STRASSE\tStraße\nÉcole\tSchule\n", ignore_case=True)
+    assert glossary.phrases_for("die Straße") == [(False, ["Straße"])]
+    assert glossary.phrases_for("l'ÉCOLE") == [(False, ["Schule"])]
+    exact = _glossary(tmp_path, "École\tSchule\n")
+    assert exact.phrases_for("l'ÉCOLE") == []
+
+
+def test_glossary_matching_cost_does_not_grow_with_its_size(tmp_path):
+    import time
+
+    small = _glossary(tmp_path, "".join(f"term{i}\tT{i}\n" for i in range(10)))
+    large = constraints.Glossary(
+        [constraints.GlossaryEntry(f"term{i} word{i}", False, (f"T{i}",), i)
+         for i in range(5000)])
+    line = "a line with term3 and some other words of an ordinary length, twelve or so"
+
+    def per_line(glossary):
+        start = time.perf_counter()
+        for _ in range(200):
+            glossary.phrases_for(line)
+        return (time.perf_counter() - start) / 200
+
+    per_line(large)
+    assert per_line(large) < 1e-3 and per_line(large) < 5 * per_line(small) + 1e-4

@@ -1,0 +1,196 @@
+"""Constraint lines read, checked and encoded in the graph, the same way constraints.py reads
+them in Python, so the decoder, the Python API and a served translate_constrained refuse and
+count alike.
+
+    encode(tokenizer, lines, word_ends) -> positive int32 [B, P, A, T], negative int32 [B, Q, T]
+        (target ids, 0-padded, each alternative ending in constrained_search.WORD_END unless its
+        last token ends a word itself or it is a `*` prefix form), errors string [B] ("" for a
+        good line, else the one-line reason constraints.py gives);
+    unmet(outputs, lines) -> int32 [B]: the phrases an output does not keep as whole words
+        (a positive phrase none of whose alternatives it holds, a negative one it holds).
+"""
+import tensorflow as tf
+
+from t2t_lite.decoding.constrained_search import WORD_END, WORD_START
+from t2t_lite.ids import UNK_ID
+from t2t_lite.inference import constraints as constraints_lib
+
+# A character that is not part of a word, as word_pieces.is_word_character judges it.
+NOT_WORD = r"[^\pL\pM\pN]"
+ASCII_PUNCTUATION = r"([\x21-\x2f\x3a-\x40\x5b-\x60\x7b-\x7e])"
+
+
+def _strip(strings):
+    return tf.ragged.map_flat_values(tf.strings.strip, strings)
+
+
+def parse(lines):
+    """lines string [B] -> (positive alternatives string [B, (p), (a)], negative alternatives
+    string [B, (q)], their prefix forms bool [B, (q)], phrases per line int32 [B],
+    alternatives per positive phrase int32 [B, (p)], empty: bool [B], a line with an empty
+    phrase or alternative)."""
+    blank = tf.equal(tf.strings.strip(lines), "")
+    phrases = tf.strings.split(lines, constraints_lib.SEPARATOR)
+    keep = tf.repeat(tf.logical_not(blank), phrases.row_lengths())
+    phrases = _strip(tf.ragged.boolean_mask(phrases, phrases.with_flat_values(keep)))
+    negative = tf.ragged.map_flat_values(tf.strings.regex_full_match, phrases,
+                                         "(?s)" + constraints_lib.NEGATIVE + ".*")
+    bodies = tf.ragged.map_flat_values(tf.strings.regex_replace, phrases,
+                                       "^" + constraints_lib.NEGATIVE, "")
+    alternatives = _strip(tf.strings.split(_strip(bodies), constraints_lib.ALTERNATIVES))
+    positive_alternatives = tf.ragged.boolean_mask(alternatives, tf.logical_not(negative))
+    negative_alternatives = tf.ragged.boolean_mask(alternatives, negative).merge_dims(1, 2)
+    prefix = tf.ragged.map_flat_values(tf.strings.regex_full_match, negative_alternatives,
+                                       "(?s).*\\" + constraints_lib.PREFIX)
+    negative_alternatives = _strip(tf.ragged.map_flat_values(
+        tf.strings.regex_replace, negative_alternatives, "\\" + constraints_lib.PREFIX + "$", ""))
+    empty = (tf.reduce_any(tf.equal(alternatives, ""), axis=[1, 2])
+             | tf.reduce_any(tf.equal(negative_alternatives, ""), axis=1))
+    return (positive_alternatives, negative_alternatives, prefix,
+            tf.cast(phrases.row_lengths(), tf.int32),
+            tf.cast(positive_alternatives.row_lengths(axis=2), tf.int32), empty)
+
+
+def _with_word_end(ids, word_ends, open_ended):
+    """ragged ids [N, (t)] with WORD_END after each non-empty row whose last token does not end
+    a word, unless open_ended (a `*` prefix form)."""
+    lengths = ids.row_lengths()
+    # (A 0 after the values, so that no row with tokens is no index out of range.)
+    values = tf.concat([ids.flat_values, tf.zeros([1], ids.dtype)], axis=0)
+    last = tf.gather(values, tf.maximum(ids.row_limits() - 1, 0))
+    needs = (lengths > 0) & tf.logical_not(tf.gather(word_ends, tf.maximum(last, 0)))
+    needs &= tf.logical_not(open_ended)
+    ends = tf.RaggedTensor.from_row_lengths(
+        tf.fill([tf.reduce_sum(tf.cast(needs, tf.int32))], tf.constant(WORD_END, ids.dtype)),
+        tf.cast(needs, tf.int64))
+    return tf.concat([ids, ends], axis=1)
+
+
+def _alternative_errors(texts, ids):
+    """string [N]: each alternative's reason to refuse it ("" for none)."""
+    real = tf.cast(ids.row_lengths(), tf.int32)
+    quoted = tf.strings.join(["the phrase '", texts, "'"])
+    unknown = tf.reduce_any(tf.equal(ids, UNK_ID), axis=1)
+    cap = constraints_lib.MAX_PHRASE_TOKENS
+    reasons = tf.where(
+        real > cap, tf.strings.join([quoted, " has ", tf.strings.as_string(real),
+                                     f" tokens; at most {cap} per phrase"]), "")
+    reasons = tf.where(unknown, tf.strings.join(
+        [quoted, " has a token outside the model's vocabulary"]), reasons)
+    reasons = tf.where(tf.equal(real, 0) & tf.not_equal(texts, ""), tf.strings.join(
+        [quoted, " has no tokens in the model's vocabulary"]), reasons)
+    return reasons
+
+
+def _first(reasons):
+    """ragged string [B, (n)] -> string [B]: each row's first non-empty reason, or ""."""
+    reasons = tf.ragged.boolean_mask(reasons, tf.not_equal(reasons, ""))
+    return reasons[:, :1].to_tensor(default_value="", shape=[None, 1])[:, 0]
+
+
+def encode(tokenizer, lines, word_ends, glued=None):
+    """See the module docstring. word_ends: bool [V] (word_pieces.boundaries). glued: a
+    tokenizer(strings [N]) -> ragged ids that writes a text glued to what precedes it
+    (word_pieces.glued_model); each negative alternative is then barred in that form too, after
+    a WORD_START."""
+    positive_texts, negative_texts, prefix, phrase_counts, alternative_counts, empty = parse(
+        lines)
+    word_ends = tf.cast(word_ends, tf.bool)
+
+    def ids(texts, open_ended):
+        flat = texts.flat_values
+        raw = tokenizer.encode(flat)
+        return raw, _with_word_end(raw, word_ends, open_ended)
+
+    positive_raw, positive_ids = ids(positive_texts, tf.zeros_like(
+        positive_texts.flat_values, tf.bool))
+    negative_raw, negative_ids = ids(negative_texts, prefix.flat_values)
+    positive = positive_texts.with_flat_values(positive_ids).to_tensor()
+    negative = negative_texts.with_flat_values(negative_ids)
+    if glued is not None:
+        flat = negative_texts.flat_values
+        pieces = tf.cast(glued(flat), negative_raw.dtype)
+        start = tf.RaggedTensor.from_row_lengths(
+            tf.fill([tf.size(flat)], tf.constant(WORD_START, pieces.dtype)),
+            tf.ones([tf.size(flat)], tf.int64))
+        glued_ids = _with_word_end(tf.concat([start, pieces], axis=1), word_ends,
+                                   prefix.flat_values)
+        negative = tf.concat([negative, negative_texts.with_flat_values(glued_ids)], axis=1)
+    negative = negative.to_tensor()
+    positive, negative = tf.cast(positive, tf.int32), tf.cast(negative, tf.int32)
+
+    # The reasons to refuse a line, in the order constraints.py checks them.
+    reasons = [tf.where(empty, "an empty phrase or alternative", "")]
+    most = constraints_lib.MAX_PHRASES
+    reasons.append(tf.where(phrase_counts > most, tf.strings.join(
+        [tf.strings.as_string(phrase_counts), f" phrases; at most {most} per line"]), ""))
+    cap = constraints_lib.MAX_ALTERNATIVES
+    too_many = tf.ragged.boolean_mask(alternative_counts, alternative_counts > cap)
+    reasons.append(_first(too_many.with_flat_values(tf.strings.join(
+        ["a phrase with ", tf.strings.as_string(too_many.flat_values),
+         f" alternatives; at most {cap} per phrase"]))))
+    reasons.append(_first(positive_texts.with_flat_values(
+        _alternative_errors(positive_texts.flat_values, positive_raw)).merge_dims(1, 2)))
+    reasons.append(_first(negative_texts.with_flat_values(
+        _alternative_errors(negative_texts.flat_values, negative_raw))))
+    tokens = (tf.reduce_sum(positive_texts.with_flat_values(
+        tf.cast(positive_raw.row_lengths(), tf.int32)), axis=[1, 2])
+        + tf.reduce_sum(negative_texts.with_flat_values(
+            tf.cast(negative_raw.row_lengths(), tf.int32)), axis=1))
+    total_cap = constraints_lib.MAX_LINE_TOKENS
+    reasons.append(tf.where(tokens > total_cap, tf.strings.join(
+        [tf.strings.as_string(tokens), f" constraint tokens; at most {total_cap} per line"]),
+        ""))
+    # Required and forbidden: a negative alternative that a positive one holds.
+    required = tf.strings.reduce_join(positive_texts.merge_dims(1, 2), axis=1,
+                                      separator=constraints_lib.SEPARATOR)
+    conflict = _holds(tf.gather(required, _rows(negative_texts)), negative_texts.flat_values,
+                      prefix.flat_values)
+    conflicting = _first(negative_texts.with_flat_values(
+        tf.where(conflict, negative_texts.flat_values, "")))
+    reasons.append(tf.where(tf.not_equal(conflicting, ""), tf.strings.join(
+        ["the phrase '", conflicting, "' is both required and forbidden"]), ""))
+    errors = _first(tf.RaggedTensor.from_tensor(tf.stack(reasons, axis=1)))
+    return {"positive": positive, "negative": negative, "errors": errors}
+
+
+def _rows(ragged):
+    """int32 [N]: the row of each flat value of a ragged [B, (n)] or [B, (n), (m)]."""
+    rows = tf.range(ragged.nrows(out_type=tf.int32))
+    for lengths in ragged.nested_row_lengths():
+        rows = tf.repeat(rows, tf.cast(lengths, tf.int32))
+    return rows
+
+
+def check(errors):
+    """An op that fails with InvalidArgument naming the first refused row and its reason."""
+    bad = tf.where(tf.not_equal(errors, ""))[:, 0]
+    first = tf.gather(tf.concat([bad, [0]], axis=0), 0)
+    message = tf.strings.join(["constraints of row ", tf.strings.as_string(first), ": ",
+                               tf.gather(tf.concat([errors, [""]], axis=0), first)])
+    return tf.debugging.Assert(tf.equal(tf.size(bad), 0), [message])
+
+
+def _holds(outputs, texts, open_ended):
+    """bool [N]: outputs[i] holds texts[i] as whole words (open_ended: a word beginning with
+    it)."""
+    escaped = tf.strings.regex_replace(texts, ASCII_PUNCTUATION, r"\\\1")
+    after = tf.where(open_ended, "", "($|" + NOT_WORD + ")")
+    patterns = tf.strings.join(["(?s).*(^|", NOT_WORD, ")", escaped, after, ".*"])
+    return tf.map_fn(lambda pair: tf.strings.regex_full_match(pair[0], pair[1]),
+                     (outputs, patterns), fn_output_signature=tf.bool)
+
+
+def unmet(outputs, lines):
+    """int32 [B]: the phrases of each constraint line its output string does not keep as whole
+    words (a positive phrase none of whose alternatives it holds; a negative phrase with an
+    alternative it holds)."""
+    positive_texts, negative_texts, prefix, _, _, _ = parse(lines)
+    held = _holds(tf.gather(outputs, _rows(positive_texts)), positive_texts.flat_values,
+                  tf.zeros_like(positive_texts.flat_values, tf.bool))
+    missing = tf.logical_not(tf.reduce_any(positive_texts.with_flat_values(held), axis=2))
+    present = _holds(tf.gather(outputs, _rows(negative_texts)), negative_texts.flat_values,
+                     prefix.flat_values)
+    return (tf.reduce_sum(tf.cast(missing, tf.int32), axis=1)
+            + tf.reduce_sum(tf.cast(negative_texts.with_flat_values(present), tf.int32),
+                            axis=1))

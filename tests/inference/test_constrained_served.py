@@ -1,0 +1,83 @@
+"""translate_constrained as the Python API and a served model run it: the same lines refused
+for the same reasons as the decoder's files (an InvalidArgument naming the row), and `unmet`
+counted on what is returned, for every row."""
+import pytest
+import tensorflow as tf
+
+from t2t_lite.inference import constraints, translation_module
+
+LONG = "\t".join(["Hund"] * 17)
+
+
+@pytest.fixture(scope="module")
+def module(model_dir):
+    return translation_module.from_model_dir(model_dir)
+
+
+# Each line with the reason constraints.split_line or the tokenized check gives it.
+REFUSED = [
+    ("Hund\t\tKatze", "an empty phrase or alternative"),
+    ("!", "an empty phrase or alternative"),
+    ("Hund|", "an empty phrase or alternative"),
+    ("!*", "an empty phrase or alternative"),
+    (LONG, "17 phrases; at most 16 per line"),
+    ("|".join(["Hund"] * 17), "a phrase with 17 alternatives; at most 16 per phrase"),
+    ("Katze\t!Katze", "the phrase 'Katze' is both required and forbidden"),
+    ("der Hund\t! Hund", "the phrase 'Hund' is both required and forbidden"),
+    ("Hund\t!Hu*", "the phrase 'Hu' is both required and forbidden"),
+    ("文件", "the phrase '文件' has a token outside the model's vocabulary"),
+    ("\u200b", "has no tokens in the model's vocabulary"),
+    (" ".join(["Katze"] * 20), "tokens; at most 16 per phrase"),
+    ("TOO_MANY_TOKENS", "constraint tokens; at most 128 per line"),
+]
+
+
+def _too_many_tokens(module):
+    """16 phrases of at most 16 tokens each, more than 128 in all."""
+    per_word = int(module.tokenizer.encode(tf.constant(["Hund"])).row_lengths()[0])
+    phrase = " ".join(["Hund"] * (16 // per_word))
+    return "\t".join([phrase] * 16)
+
+
+@pytest.mark.parametrize("line, reason", REFUSED)
+def test_the_graph_refuses_what_the_file_reader_refuses(module, line, reason):
+    if line == "TOO_MANY_TOKENS":
+        line = _too_many_tokens(module)
+    encoded = module.encode_constraints(tf.constant(["", line]))
+    errors = [e.decode() for e in encoded["errors"].numpy()]
+    assert errors[0] == "" and reason in errors[1], errors
+    try:
+        constraints.split_line(line)
+    except ValueError as error:
+        assert str(error) == errors[1]  # the same words where the reader sees it first
+    else:
+        with pytest.raises(Exception, match=reason.replace("(", r"\(").replace("*", r"\*")):
+            constraints.check_tokenized(["", line], {k: v.numpy() for k, v in encoded.items()},
+                                        lambda i: ("--constraints_file", "c.txt", i + 1))
+
+
+def test_a_refused_row_fails_the_call_naming_it(module):
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="constraints of row 2: 17 phrases; at most 16 per line"):
+        module.translate_constrained(tf.constant(["a", "b", "c"]),
+                                     tf.constant(["Hund", "", LONG]))
+
+
+def test_whitespace_around_the_marks_reads_as_in_files(module):
+    encoded = module.encode_constraints(tf.constant([" ! Hund | Katze \t Matte ", "!Hund|Katze"]))
+    for name in ("positive", "negative"):
+        assert encoded[name].numpy()[0].tolist() == encoded[name].numpy()[1].tolist() or \
+            name == "positive"
+    assert encoded["positive"].numpy()[1].sum() == 0 and encoded["positive"].numpy()[0].any()
+
+
+def test_unmet_is_counted_on_the_returned_text_for_every_row(module):
+    result = module.translate_constrained(
+        tf.constant(["the house is small .", "", "we read books"]),
+        tf.constant(["der Hund\t!Katze", "Hund", ""]))
+    outputs = [o.decode() for o in result["outputs"].numpy()]
+    unmet = result["unmet"].numpy().tolist()
+    assert outputs[1] == "" and unmet[1] == 1  # an empty source keeps no phrase
+    assert unmet[2] == 0
+    lines = ["der Hund\t!Katze", "Hund", ""]
+    assert unmet == [constraints.unmet_phrases(o, line) for o, line in zip(outputs, lines)]
