@@ -465,20 +465,21 @@ def count_constraints(stats, constraints, results):
         stats.constraints_unmet += constraints_lib.unmet_phrases(text, line) > 0
 
 
-def _protect(texts, results, kinds, stats, constraints):
+def _protect(texts, results, kinds, stats):
     """results with every line's protected spans (protected_spans.py) kept exactly: each
     hypothesis goes through protected_spans.restore, which repairs what the search changed
     (on held-out format strings this scored higher BLEU than searching again with the lost
-    spans forced in: a span's subwords in context rarely match its own tokenization).
-    constraints: unused (count_constraints counts after the repair)."""
+    spans forced in: a span's subwords in context rarely match its own tokenization), and
+    removes a span the model invented where the source has none, as the export's repair does."""
     for i, text in enumerate(texts):
-        if not (results[i] and protected_spans.find_spans(text, kinds)):
+        if not results[i]:
             continue
-        stats.protected += 1
         restored = [(protected_spans.restore(text, output, kinds), score)
                     for output, score in results[i]]
         best = restored[0][0]
-        stats.protect_repaired += best.changed
+        if protected_spans.find_spans(text, kinds) or best.changed:
+            stats.protected += 1
+            stats.protect_repaired += best.changed
         results[i] = [(fixed.text, score) for fixed, score in restored]
     return results
 
@@ -512,7 +513,7 @@ def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scor
                               parallel_searches=parallel_searches, splitting=splitting,
                               constraints=constraints)
     if protect:
-        results = _protect(texts, results, protect, stats, constraints)
+        results = _protect(texts, results, protect, stats)
     count_constraints(stats, constraints, results)
     results = [[(postprocess(text, output), score) for output, score in hyps]
                for text, hyps in zip(texts, results)]

@@ -97,7 +97,7 @@ def test_a_span_repair_that_breaks_a_phrase_counts_the_line_as_unmet():
     results = [[("arp: % unbekannte Adressfamilie.", -1.0)], [("%d Dateien", -1.0)],
                [("Dateien", -1.0)]]
     lines = ["unbekannte Adressfamilie.", "Dateien", "Dateien"]
-    fixed = batch_decode._protect(texts, results, frozenset({"printf"}), stats, lines)
+    fixed = batch_decode._protect(texts, results, frozenset({"printf"}), stats)
     assert "%s" in fixed[0][0][0] and "unbekannte Adressfamilie." not in fixed[0][0][0]
     assert fixed[2][0][0] == "%d Dateien" or "%d" in fixed[2][0][0]
     batch_decode.count_constraints(stats, lines, fixed)
@@ -231,3 +231,15 @@ def test_glossary_matching_cost_does_not_grow_with_its_size(tmp_path):
 
     per_line(large)
     assert per_line(large) < 1e-3 and per_line(large) < 5 * per_line(small) + 1e-4
+
+
+def test_a_span_the_model_invents_is_removed_where_the_source_has_none():
+    """The decoder's repair runs on every line, as the export's does: an invented '%s' goes."""
+    from t2t_lite.inference import batch_decode
+
+    stats = batch_decode.DecodeStats()
+    results = [[("Referenz verweist auf '%s' nicht", -1.0)], [("Hallo", -1.0)]]
+    fixed = batch_decode._protect(["Reference points nowhere", "Hello"], results,
+                                  frozenset({"printf"}), stats)
+    assert "%" not in fixed[0][0][0] and fixed[1][0][0] == "Hallo"
+    assert (stats.protected, stats.protect_repaired) == (1, 1)
