@@ -20,7 +20,7 @@ from typing import Optional
 
 from t2t_lite import model_source
 from t2t_lite.errors import UserError
-from t2t_lite.inference import constraints, line_input, protected_spans, resume
+from t2t_lite.inference import constraints, line_input, protected_spans, records, resume
 
 
 @dataclasses.dataclass
@@ -50,13 +50,15 @@ class DecodeOptions:
     glossary: Optional[str] = None  # source term<TAB>target term[|alternative...] rows
     glossary_ignore_case: bool = False
     protect: str = "auto"  # auto, none, or a comma list of printf, brace, markup
+    output_format: str = "text"  # text, or jsonl: one JSON record per line (records.py)
 
 
 # Settings that change what is written: a resumed run must use the same values. (The number of
 # parallel searches is not one: the outputs are the same, so a resume may use other cores.)
 OUTPUT_SETTINGS = ("engine", "compute_type", "decode_precision", "beam_size", "alpha",
                    "extra_length", "nbest", "print_scores", "split_sentences", "batch_tokens",
-                   "chunk_lines", "num_shards", "shard_index", "glossary_ignore_case", "protect")
+                   "chunk_lines", "num_shards", "shard_index", "glossary_ignore_case", "protect",
+                   "output_format")
 
 
 def decode_file(options, progress=sys.stderr):
@@ -101,7 +103,8 @@ def decode_file(options, progress=sys.stderr):
             batch_tokens=options.batch_tokens, parallel_searches=searches, stream=progress,
             splitting=batch_decode.sentence_splitting(defaults.problem,
                                                       options.split_sentences),
-            line_constraints=line_constraints, protect=protect)
+            line_constraints=line_constraints, protect=protect,
+            output_format=options.output_format)
         stats.glossary_terms = glossary_counts["applied"]
         stats.glossary_terms_dropped = glossary_counts["dropped"]
         return stats
@@ -111,6 +114,9 @@ def check_options(options):
     """UserError for settings that cannot work, named as the decoder's flags."""
     model_source.ModelSource.from_options(options).check()
     protected_spans.parse_setting(options.protect)
+    if options.output_format not in records.OUTPUT_FORMATS:
+        raise UserError(f"--output_format must be one of {', '.join(records.OUTPUT_FORMATS)}, "
+                        f"got {options.output_format!r}")
     if options.engine == "ctranslate2":
         for flag in ("constraints_file", "glossary"):
             if getattr(options, flag):

@@ -100,6 +100,7 @@ ALLOWED = {
         "needs --engine=tensorflow": FLAG_PAIR,
         "must be >= 1, got": FLAG_VALUE,
         "--constraints_file needs a regular file as the input": FLAG_PAIR,
+        "--output_format must be one of": FLAG_VALUE,
     },
     "file_lock.py": {
         "its lock {} cannot be created": OS_ERROR,

@@ -93,6 +93,10 @@ flags.DEFINE_bool("glossary_ignore_case", DecodeOptions.glossary_ignore_case,
 flags.DEFINE_string("protect", DecodeOptions.protect,
                     "Keep format specifiers and markup byte for byte: auto (on for the gettext "
                     "problems), none, or a comma list of printf, brace, markup.")
+flags.DEFINE_enum("output_format", DecodeOptions.output_format, ["text", "jsonl"],
+                  "text: the translation (with --nbest / --print_scores, tab-separated); jsonl: "
+                  "one JSON object per line with the source, every hypothesis and its score, "
+                  "and what happened to the line (docs/decoding.md).")
 
 
 def main(argv):

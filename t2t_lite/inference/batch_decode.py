@@ -47,7 +47,7 @@ from t2t_lite.decoding.translate import clamp_to_limit
 from t2t_lite.errors import UserError
 from t2t_lite.ids import PAD_ID
 from t2t_lite.inference import constraints as constraints_lib
-from t2t_lite.inference import parallel_search, protected_spans, streaming
+from t2t_lite.inference import parallel_search, protected_spans, records, streaming
 from t2t_lite.model_dir import limits
 
 TOKENIZE_CHUNK = 4096  # lines per `tokenize` call
@@ -258,17 +258,6 @@ def plan_batches(lengths, batch_tokens, max_batch_size=1024, fits=None):
     return batches
 
 
-def _one_line(text):
-    return text.replace("\t", " ").replace("\r", " ").replace("\n", " ")
-
-
-def format_hypotheses(hypotheses, print_scores=False):
-    """[(text, score), ...] -> one output line (without the newline)."""
-    if print_scores:
-        return "\t".join(f"{score:.6g}\t{_one_line(text)}" for text, score in hypotheses)
-    return "\t".join(_one_line(text) for text, _ in hypotheses)
-
-
 def tokenize_texts(translator, texts):
     """list of str -> (per text, its ids as the model reads them: truncated, EOS-terminated;
     per text, its token count before truncation). One `tokenize` call per chunk of lines."""
@@ -343,7 +332,7 @@ def translate_parts(translator, rows, parts, alpha, extra_length, pool=None, con
 
 def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_tokens=4096,
                     progress=None, stats=None, parallel_searches=1, splitting=None,
-                    constraints=None):
+                    constraints=None, facts=None):
     """list of str -> list (same order) of n-best lists [(text, score)] of length nbest.
 
     A text without tokens (empty or blank) is not translated; its list is empty.
@@ -353,6 +342,7 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
     translated sentence by sentence, the translations joined (the score is their scores' sum).
     constraints: per text, a constraint line (constraints.py; "" for none). A constrained text
     is translated whole; count_constraints counts what its output keeps.
+    facts: a list of one dict per text, given "truncated" and "sentences" (for the records).
     """
     stats = stats if stats is not None else DecodeStats()
     constraints = constraints if constraints is not None else [""] * len(texts)
@@ -365,10 +355,14 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
             stats.split += sum(1 for start, end in spans if end - start > 1)
             piece_progress = progress and (
                 lambda done, total: progress(done * len(texts) // total, len(texts)))
+            piece_facts = [{} for _ in pieces]
             results = translate_texts(translator, pieces, alpha, extra_length,
                                       batch_tokens=batch_tokens, progress=piece_progress,
                                       stats=stats, parallel_searches=parallel_searches,
-                                      constraints=piece_constraints)
+                                      constraints=piece_constraints, facts=piece_facts)
+            for i, (start, end) in enumerate(spans if facts is not None else ()):
+                facts[i].update(sentences=end - start, truncated=any(
+                    f["truncated"] for f in piece_facts[start:end]))
             return [_joined(results[start:end]) for start, end in spans]
     fixed = translator.settings
     # A NaN or huge alpha (a flag, an edited setting) would rank hypotheses by nonsense.
@@ -380,6 +374,8 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
     source_ids, counts = tokenize_texts(translator, texts)
     stats.empty += sum(1 for c in counts if c == 0)
     stats.truncated += sum(1 for c in counts if c > fixed.max_source_tokens)
+    for fact, count in zip(facts or (), counts):
+        fact.update(truncated=count > fixed.max_source_tokens, sentences=1)
 
     results = [[] for _ in texts]
     to_translate = [i for i, c in enumerate(counts) if c > 0]
@@ -456,21 +452,26 @@ def count_constraints(stats, constraints, results):
     """Counts every line once (stats.constrained, stats.constraints_unmet): a line with
     constraints whose best output (as written: after the span repair) keeps them all as whole
     words (constraints.unmet_phrases), or could not; a line without is not constrained. A
-    source with no tokens gives "", which keeps no positive phrase."""
-    for line, hypotheses in zip(constraints or (), results):
+    source with no tokens gives "", which keeps no positive phrase. Returns, per line, None (no
+    constraints) or whether it met them all."""
+    met = [None] * len(results)
+    for i, (line, hypotheses) in enumerate(zip(constraints or (), results)):
         if not line.strip():
             continue
         stats.constrained += 1
         text = hypotheses[0][0] if hypotheses else ""
-        stats.constraints_unmet += constraints_lib.unmet_phrases(text, line) > 0
+        met[i] = not constraints_lib.unmet_phrases(text, line)
+        stats.constraints_unmet += not met[i]
+    return met
 
 
-def _protect(texts, results, kinds, stats):
+def _protect(texts, results, kinds, stats, repaired):
     """results with every line's protected spans (protected_spans.py) kept exactly: each
     hypothesis goes through protected_spans.restore, which repairs what the search changed
     (on held-out format strings this scored higher BLEU than searching again with the lost
     spans forced in: a span's subwords in context rarely match its own tokenization), and
-    removes a span the model invented where the source has none, as the export's repair does."""
+    removes a span the model invented where the source has none, as the export's repair does.
+    repaired[i] is set to whether line i's best translation changed."""
     for i, text in enumerate(texts):
         if not results[i]:
             continue
@@ -480,6 +481,7 @@ def _protect(texts, results, kinds, stats):
         if protected_spans.find_spans(text, kinds) or best.changed:
             stats.protected += 1
             stats.protect_repaired += best.changed
+        repaired[i] = best.changed
         results[i] = [(fixed.text, score) for fixed, score in restored]
     return results
 
@@ -487,14 +489,15 @@ def _protect(texts, results, kinds, stats):
 def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scores=False,
                  batch_tokens=4096, progress=None, postprocess=None, parallel_searches=1,
                  stats=None, splitting=None, line_constraints=None, first_line=0,
-                 protect=frozenset()):
+                 protect=frozenset(), output_format="text"):
     """Byte lines -> (output lines as str without newlines, DecodeStats); len(out) == len(in).
 
     postprocess(source, output) -> output: default, the translator's problem's hook.
     parallel_searches, splitting: see translate_texts. line_constraints(n, source text) -> line
     n's constraint line (translate_texts' constraints), n counted from first_line. protect: the
     kinds of protected_spans to keep exactly (see _protect). stats: a DecodeStats to add this
-    call's counts to.
+    call's counts to. Each line becomes a records.Translation, written as output_format's
+    writer writes it (records.line_writer).
     """
     if postprocess is None:
         postprocess = output_postprocessor(translator.settings.problem)
@@ -508,16 +511,21 @@ def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scor
         texts.append(text)
     constraints = None if line_constraints is None else [
         line_constraints(first_line + i, text) for i, text in enumerate(texts)]
+    facts = [{} for _ in texts]
     results = translate_texts(translator, texts, alpha, extra_length, nbest=nbest,
                               batch_tokens=batch_tokens, progress=progress, stats=stats,
                               parallel_searches=parallel_searches, splitting=splitting,
-                              constraints=constraints)
+                              constraints=constraints, facts=facts)
+    repaired = [False] * len(texts)
     if protect:
-        results = _protect(texts, results, protect, stats)
-    count_constraints(stats, constraints, results)
-    results = [[(postprocess(text, output), score) for output, score in hyps]
-               for text, hyps in zip(texts, results)]
-    outputs = [format_hypotheses(hyps, print_scores) for hyps in results]
+        results = _protect(texts, results, protect, stats, repaired)
+    met = count_constraints(stats, constraints, results)
+    write = records.line_writer(output_format, print_scores)
+    outputs = [write(records.Translation(
+        text, [(postprocess(text, output), score) for output, score in hyps],
+        truncated=fact.get("truncated", False), sentences=fact.get("sentences", 1),
+        spans_repaired=repaired[i], constraints_met=met[i]))
+        for i, (text, hyps, fact) in enumerate(zip(texts, results, facts))]
     stats.seconds += time.monotonic() - start
     assert len(outputs) == len(raw_lines)
     return outputs, stats
@@ -525,7 +533,8 @@ def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scor
 
 def decode_stream(translator, line_input, output, chunk_lines, alpha, extra_length, nbest=1,
                   print_scores=False, batch_tokens=4096, parallel_searches=1, stream=sys.stderr,
-                  splitting=None, line_constraints=None, protect=frozenset()):
+                  splitting=None, line_constraints=None, protect=frozenset(),
+                  output_format="text"):
     """Translates `line_input` (line_input.LineInput) chunk by chunk into `output`
     (resume.ResumableOutput or resume.StreamOutput), continuing where `output` says a previous
     run stopped. Each chunk is tokenized, sorted and batched by length on its own, and its lines
@@ -544,7 +553,8 @@ def decode_stream(translator, line_input, output, chunk_lines, alpha, extra_leng
                                   progress=lambda done, _: progress(done), postprocess=postprocess,
                                   parallel_searches=parallel_searches, stats=stats,
                                   splitting=splitting, line_constraints=line_constraints,
-                                  first_line=next_line[0], protect=protect)
+                                  first_line=next_line[0], protect=protect,
+                                  output_format=output_format)
         next_line[0] += len(lines)
         return outputs
 

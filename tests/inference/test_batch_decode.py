@@ -3,7 +3,7 @@ line translated sentence by sentence (the decoder CLI's own tests: test_decoder_
 import pytest
 import tensorflow as tf
 
-from t2t_lite.inference import batch_decode
+from t2t_lite.inference import batch_decode, records
 from t2t_lite.inference.translator import DecodeSettings
 
 
@@ -27,10 +27,10 @@ def test_batches_cover_every_line_longest_first_within_budget():
 
 def test_nbest_format():
     hyps = [("das\tHaus", -1.25), ("ein Haus\r\n", -2.5)]
-    assert batch_decode.format_hypotheses(hyps) == "das Haus\tein Haus  "
-    assert batch_decode.format_hypotheses(hyps, print_scores=True) == (
+    assert records.format_hypotheses(hyps) == "das Haus\tein Haus  "
+    assert records.format_hypotheses(hyps, print_scores=True) == (
         "-1.25\tdas Haus\t-2.5\tein Haus  ")
-    assert batch_decode.format_hypotheses([], print_scores=True) == ""
+    assert records.format_hypotheses([], print_scores=True) == ""
 
 
 class _CountingTranslator:
@@ -65,7 +65,7 @@ def test_the_decoder_tokenizes_each_line_once(model_dir, hostile_lines):
     direct = module.translate_with_settings(tf.constant(texts), tf.constant(0.6),
                                             tf.constant(6))["outputs"].numpy()
     for output, best, text in zip(outputs, direct, texts):
-        assert output.split("\t")[0] == batch_decode._one_line(best[0].decode("utf-8", "replace"))
+        assert output.split("\t")[0] == records._one_line(best[0].decode("utf-8", "replace"))
 
 
 # Two sentences of 12 words each: long enough (sentences.MIN_WORDS) to be split.

@@ -97,7 +97,8 @@ def test_a_span_repair_that_breaks_a_phrase_counts_the_line_as_unmet():
     results = [[("arp: % unbekannte Adressfamilie.", -1.0)], [("%d Dateien", -1.0)],
                [("Dateien", -1.0)]]
     lines = ["unbekannte Adressfamilie.", "Dateien", "Dateien"]
-    fixed = batch_decode._protect(texts, results, frozenset({"printf"}), stats)
+    repaired = [False] * 3
+    fixed = batch_decode._protect(texts, results, frozenset({"printf"}), stats, repaired)
     assert "%s" in fixed[0][0][0] and "unbekannte Adressfamilie." not in fixed[0][0][0]
     assert fixed[2][0][0] == "%d Dateien" or "%d" in fixed[2][0][0]
     batch_decode.count_constraints(stats, lines, fixed)
@@ -239,7 +240,8 @@ def test_a_span_the_model_invents_is_removed_where_the_source_has_none():
 
     stats = batch_decode.DecodeStats()
     results = [[("Referenz verweist auf '%s' nicht", -1.0)], [("Hallo", -1.0)]]
+    repaired = [False, False]
     fixed = batch_decode._protect(["Reference points nowhere", "Hello"], results,
-                                  frozenset({"printf"}), stats)
+                                  frozenset({"printf"}), stats, repaired)
     assert "%" not in fixed[0][0][0] and fixed[1][0][0] == "Hallo"
-    assert (stats.protected, stats.protect_repaired) == (1, 1)
+    assert (stats.protected, stats.protect_repaired, repaired) == (1, 1, [True, False])
