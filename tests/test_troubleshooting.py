@@ -332,14 +332,16 @@ ALLOWED = {
         "holds a Table 3 of another run": TABLE3,
     },
     "training/evaluation.py": {"unknown dev_metric": "only a Problem author's code gets here"},
-    "training/preemption.py": {
+    "training/lost_workers.py": {
         "went away at step": "docs/training.md covers lost workers and what the chief saved",
+    },
+    "training/parts.py": {
+        "cannot change its dropout": "only a model registered by a user's code gets here",
     },
     "training/trainer.py": {
         "bad run setting": "the setting's own check says what is wrong",
         "--accumulate_steps must be >= 1": FLAG_VALUE,
         "--gin_file {} does not exist": SAYS_FIX,
-        "cannot change its dropout": "only a model registered by a user's code gets here",
     },
     "training/warm_start.py": {
         "made for decoding and serving, not a model_dir": "the line says what to give instead; "
