@@ -62,6 +62,12 @@ class ModelConfig:
         return self.d_v or self.key_dim
 
 
+# A model's dimensions: the ModelConfig fields that size it (Table 3's size columns), named once
+# here. model_dir/limits.py bounds them, table3/mapping.py scales them for a row, and an engine's
+# DecodeSettings (inference/translator.py) carries those its search memory grows with.
+MODEL_DIMENSIONS = ("num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v")
+
+
 # How the averager picks checkpoints (model_dir/averaging.checkpoints_to_average).
 AVERAGE_WINDOWS = ("last", "dev")
 

@@ -48,8 +48,10 @@ def parse(name: str, gin_params: Iterable[str] = (), gin_files: Sequence[str] = 
     path = hparams_file(name)
     gin.clear_config()
     search_path = str(hparams_dir())
-    # `include 'base.gin'` resolves against the sets' folder first; gin keeps one global list.
-    prefixes = gin.config._LOCATION_PREFIXES
+    # Private gin state, on purpose: `include 'base.gin'` must resolve against the sets' folder
+    # before the working directory (gin's '' prefix), where a stray base.gin would replace the
+    # parent set, and gin's one public call, add_config_file_search_path, appends after ''.
+    prefixes = gin.config._LOCATION_PREFIXES  # pylint: disable=protected-access
     if not prefixes or prefixes[0] != search_path:
         prefixes.insert(0, search_path)
     try:

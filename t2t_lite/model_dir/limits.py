@@ -24,7 +24,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from t2t_lite import models
-from t2t_lite.config import ModelConfig
+from t2t_lite.config import MODEL_DIMENSIONS, ModelConfig
 from t2t_lite.decoding.translate import MAX_EXTRA_LENGTH
 from t2t_lite.errors import UserError
 from t2t_lite.model_dir import checkpoint_reader
@@ -44,8 +44,8 @@ BOUNDS = {
     # decoding/translate.py); a larger configured value is a hang, not a setting.
     "extra_length": (-(1 << 16), MAX_EXTRA_LENGTH),
 }
-# The ModelConfig fields BOUNDS holds.
-MODEL_FIELDS = ("num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v", "max_length")
+# The ModelConfig fields BOUNDS holds: the model's dimensions and the longest sequence.
+MODEL_FIELDS = (*MODEL_DIMENSIONS, "max_length")
 # Real numbers: NaN compares false with everything, so finiteness is checked first. At |5|, the
 # GNMT penalty of a 65,536-token output (10,923^5) stays far inside float32.
 FLOAT_BOUNDS = {"alpha": (-5.0, 5.0)}
