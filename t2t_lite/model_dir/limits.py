@@ -13,7 +13,7 @@ line's decode, beam × the longest decode the model allows. Exports (SavedModel,
 carry the same settings in their metadata, checked by `check_settings`.
 
 `expected_shapes` is the model's own variable layout (its class's `layout`, models/layout.py);
-tests/model_dir/test_check.py holds it equal to a built model's checkpoint for every variant.
+tests/model_dir/test_limits.py holds it equal to a built model's checkpoint for every variant.
 """
 import dataclasses
 import math
