@@ -171,6 +171,13 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 
 
+# The step budget: an output is at most its source + 1 + this many tokens, whatever extra_length
+# asks (the paper adds 50, its parsing runs 300). A model that rarely emits EOS would otherwise
+# decode up to max_length steps (65,536) for every short line. decoding/translate.py clamps to
+# it; model_dir/limits.py bounds a configured extra_length by it.
+MAX_EXTRA_LENGTH = 1024
+
+
 @gin.configurable
 @dataclasses.dataclass(frozen=True)
 class DecodeConfig:

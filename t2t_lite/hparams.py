@@ -5,6 +5,7 @@ Hparam sets are gin files in t2t_lite/hparams_sets (gin/ in a checkout), one nam
 each other with gin's `include`, resolved against the same folder. Everything below this module
 receives plain dataclasses (t2t_lite.config); a model_dir stores them as values, never as gin.
 """
+import os
 import pathlib
 import re
 from typing import Iterable, Sequence, Tuple
@@ -41,6 +42,14 @@ def hparams_file(name: str) -> pathlib.Path:
     if not path.is_file():
         raise UserError(f"unknown hparams set {name!r}; known sets: {known}")
     return path
+
+
+def check_gin_files(gin_files: Sequence[str]) -> None:
+    """UserError for a --gin_file that does not exist (checked by the trainer's CLI before
+    TensorFlow loads, and by the trainer)."""
+    for path in gin_files:
+        if not os.path.isfile(path):
+            raise UserError(f"--gin_file {path} does not exist")
 
 
 def parse(name: str, gin_params: Iterable[str] = (), gin_files: Sequence[str] = ()) -> None:

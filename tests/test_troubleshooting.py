@@ -119,6 +119,7 @@ ALLOWED = {
         "bad gin configuration for set": "gin's own reason, with the line of the file, follows",
         "bad hparams:": "the value's own check says what is wrong",
         "gin: {}": "gin's own message about a --gin_param or --gin_file follows",
+        "--gin_file {} does not exist": SAYS_FIX,
     },
     "cluster_env.py": {
         "a cluster needs at least one worker": FLAG_VALUE,
@@ -341,7 +342,6 @@ ALLOWED = {
     "training/trainer.py": {
         "bad run setting": "the setting's own check says what is wrong",
         "--accumulate_steps must be >= 1": FLAG_VALUE,
-        "--gin_file {} does not exist": SAYS_FIX,
     },
     "training/warm_start.py": {
         "made for decoding and serving, not a model_dir": "the line says what to give instead; "

@@ -20,14 +20,10 @@ import math
 import numbers
 import os
 
-import tensorflow as tf
-from tensorflow.core.protobuf import trackable_object_graph_pb2
-
-from t2t_lite import models
-from t2t_lite.config import MODEL_DIMENSIONS, ModelConfig
-from t2t_lite.decoding.translate import MAX_EXTRA_LENGTH
+# No TensorFlow at import (nor models, the checkpoint reader): the bounds are what a tool's flags
+# are checked against before TensorFlow loads, so that a refusal costs no start-up (issue 54).
+from t2t_lite.config import MAX_EXTRA_LENGTH, MODEL_DIMENSIONS, ModelConfig
 from t2t_lite.errors import UserError
-from t2t_lite.model_dir import checkpoint_reader
 
 # Far beyond any model this package trains; past them a configs.json is broken, not ambitious.
 BOUNDS = {
@@ -93,6 +89,8 @@ def machine_memory():
 def model_elements(model_config, vocab_size):
     """Numbers the model holds once built: its weights and its constants (a sinusoid table of
     max_length × d_model)."""
+    from t2t_lite import models
+
     return models.layout_of(model_config, vocab_size).element_count()
 
 
@@ -127,6 +125,8 @@ def check_beam_steps(beam_size, max_length, where):
 
 def expected_shapes(model_config, vocab_size):
     """{checkpoint variable name under model/: shape} of the model `model_config` builds."""
+    from t2t_lite import models
+
     return models.layout_of(model_config, vocab_size).shapes()
 
 
@@ -136,6 +136,11 @@ def checkpoint_shapes(checkpoint_path):
     Read from the checkpoint's index and its object graph, never its weights. A training
     checkpoint stores a weight once, under the first path its object graph reaches it by (often
     the optimizer's), so names are found by walking the graph from the `model` node."""
+    import tensorflow as tf
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+    from t2t_lite.model_dir import checkpoint_reader
+
     missing = checkpoint_reader.missing_files(checkpoint_path)
     if missing:
         raise UserError(f"checkpoint {checkpoint_path} is incomplete: {missing[0]} is missing")

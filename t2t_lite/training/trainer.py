@@ -162,9 +162,7 @@ def _train(options, signals):
     signals.install()
     spec = ProblemSpec.of(options)
     spec.import_modules()  # before gin is read: a user's module may register what it binds
-    for path in options.gin_files:
-        if not os.path.isfile(path):
-            raise UserError(f"--gin_file {path} does not exist")
+    hparams.check_gin_files(options.gin_files)
     gin_bound = options.configs is None
     model_config, train_config, decode_config = (
         hparams.load(options.hparams_set, options.gin_params, options.gin_files) if gin_bound
