@@ -4,6 +4,7 @@ Its finder must find what protected_spans.find_spans finds (on real catalog line
 format strings of bench/data and the inlined table of test_protected_spans), and its repair must
 leave every output keeping its spans, as protected_spans.kept_exactly (the independent judge)
 reads them."""
+import functools
 import os
 import random
 
@@ -57,8 +58,17 @@ def test_finder_equals_protected_spans(kinds):
     assert sum(map(len, found)) > 40  # the lines do hold spans of these kinds
 
 
+@functools.lru_cache(maxsize=None)
+def _traced_repair(kinds):
+    """graph_spans.repair over a batch of any size, traced once per `kinds` for every test (as
+    an export's signature holds it: a batch of unknown size)."""
+    batch = tf.TensorSpec([None], tf.string)
+    return tf.function(lambda s, o: graph_spans.repair(s, o, kinds), autograph=False,
+                       input_signature=[batch, batch])
+
+
 def _repair(sources, outputs, kinds=ALL):
-    fn = tf.function(lambda s, o: graph_spans.repair(s, o, kinds), autograph=False)
+    fn = _traced_repair(kinds)
     texts, changed = fn(tf.constant(sources, tf.string), tf.constant(outputs, tf.string))
     return [t.decode() for t in texts.numpy()], changed.numpy().tolist()
 
