@@ -6,6 +6,12 @@ import tensorflow as tf
 from t2t_lite.training import budget
 
 
+
+def rates(schedule, start, stop):
+    """[float(schedule(i)) for i in range(start, stop)], in one call: the schedule's ops are
+    elementwise, so each step's rate is the one a scalar call gives."""
+    return [float(rate) for rate in schedule(tf.range(start, stop)).numpy()]
+
 def test_plan_fits_the_steps_the_measured_rate_allows():
     # 20 minutes left at step 12, 2.7 s/step: 95% of the budget for training, 97% of that for
     # steps -> 409 + 12 steps fit; uncapped, the plan takes them.
@@ -213,7 +219,7 @@ def test_a_replan_that_moves_only_the_dev_evaluation_interval_is_not_printed():
 def test_budget_schedule_warms_up_then_decays_linearly_to_zero():
     warmup, total = tf.Variable(10, dtype=tf.int64), tf.Variable(100, dtype=tf.int64)
     schedule = budget.BudgetSchedule(2e-3, warmup, total, decay_fraction=0.9)
-    lr = [float(schedule(step)) for step in range(100)]  # optimizer iterations 0..99
+    lr = rates(schedule, 0, 100)  # optimizer iterations 0..99
     assert lr[0] == pytest.approx(2e-4)
     assert lr[9] == pytest.approx(2e-3)  # step 10: the peak
     assert max(lr) == pytest.approx(2e-3)
@@ -228,7 +234,7 @@ def test_budget_schedule_warms_up_then_decays_linearly_to_zero():
 def test_budget_schedule_holds_the_peak_until_the_decay_share():
     schedule = budget.BudgetSchedule(3e-3, tf.Variable(60, dtype=tf.int64),
                                      tf.Variable(300, dtype=tf.int64), decay_fraction=0.4)
-    lr = [float(schedule(step)) for step in range(300)]
+    lr = rates(schedule, 0, 300)
     assert lr[59] == pytest.approx(3e-3) and lr[179] == pytest.approx(3e-3)  # steps 60..180
     assert lr[239] == pytest.approx(3e-3 * (301 - 240) / 121)
     assert 0 < lr[299] < 3e-5
@@ -248,7 +254,7 @@ def _resumed(step, max_steps, warmup=20, total=100):
     warmup, total = tf.Variable(warmup, dtype=tf.int64), tf.Variable(total, dtype=tf.int64)
     anchor = (tf.Variable(0, dtype=tf.int64), tf.Variable(1.0, dtype=tf.float32))
     schedule = budget.BudgetSchedule(1e-3, warmup, total, config.budget_decay_fraction, *anchor)
-    before = [float(schedule(i)) for i in range(max_steps)]
+    before = rates(schedule, 0, max_steps)
     kept = []
     planner = budget.BudgetPlanner(config, max_steps, warmup, total, peak=1e-3, log_every=10,
                                    eval_batches=1, bleu_sentences=0,
@@ -265,7 +271,7 @@ def test_a_run_resumed_inside_its_decay_goes_on_from_its_learning_rate(capsys):
     it there)."""
     schedule, before, kept, planner = _resumed(60, 200)
     assert planner.plan.total_steps == 200 and kept == [True]
-    lr = [float(schedule(i)) for i in range(59, 200)]  # iteration 59: the last step trained
+    lr = rates(schedule, 59, 200)  # iteration 59: the last step trained
     assert lr[0] == pytest.approx(before[59], rel=1e-5)
     assert max(lr[1:]) < before[59] and np.all(np.diff(lr) < 0) and 0 < lr[-1] < 1e-5
     # The line through (step 60, its rate) to 0 at step 201 (the schedule's last step moves).
@@ -273,7 +279,7 @@ def test_a_run_resumed_inside_its_decay_goes_on_from_its_learning_rate(capsys):
     assert "the decay going on from lr 5.06e-04 at step 60" in capsys.readouterr().out
     # Without more steps the resumed run keeps the schedule it had.
     schedule, before, _, _ = _resumed(60, 100)
-    assert [float(schedule(i)) for i in range(100)] == pytest.approx(before, rel=1e-5)
+    assert rates(schedule, 0, 100) == pytest.approx(before, rel=1e-5)
 
 
 def test_a_run_resumed_before_its_decay_keeps_the_peak_longer():
