@@ -240,8 +240,8 @@ def test_the_architecture_page_names_every_top_level_module_and_package():
 
 
 # An index line of a package's __init__ docstring: four spaces, the module's name, two or more
-# spaces, what it does (t2t_lite/inference/__init__.py).
-INDEX_LINE = re.compile(r"^ {4}(\w+)(?: {2,}\S| *$)", re.MULTILINE)
+# spaces, what it does (t2t_lite/inference/__init__.py); or a bullet, `- name: what it does`.
+INDEX_LINE = re.compile(r"^(?: {4}(\w+)(?: {2,}\S| *$)|- (\w+): )", re.MULTILINE)
 PY_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*\w+\.py)\b")
 DOTTED = re.compile(r"\bt2t_lite(?:\.\w+)+")
 
@@ -251,7 +251,7 @@ def package_index(init):
     body = ast.parse(init.read_text(encoding="utf-8")).body
     if not (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)):
         return []
-    return INDEX_LINE.findall(body[0].value.value)
+    return [indented or bullet for indented, bullet in INDEX_LINE.findall(body[0].value.value)]
 
 
 def package_modules(package):
@@ -307,8 +307,10 @@ def test_every_test_file_the_code_cites_exists():
     assert not gone, f"docstrings cite test files that do not exist: {gone}"
 
 
-def test_the_index_parser_sees_what_it_should():
-    assert INDEX_LINE.findall('"""Doc.\n\n    alpha   does a\n    beta_2  b\n    not an '
-                              'index line\n    gamma\n"""') == ["alpha", "beta_2", "gamma"]
+def test_the_index_parser_sees_what_it_should(tmp_path):
+    init = tmp_path / "__init__.py"
+    init.write_text('"""Doc.\n\n    alpha   does a\n    beta_2  b\n    not an index line\n'
+                    '    gamma\n- delta: d\n  - not: one\n- a bullet without a name\n"""\n')
+    assert package_index(init) == ["alpha", "beta_2", "gamma", "delta"]
     assert PY_PATH.findall("translator.py (x), model_dir/limits.py; a.pyc, x/y.py.") == [
         "translator.py", "model_dir/limits.py", "x/y.py"]
