@@ -62,6 +62,12 @@ class ModelConfig:
         return self.d_v or self.key_dim
 
 
+# A model's dimensions: the ModelConfig fields that size it (Table 3's size columns), named once
+# here. model_dir/limits.py bounds them, table3/mapping.py scales them for a row, and an engine's
+# DecodeSettings (inference/translator.py) carries those its search memory grows with.
+MODEL_DIMENSIONS = ("num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v")
+
+
 # How the averager picks checkpoints (model_dir/averaging.checkpoints_to_average).
 AVERAGE_WINDOWS = ("last", "dev")
 
@@ -163,6 +169,13 @@ class TrainConfig:
                      "early_stopping_evals"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+
+
+# The step budget: an output is at most its source + 1 + this many tokens, whatever extra_length
+# asks (the paper adds 50, its parsing runs 300). A model that rarely emits EOS would otherwise
+# decode up to max_length steps (65,536) for every short line. decoding/translate.py clamps to
+# it; model_dir/limits.py bounds a configured extra_length by it.
+MAX_EXTRA_LENGTH = 1024
 
 
 @gin.configurable

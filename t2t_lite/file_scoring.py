@@ -37,15 +37,16 @@ class ScoreOptions:
 def score_file(options):
     """Scores the pairs options name into options.output_file (see the module docstring); a
     killed run called again with the same options continues after its last finished chunk.
-    Returns this run's scoring.ScoreStats."""
-    from t2t_lite.inference import scoring
-
+    Returns this run's scoring.ScoreStats. A bad flag, input or output is refused before
+    TensorFlow loads (the model and the scoring module bring it)."""
     check_options(options)
     source = _input(options)
     with resume.open_output(options.output_file, flag="--output_file",
                             inputs=source.described_statuses()) as output:
         output.begin(_identity(options, source), start_over=options.start_over)
         scorer = model_source.ModelSource.from_options(options).load(alpha=options.alpha)
+        from t2t_lite.inference import scoring
+
         return scoring.score_stream(scorer, source, output, options.chunk_lines,
                                     batch_tokens=options.batch_tokens)
 

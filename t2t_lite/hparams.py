@@ -5,6 +5,7 @@ Hparam sets are gin files in t2t_lite/hparams_sets (gin/ in a checkout), one nam
 each other with gin's `include`, resolved against the same folder. Everything below this module
 receives plain dataclasses (t2t_lite.config); a model_dir stores them as values, never as gin.
 """
+import os
 import pathlib
 import re
 from typing import Iterable, Sequence, Tuple
@@ -43,13 +44,23 @@ def hparams_file(name: str) -> pathlib.Path:
     return path
 
 
+def check_gin_files(gin_files: Sequence[str]) -> None:
+    """UserError for a --gin_file that does not exist (checked by the trainer's CLI before
+    TensorFlow loads, and by the trainer)."""
+    for path in gin_files:
+        if not os.path.isfile(path):
+            raise UserError(f"--gin_file {path} does not exist")
+
+
 def parse(name: str, gin_params: Iterable[str] = (), gin_files: Sequence[str] = ()) -> None:
     """Clears gin and binds the set `name`, then extra gin files, then `--gin_param` overrides."""
     path = hparams_file(name)
     gin.clear_config()
     search_path = str(hparams_dir())
-    # `include 'base.gin'` resolves against the sets' folder first; gin keeps one global list.
-    prefixes = gin.config._LOCATION_PREFIXES
+    # Private gin state, on purpose: `include 'base.gin'` must resolve against the sets' folder
+    # before the working directory (gin's '' prefix), where a stray base.gin would replace the
+    # parent set, and gin's one public call, add_config_file_search_path, appends after ''.
+    prefixes = gin.config._LOCATION_PREFIXES  # pylint: disable=protected-access
     if not prefixes or prefixes[0] != search_path:
         prefixes.insert(0, search_path)
     try:

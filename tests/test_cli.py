@@ -166,3 +166,40 @@ def test_a_tool_ends_as_the_interpreter_would_without_its_teardown(tmp_path, sta
     assert (tmp_path / "thread.txt").read_text() == "x" * 100000
     assert (tmp_path / "pool.txt").read_text() == "pool"
     assert (tmp_path / "atexit.txt").read_text() == "ran"
+
+
+# Runs a tool as its console script does, then writes whether TensorFlow was imported to the
+# file in argv[1] at exit (cli.run's exit runs atexit functions before os._exit).
+TOOL_WITH_IMPORTS_RECORDED = '''
+import atexit, runpy, sys
+
+record = sys.argv.pop(1)
+atexit.register(lambda: open(record, "w").write(str("tensorflow" in sys.modules)))
+module = sys.argv.pop(1)
+sys.argv[0] = module
+runpy.run_module(module, run_name="__main__")
+'''
+
+
+@pytest.mark.parametrize("tool, args, message", [
+    ("decoder", ["--model_dir=M", "--export_dir=E"], "give exactly one of --model_dir and"),
+    ("decoder", ["--model_dir=M", "--beam_size=0"], "--beam_size must be >= 1"),
+    ("score", ["--model_dir=M", "--source_file=/no/such/file", "--target_file=/no/such/file"],
+     "--source_file /no/such/file does not exist"),
+    ("trainer", ["--problem=p", "--data_dir=D", "--model_dir=M", "--hparams_set=no_such_set"],
+     "unknown hparams set"),
+    ("trainer", ["--problem=p", "--data_dir=D", "--model_dir=M", "--gin_file=/no/such.gin"],
+     "--gin_file /no/such.gin does not exist"),
+])
+def test_a_bad_flag_or_file_is_refused_before_tensorflow_loads(tmp_path, tool, args, message):
+    """A user mistake the flags show costs the tool no TensorFlow start-up: one line, status 1,
+    a second, which keeps these checks (and their tests) cheap."""
+    record = tmp_path / "tensorflow_imported"
+    result = subprocess.run([sys.executable, "-c", TOOL_WITH_IMPORTS_RECORDED, str(record),
+                             f"t2t_lite.bin.{tool}", *args],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert result.returncode == 1, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and message in last, result.stderr
+    assert record.read_text() == "False"

@@ -8,6 +8,7 @@ or the end of the (backslash-joined) line. A tool's flags are what its module de
 plus absl's own (--verbosity, --helpfull, ...): one short subprocess per tool, run side by side,
 since absl's flag registry is global and two tools define the same names.
 """
+import ast
 import json
 import pathlib
 import re
@@ -236,3 +237,80 @@ def test_the_architecture_page_names_every_top_level_module_and_package():
     missing = [name for name in sorted(names)
                if not re.search(rf"(?<![\w/]){re.escape(name.rstrip('/'))}\b", page)]
     assert not missing, f"docs/architecture.md does not name {missing}"
+
+
+# An index line of a package's __init__ docstring: four spaces, the module's name, two or more
+# spaces, what it does (t2t_lite/inference/__init__.py); or a bullet, `- name: what it does`.
+INDEX_LINE = re.compile(r"^(?: {4}(\w+)(?: {2,}\S| *$)|- (\w+): )", re.MULTILINE)
+PY_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*\w+\.py)\b")
+DOTTED = re.compile(r"\bt2t_lite(?:\.\w+)+")
+
+
+def package_index(init):
+    """The module names an __init__.py's docstring lists (INDEX_LINE), as written."""
+    body = ast.parse(init.read_text(encoding="utf-8")).body
+    if not (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)):
+        return []
+    return [indented or bullet for indented, bullet in INDEX_LINE.findall(body[0].value.value)]
+
+
+def package_modules(package):
+    return ({p.stem for p in package.glob("*.py") if p.name != "__init__.py"}
+            | {p.name for p in package.iterdir() if (p / "__init__.py").is_file()})
+
+
+def source_files():
+    return {p.relative_to(ROOT).as_posix() for folder in ("t2t_lite", "tests", "bench")
+            for p in (ROOT / folder).rglob("*.py")}
+
+
+def names_a_file(name, files):
+    """Whether `name` (a path as a page writes it: from the repository, from t2t_lite/, or a bare
+    file name within a package's paragraph) is a file of the tree."""
+    if name in files or f"t2t_lite/{name}" in files:
+        return True
+    return any(f.endswith(f"/{name}") for f in files)
+
+
+def test_every_package_index_names_its_modules_and_only_those():
+    wrong = {}
+    for init in sorted((ROOT / "t2t_lite").rglob("__init__.py")):
+        listed = package_index(init)
+        if not listed:
+            continue  # a package without an index
+        modules = package_modules(init.parent)
+        missing, unlisted = sorted(set(listed) - modules), sorted(modules - set(listed))
+        if missing or unlisted:
+            wrong[init.relative_to(ROOT).as_posix()] = {"gone": missing, "unlisted": unlisted}
+    assert not wrong, f"package indexes out of date: {wrong}"
+
+
+def test_every_file_and_module_the_architecture_page_names_exists():
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    files = source_files()
+    gone = [name for name in PY_PATH.findall(page) if not names_a_file(name, files)]
+    for dotted in DOTTED.findall(page):
+        parts = dotted.split(".")
+        if not any(ROOT.joinpath(*parts[:i]).with_suffix(".py").is_file()
+                   or (ROOT.joinpath(*parts[:i]) / "__init__.py").is_file()
+                   for i in range(2, len(parts) + 1)):
+            gone.append(dotted)
+    assert not gone, f"docs/architecture.md names what does not exist: {gone}"
+
+
+def test_every_test_file_the_code_cites_exists():
+    files = source_files()
+    gone = [(path, name) for path in sorted(files) if path.startswith("t2t_lite/")
+            for name in re.findall(r"\btests/[\w/]+\.py\b",
+                                   (ROOT / path).read_text(encoding="utf-8"))
+            if name not in files]
+    assert not gone, f"docstrings cite test files that do not exist: {gone}"
+
+
+def test_the_index_parser_sees_what_it_should(tmp_path):
+    init = tmp_path / "__init__.py"
+    init.write_text('"""Doc.\n\n    alpha   does a\n    beta_2  b\n    not an index line\n'
+                    '    gamma\n- delta: d\n  - not: one\n- a bullet without a name\n"""\n')
+    assert package_index(init) == ["alpha", "beta_2", "gamma", "delta"]
+    assert PY_PATH.findall("translator.py (x), model_dir/limits.py; a.pyc, x/y.py.") == [
+        "translator.py", "model_dir/limits.py", "x/y.py"]

@@ -63,3 +63,12 @@ def test_sets_found_outside_the_source_tree(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert "base" in hparams.list_hparams_sets()
     assert pathlib.Path(hparams.hparams_file("tiny")).is_file()
+
+
+def test_a_base_gin_in_the_working_directory_does_not_replace_the_parent_set(tmp_path,
+                                                                             monkeypatch):
+    # Why hparams.parse puts the sets' folder before gin's '' (working directory) prefix.
+    expected = hparams.load("tiny")
+    (tmp_path / "base.gin").write_text("ModelConfig.num_layers = 99\n")
+    monkeypatch.chdir(tmp_path)
+    assert hparams.load("tiny") == expected

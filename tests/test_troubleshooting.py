@@ -120,6 +120,7 @@ ALLOWED = {
         "bad gin configuration for set": "gin's own reason, with the line of the file, follows",
         "bad hparams:": "the value's own check says what is wrong",
         "gin: {}": "gin's own message about a --gin_param or --gin_file follows",
+        "--gin_file {} does not exist": SAYS_FIX,
     },
     "cluster_env.py": {
         "a cluster needs at least one worker": FLAG_VALUE,
@@ -339,14 +340,15 @@ ALLOWED = {
         "holds a Table 3 of another run": TABLE3,
     },
     "training/evaluation.py": {"unknown dev_metric": "only a Problem author's code gets here"},
-    "training/preemption.py": {
+    "training/lost_workers.py": {
         "went away at step": "docs/training.md covers lost workers and what the chief saved",
+    },
+    "training/parts.py": {
+        "cannot change its dropout": "only a model registered by a user's code gets here",
     },
     "training/trainer.py": {
         "bad run setting": "the setting's own check says what is wrong",
         "--accumulate_steps must be >= 1": FLAG_VALUE,
-        "--gin_file {} does not exist": SAYS_FIX,
-        "cannot change its dropout": "only a model registered by a user's code gets here",
     },
     "training/warm_start.py": {
         "made for decoding and serving, not a model_dir": "the line says what to give instead; "

@@ -100,12 +100,14 @@ flags.DEFINE_enum("output_format", DecodeOptions.output_format, ["text", "jsonl"
 
 
 def main(argv):
-    from t2t_lite.file_decoding import decode_file
+    from t2t_lite import file_decoding
 
+    options = command_line.from_flags(DecodeOptions, FLAGS)
+    file_decoding.check_options(options)  # a bad flag is refused before TensorFlow loads
     # Checked before the first line is read: a summary that cannot be written would otherwise
     # fail the run after all its work.
     summary_path = _summary_path(FLAGS.summary_file) if FLAGS.summary_file else None
-    stats = decode_file(command_line.from_flags(DecodeOptions, FLAGS))
+    stats = file_decoding.decode_file(options)
     print(stats.summary(), file=sys.stderr)
     if summary_path:
         from t2t_lite import atomic

@@ -56,6 +56,11 @@ flags.DEFINE_list("warm_start_accept", [], "Model settings this run may set apar
 
 
 def main(argv):
+    from t2t_lite import hparams
+
+    # Refused before TensorFlow loads (the problems and the trainer bring it).
+    hparams.hparams_file(FLAGS.hparams_set)
+    hparams.check_gin_files(FLAGS.gin_file)
     from t2t_lite import problems  # noqa: F401  (the built-ins registered before gin is read)
     from t2t_lite.training.trainer import TrainOptions, train
 

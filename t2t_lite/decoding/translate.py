@@ -9,12 +9,8 @@ import tensorflow as tf
 from t2t_lite.config import DecodeConfig
 from t2t_lite.decoding.beam_search import beam_search
 from t2t_lite.decoding.constrained_search import constrained_beam_search
+from t2t_lite.config import MAX_EXTRA_LENGTH  # the step budget (config.py says why)
 from t2t_lite.ids import EOS_ID, PAD_ID
-
-# The step budget: an output is at most its source + 1 + this many tokens, whatever extra_length
-# asks (the paper adds 50, its parsing runs 300). A model that rarely emits EOS would otherwise
-# decode up to max_length steps (65,536) for every short line.
-MAX_EXTRA_LENGTH = 1024
 
 
 def input_lengths(inputs):

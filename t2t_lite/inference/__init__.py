@@ -1,9 +1,14 @@
 """Translation at run time: text in, text out.
 
+    translator          the Translator protocol the three engines implement, and DecodeSettings,
+                        their fixed settings checked once
     translation_module  TranslationModule: tokenizer + Transformer + beam search as tf.functions,
                         the one place where text becomes ids and back (also what a SavedModel holds)
     saved_model         finding, checking and loading the SavedModels t2t-lite-exporter writes
     ctranslate2_engine  CTranslate2 as the search engine behind the same interface
+    constraints         constraint lines and glossaries: what a decoded line must and must not say
+    protected_spans     format specifiers and markup of a source line, found and restored (text)
+    graph_spans         the same in TensorFlow ops, inside exported SavedModels
     batch_decode        files of lines -> translations, one output line per input line, in order
     scoring             given translations -> log P(target | source) and the beam's score, per pair
     parallel_search     each batch split over the CPU cores, one search per core

@@ -13,10 +13,9 @@ import dataclasses
 import json
 from typing import Any, Mapping, Optional, Protocol, runtime_checkable
 
+from t2t_lite.config import MODEL_DIMENSIONS
 from t2t_lite.errors import UserError
 from t2t_lite.model_dir import limits
-
-_MODEL_DIMS = ("num_layers", "d_model", "num_heads")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +93,10 @@ class DecodeSettings:
     def to_json(self):
         return json.dumps(dict(self.values), sort_keys=True, indent=2)
 
+
+# The model's dimensions (config.MODEL_DIMENSIONS) DecodeSettings carries: the search memory's.
+_MODEL_DIMS = tuple(name for name in MODEL_DIMENSIONS
+                    if name in {field.name for field in dataclasses.fields(DecodeSettings)})
 
 def check_overrides(beam_size=None, alpha=None):
     """UserError for a --beam_size or --alpha outside the bounds a model_dir's settings keep."""

@@ -4,6 +4,8 @@
     checkpoint_saver   the trainer's saver: on a timer or step count, keeping the newest N
     checkpoint_reader  listing, resolving (averaged > latest), restoring with one-line errors
     averaging          which checkpoints to average (the last N, or by dev history), their mean
+    dev_history        the run's dev evaluations (dev_evaluations.jsonl), the best, the window
+    limits             configs against sane bounds and the checkpoint's own shapes, before building
     loaded             load(model_dir) -> LoadedRun: model + weights, configs, tokenizer, run.json
 
 The trainer writes through it; the decoder, exporter, viz and demo read through it without

@@ -13,21 +13,17 @@ line's decode, beam × the longest decode the model allows. Exports (SavedModel,
 carry the same settings in their metadata, checked by `check_settings`.
 
 `expected_shapes` is the model's own variable layout (its class's `layout`, models/layout.py);
-tests/model_dir/test_check.py holds it equal to a built model's checkpoint for every variant.
+tests/model_dir/test_limits.py holds it equal to a built model's checkpoint for every variant.
 """
 import dataclasses
 import math
 import numbers
 import os
 
-import tensorflow as tf
-from tensorflow.core.protobuf import trackable_object_graph_pb2
-
-from t2t_lite import models
-from t2t_lite.config import ModelConfig
-from t2t_lite.decoding.translate import MAX_EXTRA_LENGTH
+# No TensorFlow at import (nor models, the checkpoint reader): the bounds are what a tool's flags
+# are checked against before TensorFlow loads, so that a refusal costs no start-up (issue 54).
+from t2t_lite.config import MAX_EXTRA_LENGTH, MODEL_DIMENSIONS, ModelConfig
 from t2t_lite.errors import UserError
-from t2t_lite.model_dir import checkpoint_reader
 
 # Far beyond any model this package trains; past them a configs.json is broken, not ambitious.
 BOUNDS = {
@@ -44,8 +40,8 @@ BOUNDS = {
     # decoding/translate.py); a larger configured value is a hang, not a setting.
     "extra_length": (-(1 << 16), MAX_EXTRA_LENGTH),
 }
-# The ModelConfig fields BOUNDS holds.
-MODEL_FIELDS = ("num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v", "max_length")
+# The ModelConfig fields BOUNDS holds: the model's dimensions and the longest sequence.
+MODEL_FIELDS = (*MODEL_DIMENSIONS, "max_length")
 # Real numbers: NaN compares false with everything, so finiteness is checked first. At |5|, the
 # GNMT penalty of a 65,536-token output (10,923^5) stays far inside float32.
 FLOAT_BOUNDS = {"alpha": (-5.0, 5.0)}
@@ -93,6 +89,8 @@ def machine_memory():
 def model_elements(model_config, vocab_size):
     """Numbers the model holds once built: its weights and its constants (a sinusoid table of
     max_length × d_model)."""
+    from t2t_lite import models
+
     return models.layout_of(model_config, vocab_size).element_count()
 
 
@@ -127,6 +125,8 @@ def check_beam_steps(beam_size, max_length, where):
 
 def expected_shapes(model_config, vocab_size):
     """{checkpoint variable name under model/: shape} of the model `model_config` builds."""
+    from t2t_lite import models
+
     return models.layout_of(model_config, vocab_size).shapes()
 
 
@@ -136,6 +136,11 @@ def checkpoint_shapes(checkpoint_path):
     Read from the checkpoint's index and its object graph, never its weights. A training
     checkpoint stores a weight once, under the first path its object graph reaches it by (often
     the optimizer's), so names are found by walking the graph from the `model` node."""
+    import tensorflow as tf
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+    from t2t_lite.model_dir import checkpoint_reader
+
     missing = checkpoint_reader.missing_files(checkpoint_path)
     if missing:
         raise UserError(f"checkpoint {checkpoint_path} is incomplete: {missing[0]} is missing")

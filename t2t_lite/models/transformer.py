@@ -70,7 +70,7 @@ class Transformer(keras.Model):
     @staticmethod
     def layout(config, vocab_size):
         """Every variable this class builds for `config`, by checkpoint name and role
-        (models/layout.py); tests/model_dir/test_check.py holds it equal to a built model's
+        (models/layout.py); tests/model_dir/test_limits.py holds it equal to a built model's
         checkpoint, tests/export/test_ctranslate2_export.py every weight mapped to CTranslate2."""
         c = config
         d, heads, dk, dv = c.d_model, c.num_heads, c.key_dim, c.value_dim

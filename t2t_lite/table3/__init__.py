@@ -38,6 +38,7 @@ subprocess, loads only what it needs):
     plan        what each row trains (RowPlan) and the table's precision
     run         run_table (TableOptions): the rows in order, resumable, then the outputs
     row_runner  one row: the trainer, dev perplexity and BLEU (RowRunner), failure reasons
+    result      a finished row's result (RowResult), as result.json and table3.json hold it
     findings    the paper's findings checked on the rows (BLEU by paired bootstrap)
     outputs     table3.md, .csv, .png and .json from the rows' records
 """

@@ -5,6 +5,7 @@ import dataclasses
 import functools
 
 from t2t_lite import hparams
+from t2t_lite.config import MODEL_DIMENSIONS
 from t2t_lite.errors import UserError
 from t2t_lite.table3.paper import ROWS, set_name
 
@@ -33,7 +34,6 @@ CPU_TRAINING = (
     "TrainConfig.budget_decay_fraction = 0.4",
     "TrainConfig.checkpoint_minutes = 2.0",
 )
-DIMENSIONS = ("num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v")
 # Column names of the paper's table for the config fields a row may vary.
 COLUMNS = {"num_layers": "N", "d_model": "d_model", "d_ff": "d_ff", "num_heads": "h",
            "d_k": "d_k", "d_v": "d_v", "dropout": "P_drop", "label_smoothing": "eps_ls",
@@ -91,7 +91,8 @@ def cpu_bindings(row):
     sizes (cpu_dimensions of the row's and table3/base's set values) and CPU_TRAINING."""
     paper_base, paper_row = paper_configs("base")[0], paper_configs(row)[0]
     sizes = cpu_dimensions(paper_base, paper_row)
-    return [f"ModelConfig.{name} = {sizes[name]}" for name in DIMENSIONS] + list(CPU_TRAINING)
+    return ([f"ModelConfig.{name} = {sizes[name]}" for name in MODEL_DIMENSIONS]
+            + list(CPU_TRAINING))
 
 
 def scale_bindings(row, scale):
@@ -140,7 +141,8 @@ def mapping_rows():
     for row in ROWS:
         paper = paper_configs(row)
         mapped = load_row(row, cpu_bindings(row))
-        others = {k: v for k, v in varied_fields(paper, paper_base).items() if k not in DIMENSIONS}
+        others = {k: v for k, v in varied_fields(paper, paper_base).items()
+                  if k not in MODEL_DIMENSIONS}
         out.append((row, _dims(paper[0]), _dims(mapped[0]), others,
                     varied_fields(mapped, cpu_base)))
     return out
@@ -148,13 +150,14 @@ def mapping_rows():
 
 def mapping_markdown():
     """The CPU mapping as a markdown table (docs/table3.md holds this text; a test checks it)."""
-    names = [COLUMNS[name] for name in DIMENSIONS]
+    names = [COLUMNS[name] for name in MODEL_DIMENSIONS]
     lines = ["| row | paper: " + " | ".join(names) + " | cpu: " + " | ".join(names)
              + " | also varies (both scales) |",
-             "|---" * (2 + 2 * len(DIMENSIONS)) + "|"]
+             "|---" * (2 + 2 * len(MODEL_DIMENSIONS)) + "|"]
     for row, paper, mapped, others, _ in mapping_rows():
         also = ", ".join(f"{COLUMNS.get(k, k)} {v}" for k, v in others.items()
                          if k != "max_length") or ""
-        lines.append(f"| `{row}` | " + " | ".join(str(paper[n]) for n in DIMENSIONS) + " | "
-                     + " | ".join(str(mapped[n]) for n in DIMENSIONS) + f" | {also} |")
+        lines.append(f"| `{row}` | " + " | ".join(str(paper[n]) for n in MODEL_DIMENSIONS)
+                     + " | " + " | ".join(str(mapped[n]) for n in MODEL_DIMENSIONS)
+                     + f" | {also} |")
     return "\n".join(lines)

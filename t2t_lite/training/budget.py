@@ -167,8 +167,8 @@ class BudgetSchedule(keras.optimizers.schedules.LearningRateSchedule):
 RATE_SKIP_STEPS = 2
 RATE_STEPS = 10
 # A re-plan is printed when it moves the run's length by more than this share of the plan last
-# printed, or its dev evaluation interval by more than a quarter (the first timed evaluation
-# usually moves it); smaller moves (a busy machine's rate swings) change the plan silently.
+# printed; smaller moves (a busy machine's rate swings) and a moved dev evaluation interval alone
+# (the first timed evaluation usually moves it) change the plan silently: nothing the user acts on.
 REPRINT_FRACTION = 0.1
 # The step rate falling below half the first measured one is warned about, once.
 SLOW_WARNING_FACTOR = 2.0
@@ -176,24 +176,14 @@ SLOW_WARNING_FACTOR = 2.0
 
 def plan_change(shown, new):
     """Why `new` is worth printing after the plan `shown` was ("the step rate fell 12%", ...),
-    or None when it changes no more than REPRINT_FRACTION of the length and a quarter of the
-    evaluation interval."""
-    longer = abs(new.total_steps - shown.total_steps) > REPRINT_FRACTION * shown.total_steps
-    evals = abs(new.eval_every - shown.eval_every) > max(1, 0.25 * shown.eval_every)
-    if not (longer or evals):
+    or None when it moves the run's length by no more than REPRINT_FRACTION."""
+    if abs(new.total_steps - shown.total_steps) <= REPRINT_FRACTION * shown.total_steps:
         return None
-    reasons = []
-    if longer and shown.seconds_per_step and new.seconds_per_step:
+    if shown.seconds_per_step and new.seconds_per_step:
         change = shown.seconds_per_step / new.seconds_per_step - 1  # of the step rate
         if abs(change) >= 0.01:
-            reasons.append(f"the step rate {'rose' if change > 0 else 'fell'} "
-                           f"{abs(change):.0%}")
-    if evals:
-        reasons.append(f"the dev evaluation interval moved from {shown.eval_every} to "
-                       f"{new.eval_every} steps")
-    if longer and not reasons:
-        reasons.append(f"{new.total_steps} steps instead of {shown.total_steps}")
-    return "; ".join(reasons)
+            return f"the step rate {'rose' if change > 0 else 'fell'} {abs(change):.0%}"
+    return f"{new.total_steps} steps instead of {shown.total_steps}"
 
 
 class BudgetPlanner(Hook):

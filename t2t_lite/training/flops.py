@@ -14,3 +14,20 @@ def forward_flops(config, vocab_size, source_length, target_length):
 
 def training_flops(config, vocab_size, source_length, target_length):
     return 3 * forward_flops(config, vocab_size, source_length, target_length)
+
+
+def run_flops(model_config, vocab_size, progress):
+    """A run's training cost, Table 2 style (`progress`: its Progress hook): 3x forward FLOPs per
+    token pair, at the run's mean sentence length.
+
+    Without per-sentence lengths, tokens are split into sentences of 25 target tokens (typical
+    for WMT); FLOPs grow only slightly with length through the attention terms.
+    """
+    target_tokens = progress.total_target_tokens
+    if not target_tokens:
+        return 0.0
+    sentence = 25
+    ratio = progress.total_source_tokens / target_tokens
+    per_sentence = training_flops(model_config, vocab_size, max(1, round(sentence * ratio)),
+                                  sentence)
+    return per_sentence * target_tokens / sentence

@@ -83,10 +83,18 @@ class Progress(Hook):
 
 
 class Summaries(Hook):
-    """TensorBoard scalars: the progress line's values under train/, dev metrics under dev/."""
+    """TensorBoard scalars: the progress line's values under train/, dev metrics under dev/. The
+    events file is created at the first write, not when the hook is made: a run that trains no
+    step (a finished command re-run) leaves no new file in the model_dir."""
 
     def __init__(self, summary_dir):
-        self.writer = tf.summary.create_file_writer(summary_dir)
+        self._summary_dir, self._writer = summary_dir, None
+
+    @property
+    def writer(self):
+        if self._writer is None:
+            self._writer = tf.summary.create_file_writer(self._summary_dir)
+        return self._writer
 
     def after_step(self, state):
         self._write(state)

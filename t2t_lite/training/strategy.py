@@ -12,7 +12,7 @@ import sys
 import tensorflow as tf
 
 from t2t_lite.errors import UserError
-from t2t_lite.training import preemption
+from t2t_lite.training import lost_workers, preemption
 
 CLUSTER_TIMEOUT_ENV = "T2T_LITE_CLUSTER_TIMEOUT"
 DEFAULT_CLUSTER_TIMEOUT = 600  # seconds: pods or nodes that start minutes apart still meet
@@ -127,7 +127,7 @@ def in_cluster(strategy):
 
 
 def own_task(strategy):
-    """This worker's (task type, index) in its cluster, as preemption's functions name tasks."""
+    """This worker's (task type, index) in its cluster, as lost_workers' functions name tasks."""
     resolver = strategy.cluster_resolver
     return resolver.task_type, int(resolver.task_id)
 
@@ -169,13 +169,13 @@ def _multi_worker_strategy(config):
         own = (task["type"], task["index"])
         silent = [f"{job} {index} ({address})" for job in jobs
                   for index, address in enumerate(cluster[job])
-                  if (job, index) != own and not preemption.accepts(address)]
+                  if (job, index) != own and not lost_workers.accepts(address)]
         seconds = f"{timeout:g} s ({CLUSTER_TIMEOUT_ENV})"
         if silent:
             _leave(f"{', '.join(silent)} refused connections for {seconds}: start every worker "
                    "with the same TF_CONFIG cluster and its own task index, or fix the address")
         _leave(f"the workers of TF_CONFIG did not all join within {seconds} "
-               f"({preemption.first_line(error)}): start every worker with the same TF_CONFIG "
+               f"({lost_workers.first_line(error)}): start every worker with the same TF_CONFIG "
                "cluster and its own task index")
 
 

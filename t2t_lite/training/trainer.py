@@ -1,17 +1,18 @@
-"""The training loop behind t2t-lite-trainer.
+"""A training run behind t2t-lite-trainer: set up, stepped, reported.
 
 One call, `train(options)`: load the hparams set (or take the configs the caller resolved),
 prepare the problem's data and the model_dir, pick a distribution strategy, build the model and
 the paper's optimizer, restore the latest checkpoint if any (else, with --warm_start_from, the
 parent's model weights: warm_start.py), then step until --train_steps or --train_minutes.
-Everything beside the step is a hook (hooks.py): the budget plan, the divergence guard, the
-progress line, checkpoints on the set's timer, dev evaluation with the best checkpoint and early
-stopping, summaries.
+The steps are loop.py's; everything beside the step is a hook (hooks.py; the optional ones built
+in run_hooks.py): the budget plan, the divergence guard, the progress line, checkpoints on the
+set's timer, dev evaluation with the best checkpoint and early stopping, summaries. What is built
+under the strategy's scope is parts.py's; a cluster's lost workers and its end of run are
+lost_workers.py's and cluster_end.py's.
 """
 import dataclasses
 import math
 import os
-import sys
 import time
 from typing import Any, Optional, Sequence
 
@@ -19,7 +20,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from t2t_lite import hparams, models
+from t2t_lite import hparams
 from t2t_lite.config import TrainConfig
 from t2t_lite.errors import UserError
 from t2t_lite.model_dir import dev_history
@@ -28,20 +29,18 @@ from t2t_lite.model_dir.checkpoint_reader import checkpoint_paths
 from t2t_lite.model_dir.checkpoint_saver import CheckpointKeeper
 from t2t_lite.models import params
 from t2t_lite.problem_spec import ProblemSpec
-from t2t_lite.training import preemption
+from t2t_lite.training import cluster_end, lost_workers, preemption, run_hooks
+from t2t_lite.training import parts as parts_lib
 from t2t_lite.training import precision as precision_lib
 from t2t_lite.training import strategy as strategy_lib
 from t2t_lite.training import warm_start as warm_start_lib
-from t2t_lite.training.budget import RATE_SKIP_STEPS, RATE_STEPS, BudgetPlanner
 from t2t_lite.training.checkpointing import Checkpoints
 from t2t_lite.training.divergence import DivergenceGuard
-from t2t_lite.training.evaluation import Evaluation, Evaluator
-from t2t_lite.training.flops import training_flops
+from t2t_lite.training.flops import run_flops
 from t2t_lite.training.hooks import TrainState
-from t2t_lite.training.progress import Progress, Summaries
-from t2t_lite.training.regularisation import (RegularisationChoice, RegularisationPlan,
-                                              Regulariser, train_examples)
-from t2t_lite.training.schedule import make_schedule, optimizer_with, peak_learning_rate
+from t2t_lite.training.loop import loop
+from t2t_lite.training.progress import Progress
+from t2t_lite.training.regularisation import RegularisationChoice
 from t2t_lite.training.steps import TrainSteps
 
 
@@ -143,8 +142,9 @@ def train(options: TrainOptions) -> TrainResult:
     """Trains as `options` say and returns how the run ended (TrainResult). SIGTERM or SIGINT
     during the steps saves a checkpoint at the next step boundary and exits with status 143 /
     130 (preemption.py). Under MultiWorkerMirroredStrategy the process ends here, whatever ends
-    the run (_leave_cluster); a worker of the cluster going away ends it with one `error:` line
-    naming it, status 1. The caller's Keras dtype policy is back when it returns or raises."""
+    the run (cluster_end.leave); a worker of the cluster going away ends it with one `error:`
+    line naming it, status 1 (lost_workers.py). The caller's Keras dtype policy is back when it
+    returns or raises."""
     signals = preemption.Signals().install()
     policy = keras.config.dtype_policy()  # the run sets its own (_set_precision)
     try:
@@ -162,9 +162,7 @@ def _train(options, signals):
     signals.install()
     spec = ProblemSpec.of(options)
     spec.import_modules()  # before gin is read: a user's module may register what it binds
-    for path in options.gin_files:
-        if not os.path.isfile(path):
-            raise UserError(f"--gin_file {path} does not exist")
+    hparams.check_gin_files(options.gin_files)
     gin_bound = options.configs is None
     model_config, train_config, decode_config = (
         hparams.load(options.hparams_set, options.gin_params, options.gin_files) if gin_bound
@@ -202,8 +200,10 @@ def _train(options, signals):
             _write_run_info(run, config_text=hparams.config_text() if gin_bound else None)
         try:
             return _build_and_train(run)
-        except (preemption.WorkerGone, *preemption.LOST_WORKER_ERRORS) as error:
-            _lost_worker(error, run)
+        except (lost_workers.WorkerGone, *lost_workers.LOST_WORKER_ERRORS) as error:
+            if run.cluster:  # a lost worker ends the process here with one `error:` line
+                lost_workers.exit_if_lost(error, strategy_lib.own_task(run.strategy),
+                                          run.position.current, run.options.model_dir)
             raise  # an error of its own, not a lost worker: shown as it is
     finally:
         if lock:
@@ -266,25 +266,6 @@ class _Run:
         return strategy_lib.in_cluster(self.strategy)
 
 
-def _lost_worker(error, run):
-    """Ends the process with the one `error:` line when `error` says a worker of the cluster
-    went away (before the first step, during the steps or at the end-of-run barrier); returns
-    when it is an error of this worker's own, or off a cluster."""
-    if not run.cluster:
-        return
-    own = strategy_lib.own_task(run.strategy)
-    lost = (error.worker if isinstance(error, preemption.WorkerGone)
-            else preemption.lost_worker(error, own))
-    if lost is None:
-        return
-    line = preemption.lost_worker_error(error, run.position.current, run.options.model_dir, own,
-                                        lost)
-    # The line cli.run prints for a UserError, then out at once: TensorFlow's teardown would
-    # wait out the lost task's heartbeats and add its own complaint after the line.
-    print(f"error: {line}", file=sys.stderr, flush=True)
-    preemption.leave_now(1)
-
-
 def _config_where(options):
     """How a message names the configuration the flags give."""
     given = [name for name, values in (("--gin_file", options.gin_files),
@@ -311,46 +292,6 @@ def _checkpoint_dir(run):
                         f".worker_{strategy_lib.worker_id(run.strategy)}")
 
 
-def loop(state, train_step, hooks):
-    """Steps until state.total_steps, state.deadline, a hook's reason to stop or a signal (as
-    state.stopping decides: preemption.py); returns the reason. `train_step()` applies one
-    optimizer step and returns its statistics."""
-    stopping = state.stopping or preemption.Stopping(None)
-    for hook in hooks:
-        hook.begin(state)
-    if stopping.signals:
-        stopping.signals.arm()  # from here on a signal saves, at the next step boundary
-    reason = None
-    while reason is None:
-        own = None
-        if state.step >= state.total_steps:
-            own = "train_steps"
-        elif state.deadline is not None and time.monotonic() >= state.deadline:
-            own = "train_minutes"
-        reason = stopping.before_step(state, own)
-        if reason is None:
-            start = time.monotonic()
-            stats = train_step()
-            state.next_step(int(state.optimizer.iterations.numpy()), stats,
-                            time.monotonic() - start)
-            stopping.agree(state)
-            # Every hook sees the step, also after one asks to stop.
-            reasons = [hook.after_step(state) for hook in hooks]
-            reason = stopping.after_step(state, next((r for r in reasons if r), None))
-    state.signal = stopping.signal
-    state.stopped_because = reason
-    state.next_step(state.step)
-    for hook in hooks:
-        hook.end(state)
-        if state.saved and stopping.signals and not state.signal:
-            # The last checkpoint is written: a signal from here on (or one that came during
-            # the save) skips what is left, the final dev evaluation (preemption.Interrupted).
-            stopping.signals.ending()
-    if stopping.signals:
-        stopping.signals.settle()  # from here a signal is recorded, for the caller to read
-    return state.stopped_because
-
-
 def _build_and_train(run):
     """Sets the run up (_set_up), steps it (_run_loop) and reports how it ended (_report)."""
     training = _set_up(run)
@@ -361,7 +302,7 @@ def _build_and_train(run):
 @dataclasses.dataclass
 class _Training:
     """What _set_up builds for a run, for the loop and the final report."""
-    parts: "_Parts"
+    parts: parts_lib.Parts
     train_step: Any  # one optimizer step on the next batch (TrainSteps.train_step)
     state: TrainState
     progress: Progress
@@ -380,10 +321,10 @@ def _set_up(run):
     logging.info("batching: %d tokens per replica x %d replicas x %d accumulation steps = %d "
                  "tokens per step (set: %d)", per_replica_tokens, replicas, accumulate,
                  per_replica_tokens * replicas * accumulate, config.batch_tokens)
-    parts = _build(run.strategy, run.model_config, config, run.tokenizer.vocab_size,
-                   config.train_steps, run.options.model_dir)
+    parts = parts_lib.build(run.strategy, run.model_config, config, run.tokenizer.vocab_size,
+                            config.train_steps, run.options.model_dir)
     keeper, restored, step = _restore(run, parts)
-    sampling = _subword_sampling(config)
+    sampling = parts_lib.subword_sampling(config)
 
     def dataset_fn(input_context):
         return run.problem.dataset("train", run.options.data_dir,
@@ -404,14 +345,14 @@ def _set_up(run):
     progress = Progress(every=config.log_every)
     guard = DivergenceGuard(parts.model, probe, config.label_smoothing, keeper,
                             loss_scaling=steps.loss_scaling)
-    planner = _planner(run, parts, planned)
+    planner = run_hooks.planner(run, parts, planned)
     # The order is the hooks' contract: each reads what the ones before it left on the state at
     # this step (TrainState's fields name their writer and readers, hooks.py).
-    regularisation = _regularisation_plan(run, parts.model, steps, sampling,
-                                          planned=bool(planner))
+    regularisation = run_hooks.regularisation_plan(run, parts.model, steps, sampling,
+                                                   planned=bool(planner))
     hooks = [*planner, *regularisation, guard, progress,
              Checkpoints(keeper, parts.trained_seconds, check=guard.verify),
-             *_evaluation(run, parts.model)]
+             *run_hooks.evaluation(run, parts.model)]
     return _Training(parts, lambda: steps.train_step(iterator), state, progress, hooks,
                      regularisation, start, already_trained)
 
@@ -490,98 +431,32 @@ def _run_loop(run, training):
         # No worker leaves while another still works (the chief's last evaluation): one that
         # exits early stops sending heartbeats, which the coordination service reports as a
         # crashed task. A signal while waiting ends the process at once (Signals.waiting).
-        _end_of_run_barrier(run.strategy, stopping_anyway=bool(state.signal))
+        cluster_end.end_of_run_barrier(run.strategy, stopping_anyway=bool(state.signal))
     if signals:
         signals.settle()
     if state.signal:
         print(_signal_line(run, training), flush=True)
         if cluster:
-            _leave_cluster(run.strategy, run.chief, preemption.EXIT_STATUS[state.signal])
+            cluster_end.leave(run.strategy, run.chief, preemption.EXIT_STATUS[state.signal])
         raise SystemExit(preemption.EXIT_STATUS[state.signal])
 
 
 def _report(run, training):
     """Prints how the run ended and returns it as a TrainResult (a cluster's process ends)."""
     state, progress = training.state, training.progress
-    total_flops = _estimate_flops(run.model_config, run.tokenizer.vocab_size, progress)
+    total_flops = run_flops(run.model_config, run.tokenizer.vocab_size, progress)
     elapsed = time.monotonic() - training.start
     print(f"stopped at step {state.step} ({state.stopped_because}) after {elapsed / 60:.1f} min "
           f"({(training.already_trained + elapsed) / 60:.1f} min of training in total); "
           f"{progress.total_target_tokens:,.0f} target tokens this run; estimated training cost "
           f"{total_flops:.3g} FLOPs; last checkpoint {state.last_checkpoint}", flush=True)
     if run.cluster:
-        _leave_cluster(run.strategy, run.chief, 0)
+        cluster_end.leave(run.strategy, run.chief, 0)
     regularisation = training.regularisation
     return TrainResult(step=state.step, stopped_because=state.stopped_because,
                        last_checkpoint=state.last_checkpoint, best_metrics=state.best_metrics,
                        total_flops=total_flops, last_train_metrics=state.last_train_metrics,
                        regularisation=regularisation[0].chosen if regularisation else None)
-
-
-def _end_of_run_barrier(strategy, stopping_anyway=False):
-    """Returns when every worker of the cluster has reached it; raises when one is gone
-    (ignored when this worker stops on a signal anyway: everything is written).
-
-    Each worker posts a key in the coordination service's key-value store and reads the
-    others', a second at a time: TensorFlow's own barrier (wait_at_barrier) holds Python's GIL
-    for as long as it waits, hours for the chief's last evaluation, so no signal handler could
-    run meanwhile. Between reads the signal handlers run (Signals.waiting), and every few
-    seconds the peers are checked (preemption.gone_peer). Not an all-reduce: a collective here
-    could pair with one the chief alone runs meanwhile (its dev evaluation saving the best
-    weights reads variables across workers) and let the other workers leave early.
-    """
-    from tensorflow.python.eager import context
-
-    ctx = context.context()
-    own = strategy_lib.own_task(strategy)
-    spec = strategy.cluster_resolver.cluster_spec().as_dict()
-    others = [(job, index) for job in ("chief", "worker")
-              for index in range(len(spec.get(job, []))) if (job, index) != own]
-    deadline = time.monotonic() + BARRIER_MS / 1000
-    try:
-        ctx.set_config_key_value(f"t2t_lite_end_of_run/{own[0]}/{own[1]}", "1")
-        for job, index in others:
-            reads = 0
-            while True:
-                try:
-                    ctx.get_config_key_value(f"t2t_lite_end_of_run/{job}/{index}",
-                                             timeout_in_ms=1000)
-                    break
-                except tf.errors.DeadlineExceededError:
-                    reads += 1
-                    if time.monotonic() > deadline:
-                        raise preemption.WorkerGone(
-                            preemption.describe(job, index),
-                            f"it did not reach the end of the run within "
-                            f"{BARRIER_MS / 3600000:g} h") from None
-                    if reads % 5 == 0:
-                        gone = preemption.gone_peer(own)
-                        if gone:
-                            raise preemption.WorkerGone(
-                                gone, "the end-of-run barrier: no longer answering") from None
-    except (preemption.WorkerGone, *preemption.LOST_WORKER_ERRORS):
-        if not stopping_anyway:
-            raise
-
-
-# How long the other workers wait for the chief's last dev evaluation at the end of a run (a
-# worker lost meanwhile is found within seconds).
-BARRIER_MS = 6 * 3600 * 1000
-
-
-def _leave_cluster(strategy, chief, status):
-    """Ends the process of a cluster run, without the coordination service's "The tasks have
-    crashed": the service (on the chief) reports a task whose heartbeats stopped while the
-    chief still runs, and a task reports the service gone while it still runs. TensorFlow's own
-    teardown makes both likely: the chief's waits out the heartbeat timeout (10 s) for the
-    others to shut down their agents, which Python's exit never does. So every worker leaves
-    with os._exit once everything is written (preemption.leave_now, which releases the
-    model_dir lock first): the others at once, the chief once their ports are closed."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    if chief:
-        preemption.wait_until_gone(strategy_lib.own_task(strategy))
-    preemption.leave_now(status)
 
 
 def _signal_line(run, training, signum=None):
@@ -603,174 +478,3 @@ def _signal_line(run, training, signum=None):
     return f"{name}: {saved}; re-run {again} to resume"
 
 
-@dataclasses.dataclass
-class _Parts:
-    """What training builds under the strategy's scope, and the checkpoint holding it."""
-    model: keras.Model
-    optimizer: keras.optimizers.Optimizer
-    schedule: keras.optimizers.schedules.LearningRateSchedule
-    trained_seconds: tf.Variable
-    plan_variables: Optional[tuple]  # (warmup, total) of a budgeted run's schedule
-    checkpoint: tf.train.Checkpoint
-    # (anchor step, anchor fraction, keep) of a budgeted run's schedule (BudgetPlanner): keep()
-    # adds them to the checkpoint once a resumed decay sets them.
-    anchor: Optional[tuple] = None
-
-
-def _build(strategy, model_config, train_config, vocab_size, train_steps, model_dir):
-    with strategy.scope():
-        if train_config.budget_schedule and train_config.budget_dropout:
-            # Built with the highest rate the plan may choose (a dropout layer makes its random
-            # state at construction), then trained at the set's rate until the plan chooses.
-            highest = max(model_config.dropout,
-                          *(rate for _, rate in train_config.budget_dropout))
-            model = models.build(dataclasses.replace(model_config, dropout=highest), vocab_size)
-            if not hasattr(model, "set_dropout"):
-                raise UserError(f"TrainConfig.budget_dropout: model {model_config.model!r} "
-                                "cannot change its dropout")
-            model.set_dropout(model_config.dropout)
-        else:
-            model = models.build(model_config, vocab_size)
-        plan_variables = None
-        if train_config.budget_schedule:
-            # The schedule hangs on two variables the plan sets once the step rate is
-            # measured; until then, a provisional plan over the step cap.
-            plan_variables = (
-                tf.Variable(max(1, round(train_config.budget_warmup_fraction * train_steps)),
-                            dtype=tf.int64, trainable=False, name="plan_warmup"),
-                tf.Variable(train_steps, dtype=tf.int64, trainable=False, name="plan_total"))
-        anchor = ()
-        if train_config.budget_schedule:
-            # Where a run resumed inside its decay goes on from (BudgetSchedule); 0: nowhere.
-            anchor = (tf.Variable(0, dtype=tf.int64, trainable=False, name="plan_anchor_step"),
-                      tf.Variable(1.0, dtype=tf.float32, trainable=False,
-                                  name="plan_anchor_fraction"))
-        schedule = make_schedule(model_config, train_config,
-                                 (*plan_variables, *anchor) if plan_variables else None)
-        optimizer = optimizer_with(schedule, train_config)
-        optimizer.build(model.trainable_variables)
-        # Training seconds so far, across restarts: --train_minutes is a budget for the whole
-        # run (as fairseq's --stop-time-hours), so a resumed run only trains what is left.
-        trained_seconds = tf.Variable(0.0, dtype=tf.float64, trainable=False,
-                                      name="trained_seconds")
-        plan = ({"plan_warmup": plan_variables[0], "plan_total": plan_variables[1]}
-                if plan_variables else {})
-        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
-                                         trained_seconds=trained_seconds, **plan)
-
-    def keep_anchor():
-        checkpoint.plan_anchor_step, checkpoint.plan_anchor_fraction = anchor
-
-    # A checkpoint from before the anchor (or of a run never resumed inside its decay) has
-    # none: the anchor joins the checkpoint only where one holds it or once it is set, so that
-    # every checkpoint restores.
-    if anchor and _has_anchor(model_dir):
-        keep_anchor()
-    return _Parts(model, optimizer, schedule, trained_seconds, plan_variables, checkpoint,
-                  (*anchor, keep_anchor) if anchor else None)
-
-
-def _has_anchor(model_dir):
-    """Whether the latest checkpoint in model_dir holds a budget schedule's anchor."""
-    paths = checkpoint_paths(model_dir) if os.path.isdir(model_dir) else []
-    return bool(paths) and any(name.startswith("plan_anchor_step/")
-                               for name, _ in tf.train.list_variables(paths[-1]))
-
-
-def _subword_sampling(train_config):
-    """The training pipeline's sampling rate: None (the stored segmentation), or a variable the
-    pipeline reads as it runs (so a plan can change it)."""
-    if not (train_config.subword_sampling or train_config.budget_subword_sampling):
-        return None
-    return tf.Variable(train_config.subword_sampling, trainable=False, dtype=tf.float32,
-                       name="subword_sampling")
-
-
-def _planner(run, parts, plan_variables):
-    """The budget planner's hook, for a budgeted run; it writes its plan to `plan_variables`."""
-    if not parts.plan_variables:
-        return []
-    config = run.train_config
-    peak = peak_learning_rate(make_schedule(run.model_config, config), config)
-    return [BudgetPlanner(config, config.train_steps, *plan_variables, peak,
-                          log_every=config.log_every, eval_batches=config.eval_batches,
-                          bleu_sentences=config.bleu_sentences, anchor=parts.anchor)]
-
-
-def _regularisation_plan(run, model, steps, sampling, planned):
-    """The hook fitting dropout, label smoothing and subword sampling to the planned passes, for
-    a budgeted run with a rule for any of them."""
-    def set_dropout(rate):
-        model.set_dropout(rate)
-        steps.retrace()
-
-    def set_label_smoothing(eps):
-        steps.label_smoothing = eps
-        steps.retrace()
-
-    config = run.train_config
-    # (name, TrainConfig rule, rate until the plan decides, how to change it). Sampling needs no
-    # retrace: the pipeline reads its variable as it runs (batches already prefetched keep the
-    # old segmentation).
-    candidates = [
-        ("dropout", "budget_dropout", run.model_config.dropout, set_dropout),
-        ("label smoothing", "budget_label_smoothing", config.label_smoothing,
-         set_label_smoothing),
-        ("subword sampling", "budget_subword_sampling", config.subword_sampling,
-         lambda rate: sampling.assign(rate)),
-    ]
-    regularisers = [Regulariser(name, setting, getattr(config, setting), current, apply)
-                    for name, setting, current, apply in candidates
-                    if getattr(config, setting)]
-    if not (planned and regularisers):
-        return []
-    return [RegularisationPlan(regularisers, train_examples(run.problem, run.options.data_dir),
-                               measure_after=RATE_SKIP_STEPS + RATE_STEPS)]
-
-
-def _evaluation(run, model):
-    """The chief's dev evaluation and summaries hooks. Evaluation follows the budget plan in a
-    budgeted run, else --eval_every_steps, else each checkpoint save."""
-    if not run.chief:
-        return []
-    config, model_dir = run.train_config, run.options.model_dir
-    evaluator = Evaluator(model, run.problem, run.options.data_dir, run.tokenizer,
-                          run.model_config, config, run.decode_config,
-                          max_batches=config.eval_batches,
-                          bleu_sentences=config.bleu_sentences,
-                          beam_size=config.eval_beam_size)
-    when = "plan" if config.budget_schedule else config.eval_every_steps or "checkpoints"
-    return [Evaluation(evaluator, os.path.join(model_dir, "best"), when,
-                       early_stopping_evals=config.early_stopping_evals,
-                       history_dir=model_dir),
-            _Summaries(os.path.join(model_dir, "train"))]
-
-
-class _Summaries(Summaries):
-    """Summaries whose events file is created at the first write, not when the hook is made: a
-    run that trains no step (a finished command re-run) leaves no new file in the model_dir."""
-
-    def __init__(self, summary_dir):  # pylint: disable=super-init-not-called
-        self._summary_dir, self._writer = summary_dir, None
-
-    @property
-    def writer(self):
-        if self._writer is None:
-            self._writer = tf.summary.create_file_writer(self._summary_dir)
-        return self._writer
-
-
-def _estimate_flops(model_config, vocab_size, progress):
-    """Table 2 style: 3x forward FLOPs per token pair, at the run's mean sentence length.
-
-    Without per-sentence lengths, tokens are split into sentences of 25 target tokens (typical
-    for WMT); FLOPs grow only slightly with length through the attention terms.
-    """
-    target_tokens = progress.total_target_tokens
-    if not target_tokens:
-        return 0.0
-    sentence = 25
-    ratio = progress.total_source_tokens / target_tokens
-    per_sentence = training_flops(model_config, vocab_size, max(1, round(sentence * ratio)),
-                                  sentence)
-    return per_sentence * target_tokens / sentence

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from t2t_lite import hparams, problems
+from t2t_lite.config import MODEL_DIMENSIONS
 from t2t_lite.errors import UserError
 from t2t_lite.table3 import mapping, row_runner, selection
 from t2t_lite.table3.machine import machine
@@ -240,7 +241,7 @@ def _fields(configs):
 def test_the_cpu_mapping_of_every_row_varies_what_its_set_varies_in_proportion():
     paper_base = _fields(hparams.load("table3/base"))
     cpu_base = _fields(hparams.load("table3/base", mapping.cpu_bindings("base")))
-    assert {k: cpu_base[k] for k in mapping.DIMENSIONS} == mapping.CPU_BASE
+    assert {k: cpu_base[k] for k in MODEL_DIMENSIONS} == mapping.CPU_BASE
     assert cpu_base["batch_tokens"] == 4096 and cpu_base["budget_schedule"] is True
     for row in ROWS:
         paper = _fields(hparams.load(set_name(row)))
@@ -249,7 +250,7 @@ def test_the_cpu_mapping_of_every_row_varies_what_its_set_varies_in_proportion()
         cpu_changes = {k for k in mapped if mapped[k] != cpu_base[k]}
         assert paper_changes == cpu_changes, row
         for name in paper_changes:
-            if name not in mapping.DIMENSIONS:  # dropout, smoothing, positions: the paper's
+            if name not in MODEL_DIMENSIONS:  # dropout, smoothing, positions: the paper's
                 assert mapped[name] == paper[name], (row, name)
             elif name == "num_heads" and mapped[name] == 1:  # one head cannot be halved
                 assert paper[name] / paper_base[name] < 1 / cpu_base[name]

@@ -13,7 +13,7 @@ from t2t_lite.training.checkpointing import Checkpoints
 from t2t_lite.training.divergence import DivergenceGuard
 from t2t_lite.training.evaluation import Evaluation
 from t2t_lite.training.hooks import Hook, TrainState
-from t2t_lite.training.trainer import loop
+from t2t_lite.training.loop import loop
 
 STATS = {"loss": 2.0, "nll": 2.0, "correct": 1.0, "tokens": 4.0, "source_tokens": 4.0,
          "grad_norm": 1.0}

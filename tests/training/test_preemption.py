@@ -94,20 +94,6 @@ def test_every_worker_applies_the_chiefs_plan_from_the_steps_sums():
     assert [int(v.numpy()) for v in applied] == [40, 400]
 
 
-def test_the_lost_worker_line_names_the_peer_from_tensorflows_message(tmp_path, monkeypatch):
-    monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["10.0.0.1:1", "10.0.0.2:2"]}, '
-                                    '"task": {"type": "worker", "index": 0}}')
-    error = tf.errors.UnavailableError(None, None, (
-        "Graph execution error:\n\nDetected at node x\n  File \"a.py\", line 1\n"
-        "{{function_node __wrapped__X_device_/job:worker/replica:0/task:0/device:CPU:0}} "
-        "Collective ops is aborted by: Socket closed\nAdditional GRPC error information from "
-        "remote target /job:worker/replica:0/task:1 while calling RecvBuf"))
-    message = str(preemption.lost_worker_error(error, 37, str(tmp_path), ("worker", 0)))
-    assert message == ("worker 1 (10.0.0.2:2) went away at step 37 (Collective ops is aborted "
-                       "by: Socket closed); no checkpoint was written yet; re-running every "
-                       "worker's command starts the run again")
-
-
 def test_a_second_signal_while_saving_is_only_recorded():
     # Whatever this process started with (default_int_handler in a terminal, SIG_IGN in a
     # background job such as `nohup ... &`) is what restore() must put back.
