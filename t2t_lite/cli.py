@@ -34,7 +34,9 @@ def run(main, required=(), problem_flags=False):
 
     positional arguments are refused; with `problem_flags` (define_problem_flags), a
     --registry_help prints the registry and exits; the `required` flags must be given; a
-    UserError becomes `error: ...` on stderr and exit status 1 (flag syntax errors: status 2).
+    UserError becomes `error: ...` on stderr and exit status 1 (flag syntax errors: status 2); a
+    write that fails (full disk, EIO), during the run or in the final flush of stdout, becomes
+    one `error:` line and status 120 (process_end); a reader that went away, status 1 or 120.
     """
 
     def guarded(argv):
@@ -54,6 +56,12 @@ def run(main, required=(), problem_flags=False):
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             sys.exit(1)
+        except OSError as error:
+            # A write that failed for good (a full disk, /dev/full, EIO) is one line and status
+            # 120, as Python's own failed final flush; any other OSError keeps its traceback.
+            if not process_end.is_write_failure(error):
+                raise
+            sys.exit(process_end.report_write_failure(error))
 
     _help_describes(sys.modules[main.__module__])
     try:
