@@ -253,8 +253,10 @@ def convert(model, tokens, output_dir, vocab_path=None, quantization=None, metad
     try:
         spec.save(tmp_dir)
         with open(os.path.join(tmp_dir, METADATA_NAME), "w", encoding="utf-8") as f:
-            json.dump(formats.stamped(metadata, formats.CTRANSLATE2), f, indent=2,
-                      sort_keys=True)
+            # The other keys sorted (nested ones too), the format first, as formats.stamped
+            # promises: json's sort_keys would put it among them.
+            json.dump(formats.stamped(json.loads(json.dumps(metadata, sort_keys=True)),
+                                      formats.CTRANSLATE2), f, indent=2)
             f.write("\n")
         if os.path.isdir(output_dir):
             os.rmdir(output_dir)  # empty, checked above
