@@ -19,6 +19,11 @@ on what the file system's flock can prove:
   of two runs taking it over at once only one wins.
 
 A file at the lock's path that is not such a record is someone else's and is never touched.
+
+A lock file kept between runs (the trainer's, where flock proves its holders gone) is put back as
+it was found, its record's bytes and its modification time, when the lock is released: a re-run
+that has nothing to do leaves it, like every other file of the model_dir, as it was. While held
+it names its holder.
 """
 import datetime
 import errno
@@ -139,6 +144,7 @@ class FileLock:
         self.path, self.what = path, what
         self._descriptor = None
         self._flock_proves = False
+        self._found = None  # a kept file's (bytes, atime_ns, mtime_ns) as taken over
 
     def acquire(self):
         empty = False
@@ -210,7 +216,8 @@ class FileLock:
         if (mine.st_dev, mine.st_ino) != (there.st_dev, there.st_ino):
             return False
         if not created:
-            record = self._parse(_read(descriptor))
+            data = _read(descriptor)
+            record = self._parse(data)
             if record is None:
                 raise UserError(f"{self.path} exists and is not a t2t_lite lock; move it away "
                                 f"to write {self.what}")
@@ -221,6 +228,8 @@ class FileLock:
             if not self._flock_proves:  # the file is the lock: replace it, exclusively
                 return self._move_aside(descriptor, record)
             self._taking_over(record)
+            if self._keep and record.get("kind") == _KIND:  # put back as found, on release
+                self._found = (data, mine.st_atime_ns, mine.st_mtime_ns)
         self._write(descriptor)
         return True
 
@@ -290,11 +299,26 @@ class FileLock:
             if not (self._keep and self._flock_proves):
                 if os.stat(self.path).st_ino == os.fstat(self._descriptor).st_ino:
                     os.remove(self.path)
+            elif self._found is not None:
+                self._put_back(*self._found)
         except FileNotFoundError:
             pass
         finally:
             os.close(self._descriptor)
-            self._descriptor = None
+            self._descriptor, self._found = None, None
+
+    def _put_back(self, data, atime_ns, mtime_ns):
+        """The kept file's bytes and times as they were found (written over in place, no
+        truncation first: a full disk cannot leave it empty); left as it is if that fails."""
+        try:
+            written = 0
+            while written < len(data):
+                written += os.pwrite(self._descriptor, data[written:], written)
+            os.ftruncate(self._descriptor, len(data))
+            os.utime(self._descriptor, ns=(atime_ns, mtime_ns))
+            os.fsync(self._descriptor)
+        except OSError:
+            pass
 
     def __enter__(self):
         return self.acquire()

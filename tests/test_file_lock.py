@@ -304,6 +304,24 @@ def test_the_trainers_lock_is_kept_between_runs_and_taken_over_silently(tmp_path
     assert os.stat(model_dir).st_mtime_ns == before and capsys.readouterr().err == ""
 
 
+def test_a_kept_lock_is_put_back_as_it_was_found_on_release(tmp_path, local):
+    """A re-run that has nothing to do leaves M/.lock as it was: its bytes and its
+    modification time (issue 53); while held, it names its holder."""
+    model_dir = tmp_path / "M"
+    model_dir.mkdir()
+    lock = model_dir / files.LOCK
+    lock.write_text(_record(4242, "pod-before-restart") + "\n")
+    os.utime(lock, ns=(1_000_000_000, 2_000_000_000))
+    with files.TrainerLock(str(model_dir)):
+        assert _own_record(lock)
+    assert lock.read_text() == _record(4242, "pod-before-restart") + "\n"
+    assert os.stat(lock).st_mtime_ns == 2_000_000_000
+    with files.TrainerLock(str(model_dir)):  # and again: the same file, taken over silently
+        assert _own_record(lock)
+    assert lock.read_text() == _record(4242, "pod-before-restart") + "\n"
+    assert os.stat(lock).st_mtime_ns == 2_000_000_000
+
+
 def test_an_old_trainers_lock_is_taken_over_when_free_and_refuses_when_held(tmp_path, local,
                                                                             capsys):
     model_dir = tmp_path / "M"

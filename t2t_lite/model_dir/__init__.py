@@ -5,6 +5,7 @@
     checkpoint_reader  listing, resolving (averaged > latest), restoring with one-line errors
     averaging          which checkpoints to average (the last N, or by dev history), their mean
     loaded             load(model_dir) -> LoadedRun: model + weights, configs, tokenizer, run.json
+    outputs            where tools may write beside checkpoints: never over ones they did not make
 
 The trainer writes through it; the decoder, exporter, viz and demo read through it without
 importing the trainer.
