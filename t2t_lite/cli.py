@@ -50,16 +50,18 @@ def run(main, required=(), problem_flags=False):
             return main(argv)
         except UserError as error:
             print(f"error: {error}", file=sys.stderr)
-            sys.exit(1)
+            sys.exit(process_end.WRITE_FAILED if isinstance(error, process_end.WriteFailed)
+                     else 1)
         except BrokenPipeError:
             # The reader went away (`t2t-lite-bleu ... | head`): stop quietly, as cat does.
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             sys.exit(1)
-        except OSError as error:
-            # A write that failed for good (a full disk, /dev/full, EIO) is one line and status
-            # 120, as Python's own failed final flush; any other OSError keeps its traceback.
-            if not process_end.is_write_failure(error):
+        except Exception as error:  # pylint: disable=broad-except  (re-raised unless a write)
+            # A write that failed for good (a full disk, /dev/full, EIO; TensorFlow's writers
+            # say so in their own errors) is one line and status 120, as Python's own failed
+            # final flush; any other error keeps its traceback.
+            if not process_end.write_failure_reason(error):
                 raise
             sys.exit(process_end.report_write_failure(error))
 

@@ -8,7 +8,10 @@ with when its own final flush fails, unless the tool had already failed with a s
 """
 import errno
 import os
+import re
 import sys
+
+from t2t_lite.errors import UserError
 
 WRITE_FAILED = 120
 
@@ -18,17 +21,54 @@ WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, er
                           errno.EPIPE})
 
 
+_WRITE_FAILURE_TEXTS = tuple(os.strerror(number)
+                             for number in sorted(WRITE_ERRNOS - {errno.EPIPE}))
+
+
+class WriteFailed(UserError):
+    """A write that failed for good (a full disk, a quota, EIO, a read-only file system), said in
+    one line that names the file and what was kept; the tools exit WRITE_FAILED."""
+
+
 def is_write_failure(error):
     """True for an OSError that says the data could not be written (not a bug, not a user's
     missing file): the tools end it in one line instead of a traceback."""
     return isinstance(error, OSError) and error.errno in WRITE_ERRNOS
 
 
+def write_failure_reason(error):
+    """Why `error` is a failed write ("No space left on device"), or None when it is not one:
+    an OSError of WRITE_ERRNOS, or an error of TensorFlow's or SentencePiece's that carries such
+    an OSError's text (their C++ file writers report errno as text)."""
+    if isinstance(error, OSError):
+        return (error.strerror or os.strerror(error.errno)) if is_write_failure(error) else None
+    text = str(error)
+    return next((reason for reason in _WRITE_FAILURE_TEXTS if reason in text), None)
+
+
+def failed_file(error):
+    """The file a failed write names: an OSError's file name, else the path before the reason
+    in a TensorFlow message ("{{function_node ...}} /m/ckpt-4_temp/part-0...; No space ...")."""
+    if getattr(error, "filename", None):
+        return error.filename
+    match = re.search(r"(/[^\s;]+)[;:,]? (?:%s)" % "|".join(map(re.escape, _WRITE_FAILURE_TEXTS)),
+                      str(error))
+    return match.group(1) if match else None
+
+
+def write_failed(error, what=None, kept=""):
+    """The WriteFailed for `error` (write_failure_reason's kind): `cannot write WHAT: REASON`,
+    then `kept` (what is still there, what a re-run does)."""
+    what = what or failed_file(error) or "the output"
+    return WriteFailed(f"cannot write {what}: {write_failure_reason(error) or error}"
+                       + (f"; {kept}" if kept else ""))
+
+
 def describe(error, what=None):
     """The one line for a failed write: `cannot write WHAT: No space left on device`; WHAT is
     `what`, else the error's file name, else "the output"."""
-    what = what or error.filename or "the output"
-    return f"cannot write {what}: {error.strerror or error}"
+    what = what or failed_file(error) or "the output"
+    return f"cannot write {what}: {write_failure_reason(error) or error}"
 
 
 def say(line):

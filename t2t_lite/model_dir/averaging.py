@@ -19,6 +19,7 @@ from t2t_lite.config import AVERAGE_WINDOWS
 from t2t_lite.errors import UserError
 from t2t_lite.model_dir import dev_history, files, limits, outputs
 from t2t_lite.model_dir.checkpoint_reader import checkpoint_paths, restore, step_number
+from t2t_lite.model_dir.checkpoint_saver import failed_save
 
 
 def checkpoints_to_average(model_dir, num_last, window="last"):
@@ -83,13 +84,20 @@ def average_checkpoints(model_dir, num_last, output_dir=None, paths=None):
         sums = values if sums is None else [a + b for a, b in zip(sums, values)]
     for weight, total in zip(model.weights, sums):
         weight.assign(tf.cast(total / len(chosen), weight.dtype))
-    os.makedirs(output_dir, exist_ok=True)
-    # Before the checkpoint: a save cut short still leaves a folder the next run may replace.
-    files.write_if_changed(os.path.join(output_dir, outputs.AVERAGE_RECORD), json.dumps(
-        {"model_dir": os.path.abspath(model_dir),
-         "checkpoints": [os.path.basename(path) for path in chosen]}, indent=1) + "\n")
-    manager = tf.train.CheckpointManager(checkpoint, output_dir, max_to_keep=1)
-    return manager.save(checkpoint_number=max(step_number(newest), 0)), chosen
+    number = max(step_number(newest), 0)
+    record = os.path.join(output_dir, outputs.AVERAGE_RECORD)
+    text = json.dumps({"model_dir": os.path.abspath(model_dir),
+                       "checkpoints": [os.path.basename(path) for path in chosen]}, indent=1)
+    try:
+        os.makedirs(output_dir, exist_ok=True)
+        if not os.path.exists(record):  # first: a save cut short leaves a folder marked as ours
+            files.write_if_changed(record, text + "\n")
+        manager = tf.train.CheckpointManager(checkpoint, output_dir, max_to_keep=1)
+        path = manager.save(checkpoint_number=number)
+    except Exception as error:  # pylint: disable=broad-except  (re-raised unless a write)
+        raise failed_save(error, output_dir, number, "average again") from None
+    files.write_if_changed(record, text + "\n")  # what the average written is the mean of
+    return path, chosen
 
 
 @dataclasses.dataclass
