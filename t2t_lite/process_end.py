@@ -58,17 +58,17 @@ def failed_file(error):
 
 def write_failed(error, what=None, kept=""):
     """The WriteFailed for `error` (write_failure_reason's kind): `cannot write WHAT: REASON`,
-    then `kept` (what is still there, what a re-run does)."""
+    then `kept` (what is still there, what a re-run does). WHAT defaults to the file the error
+    names, else "the output"."""
     what = what or failed_file(error) or "the output"
-    return WriteFailed(f"cannot write {what}: {write_failure_reason(error) or error}"
-                       + (f"; {kept}" if kept else ""))
+    reason = write_failure_reason(error) or error
+    return WriteFailed(f"cannot write {what}: {reason}{'; ' + kept if kept else ''}")
 
 
 def describe(error, what=None):
-    """The one line for a failed write: `cannot write WHAT: No space left on device`; WHAT is
-    `what`, else the error's file name, else "the output"."""
-    what = what or failed_file(error) or "the output"
-    return f"cannot write {what}: {write_failure_reason(error) or error}"
+    """The one line for a failed write: `cannot write WHAT: No space left on device` (as
+    write_failed says it)."""
+    return str(write_failed(error, what))
 
 
 def say(line):
