@@ -270,3 +270,31 @@ def test_the_trainer_on_a_full_disk_says_so_in_one_line_and_resumes(tmp_path):
         history = [json.loads(line)["step"]
                    for line in open(os.path.join(model_dir, "dev_evaluations.jsonl"))]
         assert history[-1] == 6
+
+
+def test_a_ctranslate2_export_on_a_full_disk_leaves_nothing(tmp_path):
+    pytest.importorskip("ctranslate2")
+    import keras
+
+    from t2t_lite import hparams
+    from t2t_lite.data import vocab
+    from t2t_lite.export import ctranslate2_export
+    from t2t_lite.models.transformer import Transformer
+    from tests.reverse_model import TOKENS, VOCAB
+
+    vocab_path = vocab.write_symbol_vocab(str(tmp_path / "reverse.symbols.txt"), TOKENS[3:])
+    keras.utils.set_random_seed(2)
+    model = Transformer(hparams.load("tiny", ["MAX_LENGTH = 24"])[0], VOCAB)
+    settings = {"beam_size": 2, "alpha": 0.6, "extra_length": 5, "max_length": 24}
+    with full_disk.tmpfs("4m") as folder:
+        output = os.path.join(folder, "ct2")
+        filler = full_disk.fill(folder)
+        with pytest.raises(process_end.WriteFailed) as failed:
+            ctranslate2_export.convert(model, TOKENS, output, vocab_path=vocab_path,
+                                       metadata=settings)
+        _one_line(failed, f"cannot write {output}", "nothing was written there")
+        assert os.listdir(folder) == ["filler"]
+        full_disk.free(filler)
+        assert ctranslate2_export.convert(model, TOKENS, output, vocab_path=vocab_path,
+                                          metadata=settings) == output
+        assert "model.bin" in os.listdir(output)
