@@ -172,3 +172,19 @@ def test_an_output_file_through_a_link_into_a_model_dir_is_refused(copy, tmp_pat
 def test_other_output_files_in_a_model_dir_are_fine(copy):
     resume.check_output_path(os.path.join(copy, "newstest2014.translated.de"))
     resume.check_output_path(os.path.join(copy, "best", "notes.txt"))
+
+
+def test_the_decoder_refuses_to_write_a_checkpoint_file_in_one_line(copy, tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text("the house is small .\n")
+    index = os.path.join(copy, "ckpt-30.index")
+    before = _listing(copy)
+    env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
+    result = subprocess.run([sys.executable, "-m", "t2t_lite.bin.decoder", f"--model_dir={copy}",
+                             f"--decode_from_file={source}", f"--decode_to_file={index}"],
+                            capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines() == [
+        f"error: --decode_to_file {index} is a file of the model_dir or checkpoints in {copy}: "
+        f"writing it would destroy them; write the output to another file"], result.stderr
+    assert _listing(copy) == before
