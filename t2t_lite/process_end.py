@@ -53,7 +53,10 @@ def failed_file(error):
         return error.filename
     match = re.search(r"(/[^\s;]+)[;:,]? (?:%s)" % "|".join(map(re.escape, _WRITE_FAILURE_TEXTS)),
                       str(error))
-    return match.group(1) if match else None
+    if not match:
+        return None
+    # A checkpoint's save writes M/ckpt-N_temp/part-...: the checkpoint is what was not written.
+    return re.sub(r"_temp/part-[^/]*$", "", match.group(1))
 
 
 def write_failed(error, what=None, kept=""):

@@ -96,6 +96,23 @@ def test_an_oserror_that_is_not_a_failed_write_keeps_its_traceback():
         "cannot write a/b: No space left on device")
 
 
+def test_tensorflows_failed_writes_are_said_in_one_line_naming_the_file():
+    import tensorflow as tf
+
+    save = tf.errors.ResourceExhaustedError(None, None, (
+        "{{function_node __wrapped__SaveV2_dtypes_187_device_/job:localhost/replica:0/task:0/"
+        "device:CPU:0}} /m/best/ckpt-4_temp/part-00000-of-00001.data-00000-of-00001.tempstate41"
+        "16130784474782247; No space left on device [Op:SaveV2]"))
+    assert process_end.describe(save) == "cannot write /m/best/ckpt-4: No space left on device"
+    events = tf.errors.ResourceExhaustedError(None, None, (
+        "{{function_node __wrapped__WriteSummary_device_/job:localhost/replica:0/task:0/device:"
+        "CPU:0}} /m/train/events.out.tfevents.1796461331.vm.13505.0.v2; No space left on device"))
+    assert process_end.describe(events) == (
+        "cannot write /m/train/events.out.tfevents.1796461331.vm.13505.0.v2: No space left on "
+        "device")
+    assert process_end.write_failure_reason(tf.errors.InvalidArgumentError(None, None, "x")) is None
+
+
 @pytest.mark.slow
 def test_bleu_to_dev_full_exits_120_with_one_line(tmp_path):
     """The issue's case: t2t-lite-bleu's report to a device that takes nothing."""
