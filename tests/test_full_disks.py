@@ -211,24 +211,31 @@ def test_a_savedmodel_export_on_a_full_disk_adds_no_version(model_dir):
 TRAINER_ON_A_FULL_DISK = '''
 import sys
 from t2t_lite.bin import trainer
+from t2t_lite.model_dir import dev_history
 from t2t_lite.model_dir.checkpoint_saver import CheckpointKeeper
 from tests import full_disk
 
-FOLDER, FILL_AT = sys.argv.pop(1), int(sys.argv.pop(1))
-original = CheckpointKeeper.save
+FOLDER, WHERE, FILL_AT = sys.argv.pop(1), sys.argv.pop(1), int(sys.argv.pop(1))
+saving, appending = CheckpointKeeper.save, dev_history.append
 
 def save(self, step):
-    if step == FILL_AT:
+    if WHERE == "save" and step == FILL_AT:
         full_disk.fill(FOLDER)
-    return original(self, step)
+    return saving(self, step)
 
-CheckpointKeeper.save = save
+def append(model_dir, step, metrics):
+    if WHERE == "evaluation" and step == FILL_AT:
+        full_disk.fill(FOLDER)
+    return appending(model_dir, step, metrics)
+
+CheckpointKeeper.save, dev_history.append = save, append
 trainer.run()
 '''
 
 
 @pytest.mark.slow
-def test_the_trainer_on_a_full_disk_says_so_in_one_line_and_resumes(tmp_path):
+@pytest.mark.parametrize("where", ["save", "evaluation"])
+def test_the_trainer_on_a_full_disk_says_so_in_one_line_and_resumes(tmp_path, where):
     from t2t_lite import problems
     from t2t_lite.data import datagen
 
@@ -241,7 +248,8 @@ def test_the_trainer_on_a_full_disk_says_so_in_one_line_and_resumes(tmp_path):
     env["PYTHONPATH"] = REPO
     with full_disk.tmpfs("4m") as folder:
         model_dir = os.path.join(folder, "model")
-        command = [sys.executable, str(script), folder, "4", "--problem=algorithmic_reverse",
+        command = [sys.executable, str(script), folder, where, "4",
+                   "--problem=algorithmic_reverse",
                    *(f"--problem_param={p}" for p in params), f"--data_dir={data_dir}",
                    f"--model_dir={model_dir}", "--hparams_set=tiny", "--train_steps=6",
                    "--gin_param=TrainConfig.batch_tokens = 512",
@@ -254,17 +262,27 @@ def test_the_trainer_on_a_full_disk_says_so_in_one_line_and_resumes(tmp_path):
         assert result.returncode == process_end.WRITE_FAILED, result.stderr[-3000:]
         errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
         assert "Traceback" not in result.stderr and len(errors) == 1, result.stderr[-3000:]
-        assert errors[0].startswith(f"error: cannot write {model_dir}/ckpt-4: {NO_SPACE}; the "
-                                    f"newest checkpoint is still {model_dir}/ckpt-2"), errors
+        kept = 2 if where == "save" else 4  # the dev evaluation comes after step 4's save
+        # The evaluation's record still fits in its file's last page of the full tmpfs; the
+        # best weights' save that follows does not.
+        expected = {
+            "save": f"error: cannot write {model_dir}/ckpt-4: {NO_SPACE}; the newest checkpoint "
+                    f"is still {model_dir}/ckpt-2",
+            "evaluation": f"error: cannot write {model_dir}/best/ckpt-4: {NO_SPACE}"}[where]
+        assert errors[0].startswith(expected), errors
         with open(os.path.join(model_dir, "checkpoint")) as f:
-            assert 'model_checkpoint_path: "ckpt-2"' in f.read()
-        assert not [n for n in os.listdir(model_dir) if n.startswith("ckpt-4")]
+            assert f'model_checkpoint_path: "ckpt-{kept}"' in f.read()
+        assert not [n for n in os.listdir(model_dir)
+                    if n.startswith("ckpt-4" if where == "save" else "ckpt-4_temp")]
+        assert [json.loads(line)["step"] for line in open(
+            os.path.join(model_dir, "dev_evaluations.jsonl"))] == ([2] if where == "save"
+                                                                   else [2, 4])
         full_disk.free(os.path.join(folder, "filler"))
-        command[3] = "-1"  # no filling this time
+        command[4] = "-1"  # no filling this time
         result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
         assert result.returncode == 0, result.stderr[-3000:]
         said = result.stdout + result.stderr
-        assert f"resumed from {model_dir}/ckpt-2" in said, said[-3000:]
+        assert f"resumed from {model_dir}/ckpt-{kept}" in said, said[-3000:]
         with open(os.path.join(model_dir, "checkpoint")) as f:
             assert 'model_checkpoint_path: "ckpt-6"' in f.read()
         history = [json.loads(line)["step"]
