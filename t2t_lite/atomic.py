@@ -1,9 +1,14 @@
 """Atomic file writes: a file is written under a temporary name beside it and renamed into place
-when complete, so a reader (or a re-run after a kill) never sees half a file."""
+when complete, so a reader (or a re-run after a kill) never sees half a file.
+
+A write that fails for good (a full disk, a quota, EIO) removes the temporary file, leaves the
+file at `path` as it was, and raises process_end.WriteFailed: one line naming `path`."""
 import contextlib
 import json
 import os
 import shutil
+
+from t2t_lite import process_end
 
 TMP_SUFFIX = ".incomplete"
 
@@ -25,10 +30,17 @@ def open_atomic(path, mode="w", encoding="utf-8", newline=None, durable=False):
         os.replace(tmp, path)
         if durable:
             fsync_folder(path)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(OSError):
             os.remove(tmp)
+        if isinstance(error, OSError) and process_end.is_write_failure(error):
+            raise _failed(error, path) from None
         raise
+
+
+def _failed(error, path):
+    kept = "the file there is kept as it was" if os.path.exists(path) else "nothing was written"
+    return process_end.write_failed(error, path, kept)
 
 
 def fsync_folder(path):
@@ -53,5 +65,12 @@ def write_json(path, obj, durable=False, **dump_options):
 
 def copy_file(source, path):
     tmp = path + TMP_SUFFIX
-    shutil.copyfile(source, tmp)
-    os.replace(tmp, path)
+    try:
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, path)
+    except BaseException as error:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        if isinstance(error, OSError) and process_end.is_write_failure(error):
+            raise _failed(error, path) from None
+        raise

@@ -34,7 +34,9 @@ def run(main, required=(), problem_flags=False):
 
     positional arguments are refused; with `problem_flags` (define_problem_flags), a
     --registry_help prints the registry and exits; the `required` flags must be given; a
-    UserError becomes `error: ...` on stderr and exit status 1 (flag syntax errors: status 2).
+    UserError becomes `error: ...` on stderr and exit status 1 (flag syntax errors: status 2); a
+    write that fails (full disk, EIO), during the run or in the final flush of stdout, becomes
+    one `error:` line and status 120 (process_end); a reader that went away, status 1 or 120.
     """
 
     def guarded(argv):
@@ -48,12 +50,20 @@ def run(main, required=(), problem_flags=False):
             return main(argv)
         except UserError as error:
             print(f"error: {error}", file=sys.stderr)
-            sys.exit(1)
+            sys.exit(process_end.WRITE_FAILED if isinstance(error, process_end.WriteFailed)
+                     else 1)
         except BrokenPipeError:
             # The reader went away (`t2t-lite-bleu ... | head`): stop quietly, as cat does.
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             sys.exit(1)
+        except Exception as error:  # pylint: disable=broad-except  (re-raised unless a write)
+            # A write that failed for good (a full disk, /dev/full, EIO; TensorFlow's writers
+            # say so in their own errors) is one line and status 120, as Python's own failed
+            # final flush; any other error keeps its traceback.
+            if not process_end.write_failure_reason(error):
+                raise
+            sys.exit(process_end.report_write_failure(error))
 
     _help_describes(sys.modules[main.__module__])
     try:

@@ -13,12 +13,22 @@ on what the file system's flock can prove:
   `nolock` or `local_lock=all|flock`, SMB/CIFS, FUSE, 9p, ...): the lock file's existence is the
   lock. It is created with O_CREAT|O_EXCL, so of two runs started together one creates it and
   the other finds it. Such a lock is stale only when it names this host and its holder is gone:
-  its pid no longer runs, or, where flock works on this machine, nobody here flocks it. One
-  naming another host cannot be checked from here and is left for the user to remove; so is an
-  empty one (a run may be creating it). A stale lock is renamed away before it is replaced, so
-  of two runs taking it over at once only one wins.
+  its pid no longer runs, or, where flock works on this machine, nobody here flocks it. "This
+  host" is the host name and also the kernel's boot id (and, for the pid, the pid namespace),
+  which the record holds too: Kubernetes gives the pods of an Indexed Job's index one host name,
+  and a replacement pod on another node may start while the old one still saves in its grace
+  period. One naming another host, or this host name on another machine, cannot be checked from
+  here: a lock with `wait_seconds` (the trainer's) waits that long for its holder to release it
+  (an ending run removes its lock file), then, like every other lock, it is left for the user to
+  remove; so is an empty one (a run may be creating it). A stale lock is renamed away before it
+  is replaced, so of two runs taking it over at once only one wins.
 
 A file at the lock's path that is not such a record is someone else's and is never touched.
+
+A lock file kept between runs (the trainer's, where flock proves its holders gone) is put back as
+it was found, its record's bytes and its modification time, when the lock is released: a re-run
+that has nothing to do leaves it, like every other file of the model_dir, as it was. While held
+it names its holder.
 """
 import datetime
 import errno
@@ -37,6 +47,10 @@ _KIND = "t2t_lite lock"
 _NO_FLOCK = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS)
 _TRIES = 8
 _EMPTY = "empty"  # _take's answer for an empty record it cannot judge yet
+_RETRY = "retry"  # _check_stale's answer when the lock it waited for has gone
+
+# The kernel's id since boot: the same for every container of one machine, another on any other.
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
 
 # Where the mounts are listed (a test points it at a file of its own).
 MOUNTINFO = "/proc/self/mountinfo"
@@ -77,6 +91,27 @@ def _parse(data):
             and isinstance(record.get("pid"), int) and isinstance(record.get("host"), str)):
         return None
     return record
+
+
+def this_machine():
+    """What tells this machine and this process's pid namespace apart from others of the same
+    host name: {"boot": boot id, "pid_ns": the pid namespace}; a value is None where unknown."""
+    try:
+        with open(BOOT_ID, encoding="ascii", errors="replace") as f:
+            boot = f.read().strip() or None
+    except OSError:
+        boot = None
+    try:
+        pid_ns = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        pid_ns = None
+    return {"boot": boot, "pid_ns": pid_ns}
+
+
+def _differs(record, here, key):
+    """Whether the record was written where `key` (boot, pid_ns) had another value; a record
+    without it (written before it was recorded) does not say."""
+    return record.get(key) is not None and here[key] is not None and record[key] != here[key]
 
 
 def _holder(record):
@@ -134,11 +169,14 @@ class FileLock:
     the file, unless the class keeps it (_keep) where flock proves its holders gone."""
 
     _keep = False
+    wait_seconds = 0  # how long to wait for a holder that cannot be checked from here
 
     def __init__(self, path, what):
         self.path, self.what = path, what
+        self._waited = False
         self._descriptor = None
         self._flock_proves = False
+        self._found = None  # a kept file's (bytes, atime_ns, mtime_ns) as taken over
 
     def acquire(self):
         empty = False
@@ -210,33 +248,75 @@ class FileLock:
         if (mine.st_dev, mine.st_ino) != (there.st_dev, there.st_ino):
             return False
         if not created:
-            record = self._parse(_read(descriptor))
+            data = _read(descriptor)
+            record = self._parse(data)
             if record is None:
                 raise UserError(f"{self.path} exists and is not a t2t_lite lock; move it away "
                                 f"to write {self.what}")
             if not record and not self._flock_proves:
                 return _EMPTY
-            if record:
-                self._check_stale(record, flocked)
+            if record and self._check_stale(record, flocked) == _RETRY:
+                return False
             if not self._flock_proves:  # the file is the lock: replace it, exclusively
                 return self._move_aside(descriptor, record)
             self._taking_over(record)
+            if self._keep and record.get("kind") == _KIND:  # put back as found, on release
+                self._found = (data, mine.st_atime_ns, mine.st_mtime_ns)
         self._write(descriptor)
         return True
 
     def _check_stale(self, record, flocked):
-        """UserError unless the recorded holder is provably gone."""
+        """None when the recorded holder is provably gone; _RETRY when the lock file went while
+        waiting for a holder that cannot be checked; else UserError."""
         if self._flock_proves or record.get("host") is None:
             # Nobody flocks it: its holder has exited, whatever host or pid it names (pids are
             # reused, in containers soon). A record without a host is an old trainer's, which
             # only ever ran under flock.
-            return
+            return None
+        here = this_machine()
         if record["host"] != socket.gethostname():
-            raise UserError(f"{self.what} has a lock from {_holder(record)}, another machine "
-                            f"that cannot be checked from here; if that run has ended, remove "
-                            f"{self.path}")
-        if not flocked and record["pid"] != os.getpid() and _alive(record["pid"]):
-            raise self._busy(record)
+            return self._unverifiable(record, "another machine")
+        if _differs(record, here, "boot"):  # a local flock or pid says nothing of it
+            return self._unverifiable(record, "another machine of this host name (a "
+                                              "Kubernetes pod of the same index on another node?)")
+        if not flocked:
+            if _differs(record, here, "pid_ns"):
+                return self._unverifiable(record, "another container of this machine")
+            if record["pid"] != os.getpid() and _alive(record["pid"]):
+                raise self._busy(record)
+        return None
+
+    def _unverifiable(self, record, where):
+        """_RETRY when the lock file goes (or is replaced) within wait_seconds (once), else the
+        UserError that leaves it to the user."""
+        waited = ""
+        if self.wait_seconds > 0 and not self._waited:
+            self._waited = True
+            print(f"waiting up to {self.wait_seconds:g} s for the run holding {self.path} "
+                  f"({_holder(record)}, {where}) to end", file=sys.stderr, flush=True)
+            if self._released_within(self.wait_seconds):
+                return _RETRY
+            waited = f" (waited {self.wait_seconds:g} s)"
+        raise UserError(f"{self.what} has a lock from {_holder(record)}, {where} that cannot be "
+                        f"checked from here{waited}; if that run has ended, remove {self.path}")
+
+    def _released_within(self, seconds):
+        """Whether the lock file at self.path goes or is replaced within `seconds`."""
+        try:
+            before = os.stat(self.path)
+        except FileNotFoundError:
+            return True
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+            try:
+                now = os.stat(self.path)
+            except FileNotFoundError:
+                return True
+            if (now.st_ino, now.st_mtime_ns, now.st_size) != (
+                    before.st_ino, before.st_mtime_ns, before.st_size):
+                return True
+        return False
 
     def _taking_over(self, record):
         if self._keep and self._flock_proves:
@@ -274,6 +354,7 @@ class FileLock:
         data = json.dumps({
             "kind": _KIND, "pid": os.getpid(), "host": socket.gethostname(),
             "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            **this_machine(),
         }).encode() + b"\n"
         os.ftruncate(descriptor, 0)
         os.lseek(descriptor, 0, os.SEEK_SET)
@@ -290,11 +371,26 @@ class FileLock:
             if not (self._keep and self._flock_proves):
                 if os.stat(self.path).st_ino == os.fstat(self._descriptor).st_ino:
                     os.remove(self.path)
+            elif self._found is not None:
+                self._put_back(*self._found)
         except FileNotFoundError:
             pass
         finally:
             os.close(self._descriptor)
-            self._descriptor = None
+            self._descriptor, self._found = None, None
+
+    def _put_back(self, data, atime_ns, mtime_ns):
+        """The kept file's bytes and times as they were found (written over in place, no
+        truncation first: a full disk cannot leave it empty); left as it is if that fails."""
+        try:
+            written = 0
+            while written < len(data):
+                written += os.pwrite(self._descriptor, data[written:], written)
+            os.ftruncate(self._descriptor, len(data))
+            os.utime(self._descriptor, ns=(atime_ns, mtime_ns))
+            os.fsync(self._descriptor)
+        except OSError:
+            pass
 
     def __enter__(self):
         return self.acquire()

@@ -139,6 +139,69 @@ def test_where_flocks_stay_on_one_machine_another_host_is_left_to_the_user(tmp_p
     assert "taking over the lock" in capsys.readouterr().err and not lock.exists()
 
 
+def _record_elsewhere(pid, **machine):
+    """A record naming this host name, written on another machine (`boot`) or in another
+    container (`pid_ns`) of this one."""
+    return json.dumps({"kind": "t2t_lite lock", "pid": pid, "host": HOST, "started": "x",
+                       **{**file_lock.this_machine(), **machine}})
+
+
+def test_the_record_names_the_machine_beside_the_host_name(tmp_path, local):
+    lock = tmp_path / "out.lock"
+    with file_lock.FileLock(str(lock), "out"):
+        record = json.loads(lock.read_text())
+    assert {key: record[key] for key in ("boot", "pid_ns")} == file_lock.this_machine()
+
+
+def test_this_host_name_on_another_machine_is_not_this_machine(tmp_path, nolock_nfs):
+    """Kubernetes gives the pods of one Indexed Job index one host name: a replacement pod on
+    another node must not take the lock of the old pod still saving in its grace period, free
+    as its flock is here."""
+    lock = tmp_path / "out.lock"
+    lock.write_text(_record_elsewhere(os.getpid(), boot="another-boot-id"))
+    with pytest.raises(UserError) as refused:
+        file_lock.FileLock(str(lock), "--decode_to_file out").acquire()
+    assert str(refused.value) == (
+        f"--decode_to_file out has a lock from pid {os.getpid()} on host {HOST} since x, another "
+        f"machine of this host name (a Kubernetes pod of the same index on another node?) that "
+        f"cannot be checked from here; if that run has ended, remove {lock}")
+    assert lock.read_text() == _record_elsewhere(os.getpid(), boot="another-boot-id")
+
+
+def test_without_flock_a_pid_of_another_pid_namespace_is_not_judged(tmp_path, no_flock):
+    lock = tmp_path / "out.lock"
+    lock.write_text(_record_elsewhere(_dead_pid(), pid_ns="pid:[1]"))
+    with pytest.raises(UserError, match="another container of this machine that cannot be "
+                                        "checked from here"):
+        file_lock.FileLock(str(lock), "out").acquire()
+
+
+def test_the_trainer_waits_for_a_lock_it_cannot_check_to_be_released(tmp_path, nolock_nfs,
+                                                                    monkeypatch, capsys):
+    """The old pod ends within its grace period and removes its lock: the new one goes on."""
+    import threading
+
+    model_dir = tmp_path / "M"
+    model_dir.mkdir()
+    lock = model_dir / files.LOCK
+    lock.write_text(_record_elsewhere(4242, boot="another-boot-id"))
+    monkeypatch.setattr(files.TrainerLock, "wait_seconds", 30)
+    timer = threading.Timer(1.0, lock.unlink)
+    timer.start()
+    try:
+        with files.TrainerLock(str(model_dir)):
+            assert _own_record(lock)
+    finally:
+        timer.cancel()
+    assert "waiting up to 30 s for the run holding" in capsys.readouterr().err
+    # One that stays is left to the user, saying how long it waited.
+    lock.write_text(_record_elsewhere(4242, boot="another-boot-id"))
+    monkeypatch.setattr(files.TrainerLock, "wait_seconds", 0.6)
+    with pytest.raises(UserError, match=r"that cannot be checked from here \(waited 0.6 s\); "
+                                        r"if that run has ended, remove"):
+        files.TrainerLock(str(model_dir)).acquire()
+
+
 @pytest.mark.parametrize("mounts,path,expected", [
     ("1 0 8:1 / / rw - ext4 /dev/a rw\n2 1 0:5 / /mnt/data rw - nfs4 srv:/x rw,local_lock=none\n",
      "/mnt/data/runs", ("nfs4", "rw,local_lock=none")),
@@ -302,6 +365,24 @@ def test_the_trainers_lock_is_kept_between_runs_and_taken_over_silently(tmp_path
     with files.TrainerLock(str(model_dir)):
         pass
     assert os.stat(model_dir).st_mtime_ns == before and capsys.readouterr().err == ""
+
+
+def test_a_kept_lock_is_put_back_as_it_was_found_on_release(tmp_path, local):
+    """A re-run that has nothing to do leaves M/.lock as it was: its bytes and its
+    modification time (issue 53); while held, it names its holder."""
+    model_dir = tmp_path / "M"
+    model_dir.mkdir()
+    lock = model_dir / files.LOCK
+    lock.write_text(_record(4242, "pod-before-restart") + "\n")
+    os.utime(lock, ns=(1_000_000_000, 2_000_000_000))
+    with files.TrainerLock(str(model_dir)):
+        assert _own_record(lock)
+    assert lock.read_text() == _record(4242, "pod-before-restart") + "\n"
+    assert os.stat(lock).st_mtime_ns == 2_000_000_000
+    with files.TrainerLock(str(model_dir)):  # and again: the same file, taken over silently
+        assert _own_record(lock)
+    assert lock.read_text() == _record(4242, "pod-before-restart") + "\n"
+    assert os.stat(lock).st_mtime_ns == 2_000_000_000
 
 
 def test_an_old_trainers_lock_is_taken_over_when_free_and_refuses_when_held(tmp_path, local,

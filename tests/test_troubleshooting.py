@@ -240,6 +240,13 @@ ALLOWED = {
         "no checkpoint in": "the line says to train first",
     },
     "model_dir/checkpoint_saver.py": {"cannot resume:": "the line says how to recover"},
+    "model_dir/outputs.py": {
+        "is a model_dir's {}/, its best dev checkpoint": SAYS_FIX,
+        "exists and is not a folder": SAYS_FIX,
+        "is a model_dir (it has run.json or configs.json)": SAYS_FIX,
+        "is a model_dir: exports go to a folder of their own": SAYS_FIX,
+        "holds checkpoints ({}): exports go to": SAYS_FIX,
+    },
     "model_dir/files.py": {
         "is not a t2t_lite model_dir": "the line says to train into it first",
         "cannot read": DAMAGED,
@@ -387,12 +394,14 @@ def _parts(node):
 
 
 def code_messages():
-    """[(module, line, template)] for every UserError(...) in the package."""
+    """[(module, line, template)] for every UserError(...) in the package, and every
+    WriteFailed(...) (process_end's UserError for a failed write)."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (isinstance(node, ast.Call) and node.args
-                    and getattr(node.func, "id", getattr(node.func, "attr", None)) == "UserError"):
+                    and getattr(node.func, "id", getattr(node.func, "attr", None)) in (
+                        "UserError", "WriteFailed")):
                 template = re.sub(HOLE + "+", HOLE, _parts(node.args[0]))
                 found.append((path.relative_to(PACKAGE).as_posix(), node.lineno, template))
     return found

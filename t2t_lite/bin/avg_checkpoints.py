@@ -8,7 +8,8 @@ the window to its TrainConfig.average_window: "last" (the paper's sets) averages
 them, and then averages the evaluated checkpoints at the best dev score (up to N).
 
 The result goes to M/averaged (or O), which t2t-lite-decoder and t2t-lite-exporter prefer over
-the newest raw checkpoint.
+the newest raw checkpoint. O may not be M itself, M/best, another model_dir or a folder holding
+checkpoints other than earlier averages: the average would delete them (refused in one line).
 """
 from absl import flags
 
@@ -25,6 +26,14 @@ flags.DEFINE_string("output_dir", None, "Where to write the average (default: M/
 
 
 def main(argv):
+    import os
+
+    from t2t_lite.model_dir import outputs
+
+    # Before TensorFlow loads and anything is read: never over checkpoints it did not make.
+    outputs.check_average_output(FLAGS.output_dir or os.path.join(FLAGS.model_dir,
+                                                                  outputs.AVERAGED),
+                                 FLAGS.model_dir)
     from t2t_lite.model_dir.averaging import average
 
     print(average(FLAGS.model_dir, FLAGS.num_last, FLAGS.window, FLAGS.output_dir).message)

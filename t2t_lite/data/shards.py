@@ -5,9 +5,11 @@ holding up to `examples_per_shard` examples (shuffled within the shard, so memor
 by one shard). Every shard is written under a temporary name and renamed only when complete,
 after its sidecar of statistics; so any `*.tfrecord` present is finished, and a re-run resumes
 after the last finished shard. The split's manifest (`<prefix>-<split>.json`) is written last and
-marks the whole split as done.
+marks the whole split as done. A full disk ends in one line (process_end.WriteFailed) that keeps
+the finished shards; the same command, after space is freed, resumes after them.
 """
 import collections
+import contextlib
 import glob
 import json
 import os
@@ -15,7 +17,7 @@ import random
 
 import tensorflow as tf
 
-from t2t_lite import atomic
+from t2t_lite import atomic, process_end
 from t2t_lite.atomic import TMP_SUFFIX
 
 
@@ -85,13 +87,23 @@ class ShardedSplitWriter:
         index = len(self.finished)
         random.Random(self.seed * 1000003 + index).shuffle(self._buffer)
         path = self._path(index)
-        with tf.io.TFRecordWriter(path + TMP_SUFFIX) as writer:
-            for record in self._buffer:
-                writer.write(record)
         stats = {"num_examples": len(self._buffer),
                  "length_histogram": {str(k): v for k, v in sorted(self._lengths.items())}}
-        # The sidecar lands first: a renamed shard always has its statistics.
-        atomic.write_json(self._stats_path(index), stats, indent=1, sort_keys=True)
+        try:
+            with tf.io.TFRecordWriter(path + TMP_SUFFIX) as writer:
+                for record in self._buffer:
+                    writer.write(record)
+            # The sidecar lands first: a renamed shard always has its statistics.
+            atomic.write_json(self._stats_path(index), stats, indent=1, sort_keys=True)
+        except Exception as error:  # pylint: disable=broad-except  (re-raised unless a write)
+            with contextlib.suppress(OSError):
+                os.remove(path + TMP_SUFFIX)
+            if not process_end.write_failure_reason(error):
+                raise
+            raise process_end.write_failed(error, path, (
+                f"the {index} finished shard{'' if index == 1 else 's'} of {self.split} "
+                f"{'is' if index == 1 else 'are'} kept; free some space and run the same command "
+                f"again to resume")) from None
         os.replace(path + TMP_SUFFIX, path)
         self.finished.append(stats)
         self._buffer, self._lengths = [], collections.Counter()

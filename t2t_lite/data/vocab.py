@@ -5,6 +5,7 @@ depends on corpus size) and writes one vocabulary file whose suffix tells `load_
 apply it. All vocabularies reserve 0 = <pad>, 1 = EOS, 2 = <unk>.
 """
 import collections
+import io
 import json
 import os
 import random
@@ -37,9 +38,20 @@ def train_sentencepiece(text_path, model_path, vocab_size, character_coverage=1.
     split_by_unicode_script=False lets a piece mix scripts (punctuation and letters), e.g. a
     linearised tree's "(NP" as one piece rather than "(" + "NP"."""
     assert model_path.endswith(tokenizers.SENTENCEPIECE_SUFFIX), model_path
-    prefix = model_path[:-len(".model")]
+    # The model comes back as bytes (SentencePiece's own file writer says nothing when a disk is
+    # full: it leaves an empty file), written whole or not at all, as every vocabulary is.
+    model = io.BytesIO()
+    _train_sentencepiece(text_path, model, vocab_size, character_coverage, model_type,
+                         split_by_unicode_script)
+    with atomic.open_atomic(model_path, "wb") as f:
+        f.write(model.getvalue())
+    return model_path
+
+
+def _train_sentencepiece(text_path, model_writer, vocab_size, character_coverage, model_type,
+                         split_by_unicode_script):
     spm.SentencePieceTrainer.train(
-        input=text_path, model_prefix=prefix, vocab_size=vocab_size, model_type=model_type,
+        input=text_path, model_writer=model_writer, vocab_size=vocab_size, model_type=model_type,
         pad_id=tokenizers.PAD_ID, eos_id=tokenizers.EOS_ID, unk_id=tokenizers.UNK_ID, bos_id=-1,
         pad_piece=tokenizers.RESERVED_TOKENS[0], eos_piece=tokenizers.RESERVED_TOKENS[1],
         unk_piece=tokenizers.RESERVED_TOKENS[2],
@@ -47,8 +59,6 @@ def train_sentencepiece(text_path, model_path, vocab_size, character_coverage=1.
         # A small sample may not support the requested size; take what it supports.
         hard_vocab_limit=False,
         num_threads=os.cpu_count() or 1, minloglevel=2)
-    os.remove(prefix + ".vocab")  # the human-readable piece list; the .model file is self-contained
-    return model_path
 
 
 def train_wordpiece(text_path, vocab_path, vocab_size, max_unique_chars=1000):

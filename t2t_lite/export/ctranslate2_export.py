@@ -248,17 +248,39 @@ def convert(model, tokens, output_dir, vocab_path=None, quantization=None, metad
         raise UserError(f"cannot convert to CTranslate2: {error}") from None
 
     parent = os.path.dirname(os.path.abspath(output_dir))
-    os.makedirs(parent, exist_ok=True)
-    tmp_dir = tempfile.mkdtemp(prefix=".incomplete-", dir=parent)
     try:
-        spec.save(tmp_dir)
-        with open(os.path.join(tmp_dir, METADATA_NAME), "w", encoding="utf-8") as f:
-            json.dump(formats.stamped(metadata, formats.CTRANSLATE2), f, indent=2,
-                      sort_keys=True)
-            f.write("\n")
+        os.makedirs(parent, exist_ok=True)
+        tmp_dir = tempfile.mkdtemp(prefix=".incomplete-", dir=parent)
+    except OSError as error:
+        raise _failed(error, output_dir) from None
+    try:
+        try:
+            _save(spec, tmp_dir, metadata)
+        except Exception as error:  # pylint: disable=broad-except  (re-raised unless a write)
+            raise _failed(error, output_dir) from None
         if os.path.isdir(output_dir):
             os.rmdir(output_dir)  # empty, checked above
         os.rename(tmp_dir, output_dir)
     finally:
         shutil.rmtree(tmp_dir, ignore_errors=True)
     return output_dir
+
+
+def _save(spec, folder, metadata):
+    spec.save(folder)
+    with open(os.path.join(folder, METADATA_NAME), "w", encoding="utf-8") as f:
+        # The other keys sorted (nested ones too), the format first, as formats.stamped
+        # promises: json's sort_keys would put it among them.
+        json.dump(formats.stamped(json.loads(json.dumps(metadata, sort_keys=True)),
+                                  formats.CTRANSLATE2), f, indent=2)
+        f.write("\n")
+
+
+def _failed(error, output_dir):
+    """`error` itself unless it is a failed write (a full disk, a quota, EIO); then one line."""
+    from t2t_lite import process_end
+
+    if not process_end.write_failure_reason(error):
+        return error
+    return process_end.write_failed(error, output_dir, "nothing was written there (its temporary "
+                                    "folder is removed); free some space and export again")

@@ -41,9 +41,12 @@ class Exporter:
                extra_length=None):
         """Exports the checkpoint (default: the averaged one if newest, else the latest) under
         export_dir; beam_size, alpha, extra_length default to the model_dir's DecodeConfig.
-        Returns the path written. A beam or alpha outside the bounds is refused first."""
+        Returns the path written. A beam or alpha outside the bounds is refused first, and so
+        is an export_dir that is a model_dir or holds checkpoints (model_dir/outputs.py)."""
         from t2t_lite.inference.translator import check_overrides
+        from t2t_lite.model_dir import outputs
 
+        outputs.check_export_folder(export_dir)
         check_overrides(beam_size, alpha)
         return self._write(model_dir, export_dir, checkpoint_path, beam_size, alpha,
                            extra_length)

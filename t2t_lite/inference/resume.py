@@ -163,7 +163,8 @@ def _checkpoint_identity(model_dir, prefix):
 def check_output_path(path, flag="--decode_to_file"):
     """UserError unless `path` can become an output file: its folder exists and is a folder, it
     is no folder, its name can be looked up (no link loop) and is short enough for the files
-    written beside it (OUT.progress.json.incomplete)."""
+    written beside it (OUT.progress.json.incomplete), and it is none of a model_dir's files or
+    checkpoints (model_dir/outputs.py)."""
     folder = os.path.dirname(os.path.abspath(path))
     try:
         folder_mode = os.stat(folder).st_mode
@@ -189,6 +190,9 @@ def check_output_path(path, flag="--decode_to_file"):
         raise UserError(f"{flag} {path}: the name is too long for the files written beside it "
                         f"(they add up to {len(SIDECAR_SUFFIX)} characters to it, and {folder} "
                         f"allows {name_max}); use a shorter name")
+    from t2t_lite.model_dir import outputs  # no TensorFlow
+
+    outputs.check_output_file(path, flag)  # never over a model_dir's files or checkpoints
 
 
 def _descriptor_alias(path):

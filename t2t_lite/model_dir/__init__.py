@@ -7,6 +7,7 @@
     dev_history        the run's dev evaluations (dev_evaluations.jsonl), the best, the window
     limits             configs against sane bounds and the checkpoint's own shapes, before building
     loaded             load(model_dir) -> LoadedRun: model + weights, configs, tokenizer, run.json
+    outputs            where tools may write beside checkpoints: never over ones they did not make
 
 The trainer writes through it; the decoder, exporter, viz and demo read through it without
 importing the trainer.

@@ -7,6 +7,7 @@ history (dev_history.py) move the window back to the best evaluation.
     print(averaged.message)            # the line t2t-lite-avg-checkpoints prints
 """
 import dataclasses
+import json
 import os
 from typing import List
 
@@ -16,8 +17,9 @@ import tensorflow as tf
 from t2t_lite import models
 from t2t_lite.config import AVERAGE_WINDOWS
 from t2t_lite.errors import UserError
-from t2t_lite.model_dir import dev_history, files, limits
+from t2t_lite.model_dir import dev_history, files, limits, outputs
 from t2t_lite.model_dir.checkpoint_reader import checkpoint_paths, restore, step_number
+from t2t_lite.model_dir.checkpoint_saver import failed_save
 
 
 def checkpoints_to_average(model_dir, num_last, window="last"):
@@ -52,7 +54,14 @@ def average_checkpoints(model_dir, num_last, output_dir=None, paths=None):
     exporter prefer it. Older listed checkpoints whose files are gone are skipped (with a
     warning); a newest one with files missing is a UserError. Fewer than `num_last` are averaged
     if fewer exist. Returns (written path, averaged paths).
+
+    An output_dir that is the model_dir, its best/, another model_dir or a folder of checkpoints
+    other than averages is refused before anything is read (outputs.check_average_output): the
+    average's manager would delete the checkpoints there. The folder written records what it
+    averaged (outputs.AVERAGE_RECORD), which marks it as an average for the next run.
     """
+    output_dir = output_dir or os.path.join(model_dir, outputs.AVERAGED)
+    outputs.check_average_output(output_dir, model_dir)
     chosen = paths or checkpoints_to_average(model_dir, num_last)[0]
     newest = checkpoint_paths(model_dir)[-1]
 
@@ -75,9 +84,20 @@ def average_checkpoints(model_dir, num_last, output_dir=None, paths=None):
         sums = values if sums is None else [a + b for a, b in zip(sums, values)]
     for weight, total in zip(model.weights, sums):
         weight.assign(tf.cast(total / len(chosen), weight.dtype))
-    output_dir = output_dir or os.path.join(model_dir, "averaged")
-    manager = tf.train.CheckpointManager(checkpoint, output_dir, max_to_keep=1)
-    return manager.save(checkpoint_number=max(step_number(newest), 0)), chosen
+    number = max(step_number(newest), 0)
+    record = os.path.join(output_dir, outputs.AVERAGE_RECORD)
+    text = json.dumps({"model_dir": os.path.abspath(model_dir),
+                       "checkpoints": [os.path.basename(path) for path in chosen]}, indent=1)
+    try:
+        os.makedirs(output_dir, exist_ok=True)
+        if not os.path.exists(record):  # first: a save cut short leaves a folder marked as ours
+            files.write_if_changed(record, text + "\n")
+        manager = tf.train.CheckpointManager(checkpoint, output_dir, max_to_keep=1)
+        path = manager.save(checkpoint_number=number)
+    except Exception as error:  # pylint: disable=broad-except  (re-raised unless a write)
+        raise failed_save(error, output_dir, number, "average again") from None
+    files.write_if_changed(record, text + "\n")  # what the average written is the mean of
+    return path, chosen
 
 
 @dataclasses.dataclass
@@ -93,6 +113,8 @@ def average(model_dir, num_last=None, window=None, output_dir=None):
     """Averages a model_dir as t2t-lite-avg-checkpoints does: its last `num_last` checkpoints
     chosen by `window` ("last" or "dev"; both default to the run's TrainConfig.average_last and
     average_window), written to output_dir (default model_dir/averaged). Returns Averaged."""
+    outputs.check_average_output(output_dir or os.path.join(model_dir, outputs.AVERAGED),
+                                 model_dir)
     train_config = files.load_configs(model_dir)[1]
     num_last = train_config.average_last if num_last is None else num_last
     window = window or train_config.average_window

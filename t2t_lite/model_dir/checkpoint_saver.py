@@ -3,11 +3,14 @@
 Checkpoints hold `model` and `optimizer`. How a save or a clean-up survives a kill, and how the
 newest listed checkpoint is restored, is checkpoint_reader's module doc.
 """
+import contextlib
 import os
+import shutil
 import time
 
 import tensorflow as tf
 
+from t2t_lite import process_end
 from t2t_lite.errors import UserError
 from t2t_lite.model_dir.checkpoint_reader import listed_paths, restore, step_number
 
@@ -57,6 +60,31 @@ class CheckpointKeeper:
     def save(self, step):
         if step == self._last_step:
             return self._last_path
-        path = self.manager.save(checkpoint_number=step)
+        try:
+            path = self.manager.save(checkpoint_number=step)
+        except Exception as error:  # pylint: disable=broad-except  (re-raised unless a write)
+            raise failed_save(error, self.manager.directory, step,
+                              "run the same command again to resume from it") from None
         self._last_time, self._last_step, self._last_path = time.monotonic(), step, path
         return path
+
+
+def failed_save(error, directory, step, then, name="ckpt"):
+    """`error` itself unless it is a failed write (a full disk, a quota, EIO); then its
+    process_end.WriteFailed, in one line: the checkpoint that could not be written, the one that
+    is still the newest (TensorFlow lists a checkpoint only once all its files are written), and
+    `then`, what to do after freeing space. What the failed save left (its `<name>-N_temp`
+    folder) is removed."""
+    if not process_end.write_failure_reason(error):
+        return error
+    shutil.rmtree(os.path.join(directory, f"{name}-{step}_temp"), ignore_errors=True)
+    listed = listed_paths(directory)
+    prefix = os.path.join(directory, f"{name}-{step}")
+    if prefix not in listed and os.path.basename(prefix) not in map(os.path.basename, listed):
+        for left in tf.io.gfile.glob(prefix + ".index") + tf.io.gfile.glob(prefix + ".data-*"):
+            with contextlib.suppress(OSError):
+                os.remove(left)  # half a merge: never listed, never to be read
+    kept = (f"the newest checkpoint is still {listed[-1]}" if listed
+            else "no checkpoint was written")
+    return process_end.write_failed(error, prefix,
+                                    f"{kept}; free some space and {then}")

@@ -4,10 +4,11 @@ checkpoints to average when the dev score says the run stopped improving.
 The trainer appends one JSON line per dev evaluation ({"step": N, "loss": ..., "bleu": ...});
 a resumed run appends to the same file. The averager reads it for `--window=dev`.
 """
+import contextlib
 import json
 import os
 
-from t2t_lite import atomic
+from t2t_lite import atomic, process_end
 
 HISTORY = "dev_evaluations.jsonl"
 # Metrics where higher is better, checked in this order; without them, lower loss is better.
@@ -38,11 +39,35 @@ def near_best(metrics, best):
 
 
 def append(model_dir, step, metrics):
-    """Adds one evaluation to the run's history."""
+    """Adds one evaluation to the run's history, one whole line: a write that fails (a full disk)
+    cuts the file back to the records before it, so the next one starts a line of its own; a
+    line cut off by a kill is ended first. process_end.WriteFailed says what failed."""
     record = {"step": int(step), **{k: float(v) for k, v in metrics.items()
                                     if isinstance(v, (int, float)) and k != "step"}}
-    with open(os.path.join(model_dir, HISTORY), "a", encoding="utf-8") as f:
-        f.write(json.dumps(record, sort_keys=True) + "\n")
+    path = os.path.join(model_dir, HISTORY)
+    data = (json.dumps(record, sort_keys=True) + "\n").encode("utf-8")
+    try:
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError as error:
+        if process_end.is_write_failure(error):
+            raise process_end.write_failed(error, path) from None
+        raise
+    try:
+        size = os.fstat(descriptor).st_size
+        if size and os.pread(descriptor, 1, size - 1) != b"\n":
+            data = b"\n" + data  # a record cut off by a kill stays a line of its own
+        try:
+            while data:
+                data = data[os.write(descriptor, data):]
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                os.ftruncate(descriptor, size)
+            if process_end.is_write_failure(error):
+                raise process_end.write_failed(
+                    error, path, f"the evaluations before step {int(step)} are kept") from None
+            raise
+    finally:
+        os.close(descriptor)
 
 
 def read(model_dir):

@@ -48,6 +48,10 @@ class TrainerLock(file_lock.FileLock):
     refuses as a running trainer."""
 
     _keep = True
+    # A lock that cannot be checked from here (a file system whose flocks stay on one machine,
+    # held by this host name on another node: a replacement pod): waited for this long, the
+    # Kubernetes manifests' grace period (120 s) and some, since an ending trainer removes it.
+    wait_seconds = 150
 
     def __init__(self, model_dir):
         super().__init__(os.path.join(model_dir, LOCK), f"--model_dir {model_dir}")

@@ -109,6 +109,15 @@ def test_a_ctranslate2_folder_carries_its_format(ct2_folder):
     assert settings["format_version"] == formats.CTRANSLATE2.written == 1
 
 
+def test_a_ctranslate2_folders_t2t_lite_json_has_its_format_first(ct2_folder):
+    """format_version opens the file, as in every other t2t_lite.json; the rest stays sorted."""
+    with open(os.path.join(ct2_folder, "t2t_lite.json"), encoding="utf-8") as f:
+        values = json.load(f)
+    keys = list(values)
+    assert keys[0] == "format_version" and keys[1:] == sorted(keys[1:]), keys
+    assert list(values["model_config"]) == sorted(values["model_config"])
+
+
 def test_a_ctranslate2_folder_without_the_field_is_format_1_and_translates(ct2_folder, tmp_path):
     from t2t_lite.inference import ctranslate2_engine
 

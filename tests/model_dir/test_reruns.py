@@ -142,15 +142,14 @@ def _sigterm_after(monkeypatch, where, calls=1):
 
 
 def _listing(root):
-    """Every entry under root (root too) with its type, size, mtime and content digest; but the
-    trainer's .lock, which a run holds (and records its pid in) while it runs."""
+    """Every entry under root (root too) with its type, size, mtime and content digest; the
+    trainer's .lock too, which a run holds (and records its pid in) while it runs and puts back
+    as it found it."""
     entries = {".": (os.stat(root).st_mtime_ns,)}
     for folder, folders, names in os.walk(root):
         for name in folders + names:
             path = os.path.join(folder, name)
             relative = os.path.relpath(path, root)
-            if relative == model_dir_files.LOCK:
-                continue
             status = os.lstat(path)
             digest = None
             if os.path.isfile(path):
