@@ -7,9 +7,12 @@
     saved_model         finding, checking and loading the SavedModels t2t-lite-exporter writes
     ctranslate2_engine  CTranslate2 as the search engine behind the same interface
     constraints         constraint lines and glossaries: what a decoded line must and must not say
+    graph_constraints   constraint lines read, checked and counted inside the exported graph
+    word_pieces         which of the vocabulary's tokens start or end a word, for terms as words
     protected_spans     format specifiers and markup of a source line, found and restored (text)
     graph_spans         the same in TensorFlow ops, inside exported SavedModels
     batch_decode        files of lines -> translations, one output line per input line, in order
+    records             one Translation record per line, and the writers of the output formats
     scoring             given translations -> log P(target | source) and the beam's score, per pair
     parallel_search     each batch split over the CPU cores, one search per core
     line_input          the decoder's and the scorer's input lines, from a file, a shard or a pipe
