@@ -32,8 +32,8 @@ from typing import Dict, Optional, Sequence
 from t2t_lite import atomic, file_lock
 from t2t_lite.errors import UserError
 from t2t_lite.inference import protected_spans, resume
-from t2t_lite.po import catalog_file, engine as engine_lib, entries, formats, header, judge
 from t2t_lite.model_source import ModelSource
+from t2t_lite.po import catalog_file, engine as engine_lib, entries, formats, header, judge
 from t2t_lite.po.work_folder import SUFFIX as WORK_SUFFIX, WorkFolder
 
 # Why an entry was left untranslated, as the summary says it.
@@ -347,7 +347,7 @@ def translate_catalog(options, translate=None, kinds_of=None, progress=sys.stder
         else:
             engine = _FunctionEngine(translate)
         chosen = choose_translations(jobs, engine, stats) if jobs else {}
-        data = _judged(options, plan, jobs, chosen, stats, progress)
+        data = _judged(options, plan, jobs, chosen, stats)
         try:
             with atomic.open_atomic(target_path, "wb", durable=True) as f:
                 f.write(data)
@@ -430,11 +430,10 @@ def _key_at_line(catalog, line):
     return _key(found) if found is not None else None
 
 
-def _judged(options, plan, jobs, chosen, stats, progress):
+def _judged(options, plan, jobs, chosen, stats):
     """The output's bytes once msgfmt accepts every entry this run wrote: an entry it rejects
     is left untranslated (and counted) and the catalog judged again."""
     chosen = dict(chosen)
-    before = None
     for _ in range(4):
         catalog, data = _compose(options, plan, jobs, chosen, stats)
         found = judge.errors(data)
@@ -443,7 +442,7 @@ def _judged(options, plan, jobs, chosen, stats, progress):
             return data
         ours = {_key(job.entry): i for i, job in enumerate(jobs) if i in chosen}
         rejected, others = set(), []
-        written = catalog_file.parse(data, options.output) if found else None
+        written = catalog_file.parse(data, options.output)
         for line, message in found:
             key = _key_at_line(written, line)
             if key in ours:
@@ -451,17 +450,16 @@ def _judged(options, plan, jobs, chosen, stats, progress):
             else:
                 others.append((line, message))
         if not rejected:
-            return _accept(options, data, others, plan, stats, progress, before)
+            return _accept(options, data, others, stats)
         for i in rejected:
             del chosen[i]
             stats.left_untranslated[LEFT_MSGFMT] = stats.left_untranslated.get(LEFT_MSGFMT,
                                                                                0) + 1
-        before = others
     raise UserError(f"msgfmt keeps rejecting the translations of {options.input}; nothing "
                     "written")
 
 
-def _accept(options, data, others, plan, stats, progress, _):
+def _accept(options, data, others, stats):
     """The bytes to write when msgfmt's remaining errors are not in entries this run wrote:
     errors the input already had are kept (and said); any other one refuses the output."""
     if not others:
