@@ -268,10 +268,10 @@ ALLOWED = {
     "problem_spec.py": {
         "split of {} in {} is empty": "names the split, problem and --data_dir; datagen fills it",
     },
-    "po/catalog_file.py": {
+    "po/catalog_file.py": {"{}: cannot read ({})": OS_ERROR},
+    "po/po_lexer.py": {
         "{}: {}": "FILE:LINE: msgfmt's own words for a catalog it refuses too (syntax, escape, "
                   "duplicate, charset)",
-        "{}: cannot read ({})": OS_ERROR,
     },
     "po/header.py": {
         "the header's Plural-Forms {} cannot be read": "the line quotes the header's "

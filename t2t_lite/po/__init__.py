@@ -1,7 +1,11 @@
 """t2t-lite-po's pieces: a gettext catalog translated without breaking what msgfmt accepts.
 
 - catalog_file: a PO/POT file read as gettext reads it (its refusals too) and written back byte
-  for byte except what is changed.
+  for byte except what is changed: its entries and header.
+- po_lexer: gettext's lexer and grammar over a PO file's lines: its charset, its messages, and
+  msgfmt's refusals as FILE:LINE errors.
+- po_strings: a string written as msgmerge writes it: escapes, Unicode line breaking at 79
+  columns, never inside a format directive.
 - formats: msgfmt's reading of c-format, objc-format, python-format, python-brace-format,
   qt-format, qt-plural-format and kde-format strings, and msgfmt -c's verdict on a translation
   (format directives, newlines, accelerators).
