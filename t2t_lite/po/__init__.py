@@ -8,7 +8,11 @@
   columns, never inside a format directive.
 - formats: msgfmt's reading of c-format, objc-format, python-format, python-brace-format,
   qt-format, qt-plural-format and kde-format strings, and msgfmt -c's verdict on a translation
-  (format directives, newlines, accelerators).
+  (format directives, newlines, accelerators); each language read in one of the modules below.
+- format_base: the languages msgfmt knows, Directive, FormatError, UnsupportedFormat.
+- format_c: c-format and objc-format read and compared as gettext's format-c.c does.
+- format_python: python-format and python-brace-format, as format-python(-brace).c.
+- format_qt_kde: qt-format, qt-plural-format and kde-format, as format-qt(-plural).c, format-kde.c.
 - plural: a Plural-Forms header value parsed and evaluated as msgfmt does (never eval).
 - header: the header fields the tool sets for the target language, and its plural rule.
 - accelerators: a source's keyboard accelerator taken out and placed on the translation.

@@ -1,0 +1,65 @@
+"""What po/formats.py's readers share: the format languages msgfmt knows and those read
+here, a Directive as a reader returns it, FormatError (msgfmt's reason, where the reader
+stopped) and UnsupportedFormat, and the message, end marker and name order several readers
+use."""
+import dataclasses
+
+# Every format language msgfmt 0.21 knows, in its order of checks (message.h's enum
+# format_type); a flag for one outside LANGUAGES is unsupported here.
+ALL_LANGUAGES = (
+    "c", "objc", "python", "python-brace", "java", "java-printf", "csharp", "javascript",
+    "scheme", "lisp", "elisp", "librep", "ruby", "sh", "awk", "lua", "object-pascal",
+    "smalltalk", "qt", "qt-plural", "kde", "kde-kuit", "boost", "tcl", "perl", "perl-brace",
+    "php", "gcc-internal", "gfc-internal", "ycp")
+_READ = ("c", "objc", "python", "python-brace", "qt", "qt-plural", "kde")
+LANGUAGES = tuple(name for name in ALL_LANGUAGES if name in _READ)  # msgfmt's order of checks
+PRETTY = {"c": "C", "objc": "Objective C", "python": "Python", "python-brace": "Python brace",
+          "qt": "Qt", "qt-plural": "Qt plural", "kde": "KDE"}
+END = "\0"
+UNTERMINATED = "The string ends in the middle of a directive."
+
+
+class FormatError(ValueError):
+    """A string msgfmt does not accept as a format string of its flag. str() is msgfmt's
+    reason; `position` is where the parser stopped; `directives` those read before it."""
+
+    def __init__(self, reason, position, found=()):
+        super().__init__(reason)
+        self.reason = reason
+        self.position = position
+        self.directives = list(found)
+
+
+class UnsupportedFormat(ValueError):
+    """A format flag msgfmt checks but this module does not read (java-format, sh-format...)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Directive:
+    """One directive as msgfmt reads it: text[start:end], its conversion ('d', '%',
+    '<PRIu64>'; a brace field's is ''), its %m$ position or its name, and the arguments it
+    takes as (position or name or None, type) pairs (a '*' width or precision is one)."""
+
+    start: int
+    end: int
+    text: str
+    conversion: str
+    number: int = None
+    name: str = None
+    args: tuple = ()
+
+
+def bad_conversion(number, char):
+    """msgfmt's reason when directive number `number` ends in `char`, no conversion."""
+    if char == END:
+        return UNTERMINATED
+    if " " <= char <= "~":
+        return (f"In the directive number {number}, the character '{char}' is not a valid "
+                "conversion specifier.")
+    return (f"The character that terminates the directive number {number} is not a valid "
+            "conversion specifier.")
+
+
+def name_key(name):
+    """The order gettext sorts argument names in: strcmp over their UTF-8 bytes."""
+    return name.encode("utf-8")
