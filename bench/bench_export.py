@@ -23,7 +23,7 @@ harness.tensorflow_env()
 import tensorflow as tf  # noqa: E402
 
 from t2t_lite.export import saved_model_versions  # noqa: E402
-from t2t_lite.inference import batch_decode, translation_module  # noqa: E402
+from t2t_lite.inference import batch_decode, batching, translation_module  # noqa: E402
 
 
 def random_sentences(count, vocab_size, max_words, seed=0):
@@ -71,7 +71,7 @@ def run(args, root):
     sorted_batches(loaded)(texts[:8])
     results["savedmodel"] = timed(sorted_batches(loaded), texts)
     lengths = [len(t.split()) for t in texts]
-    num_batches = len(batch_decode.plan_batches(lengths, args.batch_tokens))
+    num_batches = len(batching.plan_batches(lengths, args.batch_tokens))
     results["unsorted"] = timed(input_order_batches(loaded, num_batches), texts)
 
     print(f"{args.hparams_set}, beam {args.beam_size}, {args.sentences} sentences of 1-"

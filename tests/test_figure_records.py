@@ -65,7 +65,7 @@ ALLOWED = [
      "examples of a rule and of a tool's output, not measurements"),
     ("docs/training.md", r"2 min on AWS spot", "the cloud provider's documented notice"),
     ("docs/decoding.md", r"1,048,576 beam steps per line|cannot decode 65,536 steps|× 64 beam steps",
-     "limits the decoder enforces (model_dir/limits.py, inference/batch_decode.py)"),
+     "limits the decoder enforces (model_dir/limits.py, inference/batching.py)"),
     ("docs/table3.md", r"and 10 minutes\s+of base|a checkpoint every 2 minutes",
      "t2t-lite-table3's defaults at --scale=cpu"),
     ("docs/table3.md", r"translate_ende_gettext, 300 steps per row",

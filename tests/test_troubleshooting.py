@@ -145,8 +145,10 @@ ALLOWED = {
         "(tasks on one node) is past 65535": FLAG_VALUE,
         "--slurm takes the workers from Slurm's variables": FLAG_PAIR,
     },
-    "inference/batch_decode.py": {
+    "inference/batching.py": {
         "per search step for one line": "the line names the setting to lower and --batch_tokens",
+    },
+    "inference/batch_decode.py": {
         "this export has no constrained search": "the line says to re-export",
         "--nbest must be between 1 and the beam size": FLAG_VALUE,
     },

@@ -9,9 +9,12 @@
     constraints         constraint lines and glossaries: what a decoded line must and must not say
     graph_constraints   constraint lines read, checked and counted inside the exported graph
     word_pieces         which of the vocabulary's tokens start or end a word, for terms as words
-    protected_spans     format specifiers and markup of a source line, found and restored (text)
+    span_finding        format specifiers and markup of a source line found: the patterns (text)
+    protected_spans     the --protect setting, and the repair that restores a line's spans (text)
     graph_spans         the same in TensorFlow ops, inside exported SavedModels
     batch_decode        files of lines -> translations, one output line per input line, in order
+    batching            batches planned to fit --batch_tokens and the memory a search step holds
+    line_checks         after the search: protected spans repaired, constraints counted as met
     records             one Translation record per line, and the writers of the output formats
     scoring             given translations -> log P(target | source) and the beam's score, per pair
     parallel_search     each batch split over the CPU cores, one search per core

@@ -6,10 +6,9 @@ loaded SavedModel. Every line is tokenized once
 (`tokenize`); the ids are sorted by length (longest first, so memory trouble shows up at once),
 grouped into batches of about `batch_tokens` source tokens, translated (`translate_ids`), and
 written back in input order. A batch is also held to the bytes a step of its search really holds
-(see `search_budget`): beams × vocabulary logits, the decode cache (beams × decode length ×
-layers × 2 × d_model) and attention scores, within 2 GiB per search step at the default
-batch_tokens, so a large beam, vocabulary or decode makes batches of fewer lines rather than more
-memory; one line too big for a step alone ends in one error naming the setting to change.
+(batching.py: search_budget, plan_batches); one line too big for a step alone ends in one error
+naming the setting to change. After the search each line goes through line_checks.py: its
+protected spans repaired, its constraints counted.
 
 Whatever a line holds, it yields one output line: bytes that are not UTF-8 are replaced (U+FFFD)
 and counted, a carriage return inside a line is a space, an empty or blank line gives an empty
@@ -46,8 +45,7 @@ from t2t_lite.data.lines import without_line_end
 from t2t_lite.decoding.translate import clamp_to_limit
 from t2t_lite.errors import UserError
 from t2t_lite.ids import PAD_ID
-from t2t_lite.inference import constraints as constraints_lib
-from t2t_lite.inference import parallel_search, protected_spans, records, streaming
+from t2t_lite.inference import batching, line_checks, parallel_search, records, streaming
 from t2t_lite.model_dir import limits
 
 TOKENIZE_CHUNK = 4096  # lines per `tokenize` call
@@ -115,147 +113,6 @@ def clean_line(raw):
     except UnicodeDecodeError:
         text, invalid = raw.decode("utf-8", errors="replace"), True
     return text.replace("\r", " "), invalid
-
-
-# What a batch may hold besides its source tokens, per token of batch_tokens.
-#
-# Bytes (SEARCH_BYTES_PER_TOKEN: 2 GiB a search step at the default --batch_tokens=4096): what a
-# step of the search really holds, all float32 (search_bytes):
-#   logits     2 × rows × beam × vocab × 4: a [vocabulary] row per beam, and as much again for
-#              the log-softmax's work on it (exp(logits - max) is as large);
-#   cache      (rows × beam × decode length + rows × source width) × layers × 2 × d_model
-#              × 4: every layer's self-attention keys and values at each beam's positions, and
-#              the encoder's keys and values each line's beams attend to;
-#   attention  rows × beam × heads × (decode length + source width) × 4, one layer's self- and
-#              encoder-decoder attention scores, + rows × heads × source width² × 4, one
-#              encoder layer's.
-# Beam steps (BEAM_STEPS_PER_TOKEN, as before): rows × beam × decode length, the positions of the
-# hypotheses and their bookkeeping, whatever the model's width.
-# Logits alone (LOGITS_PER_TOKEN): the scorer's [rows, width, vocabulary] (logits_budget); the
-# search's logits, at 8 bytes each above, stay within the same share.
-#
-# Beam 4 at the default 4096 on the demo's model (vocabulary 8,000, 3 layers of d_model 256, 4
-# heads, max_length 128, extra_length 50) holds at most ~1.6 GiB at the row cap of 1024, so its
-# batches are those of the source budget alone; with a vocabulary up to 65,536 and no model
-# widths known, so are beam 4's at extra_length up to 60.
-#
-# One line alone may hold the bytes of max(batch_tokens, 4096) tokens (a small --batch_tokens
-# makes small batches, it does not refuse lines the default decodes); a line over that is refused
-# before its chunk is searched (SearchBudget.check_line), naming the setting to change. A line
-# over the beam steps alone is a batch alone: limits.MAX_BEAM_STEPS bounds it.
-LOGITS_PER_TOKEN = 1 << 16
-BEAM_STEPS_PER_TOKEN = 64
-SEARCH_BYTES_PER_TOKEN = 1 << 19
-LINE_BUDGET_TOKENS = 4096  # the default --batch_tokens
-FLOAT_BYTES = 4
-
-
-def _size(size):
-    """Bytes as GiB (MiB below one GiB), one decimal."""
-    if size < 2 ** 30:
-        return f"{size / 2 ** 20:,.1f} MiB"
-    return f"{size / 2 ** 30:,.1f} GiB"
-
-
-class SearchBudget:
-    """fits(rows, width) for beam search batches (see search_bytes, and the shares above);
-    check_line(width) refuses one line too big for a step alone. num_layers, d_model, num_heads:
-    the model's (DecodeSettings.model_dims()); None when unknown, when the cache and attention are not
-    counted in bytes (the beam steps still hold them)."""
-
-    def __init__(self, batch_tokens, beam_size, vocab_size, extra_length, max_length,
-                 num_layers=None, d_model=None, num_heads=None):
-        self.batch_tokens, self.beam_size, self.vocab_size = batch_tokens, beam_size, vocab_size
-        self.extra_length, self.max_length = extra_length, max_length
-        self.num_layers, self.d_model, self.num_heads = num_layers, d_model, num_heads
-        self.limit = batch_tokens * SEARCH_BYTES_PER_TOKEN
-        self.line_limit = max(batch_tokens, LINE_BUDGET_TOKENS) * SEARCH_BYTES_PER_TOKEN
-
-    def steps(self, width):
-        """The decode length of a batch `width` source tokens wide (EOS included)."""
-        return max(1, min(width + self.extra_length, self.max_length))
-
-    def search_bytes(self, rows, width):
-        """{"logits", "cache", "attention"}: bytes a search step of `rows` lines `width` wide
-        holds at its last (longest) step."""
-        beams, steps = rows * self.beam_size, self.steps(width)
-        logits = 2 * beams * self.vocab_size * FLOAT_BYTES
-        cache = attention = 0
-        if self.num_layers and self.d_model:
-            cache = ((beams * steps + rows * width) * self.num_layers * 2 * self.d_model
-                     * FLOAT_BYTES)
-        if self.num_heads:
-            attention = (beams * (steps + width) + rows * width * width) * self.num_heads \
-                * FLOAT_BYTES
-        return {"logits": logits, "cache": cache, "attention": attention}
-
-    def __call__(self, rows, width):
-        return (sum(self.search_bytes(rows, width).values()) <= self.limit
-                and rows * self.beam_size * self.steps(width)
-                <= self.batch_tokens * BEAM_STEPS_PER_TOKEN)
-
-    def check_line(self, width):
-        """UserError, naming the setting to change, unless one line `width` source tokens wide
-        (EOS included) fits a search step alone."""
-        parts = self.search_bytes(1, width)
-        total = sum(parts.values())
-        if total <= self.line_limit:
-            return
-        beam = f"--beam_size={self.beam_size}"
-        largest = max(parts, key=parts.get)
-        if largest == "logits":
-            what = (f"{beam} with a {self.vocab_size:,}-token vocabulary needs "
-                    f"{_size(parts['logits'] // 2)} of logits")
-            fix = "lower --beam_size"
-        elif largest == "cache":
-            what = (f"{beam} on a {width - 1:,}-token line decoding up to {self.steps(width):,} "
-                    f"tokens with {self.num_layers} layers of d_model {self.d_model} needs "
-                    f"{_size(parts['cache'])} of decode cache")
-            fix = "lower --beam_size or --extra_length"
-        else:
-            what = (f"a {width - 1:,}-token line with {self.num_heads} heads and {beam} needs "
-                    f"{_size(parts['attention'])} of attention scores")
-            fix = "lower --beam_size or shorten the line"
-        raise UserError(f"{what} per search step for one line ({_size(total)} in all with the "
-                        f"logits' log-softmax, the decode cache and attention), more than the "
-                        f"{_size(self.line_limit)} --batch_tokens={self.batch_tokens} allows one "
-                        f"line; {fix}, or raise --batch_tokens")
-
-
-def search_budget(batch_tokens, beam_size, vocab_size, extra_length, max_length,
-                  num_layers=None, d_model=None, num_heads=None):
-    """A SearchBudget: fits(rows, width) for beam search batches, with check_line(width)."""
-    return SearchBudget(batch_tokens, beam_size, vocab_size, extra_length, max_length,
-                        num_layers, d_model, num_heads)
-
-
-def logits_budget(batch_tokens, vocab_size):
-    """fits(rows, width) for forced decoding (scoring): its logits [rows, width, vocab_size]."""
-    return lambda rows, width: rows * width * vocab_size <= batch_tokens * LOGITS_PER_TOKEN
-
-
-def plan_batches(lengths, batch_tokens, max_batch_size=1024, fits=None):
-    """Index lists, longest sources first, each with about batch_tokens padded source tokens and,
-    with `fits` (search_budget, logits_budget), within its budgets. A row too big for them alone
-    is a batch alone, as a source longer than batch_tokens is; but a line a SearchBudget refuses
-    (check_line: the widest, first) is a UserError before any batch is planned."""
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    if order and hasattr(fits, "check_line"):
-        fits.check_line(lengths[order[0]] + 1)
-    batches, current, width = [], [], 0
-    for index in order:
-        row_width = lengths[index] + 1  # EOS
-        new_width = max(width, row_width)
-        if current and (new_width * (len(current) + 1) > batch_tokens
-                        or len(current) >= max_batch_size
-                        or (fits is not None and not fits(len(current) + 1, new_width))):
-            batches.append(current)
-            current, new_width = [], row_width
-        current.append(index)
-        width = new_width
-    if current:
-        batches.append(current)
-    return batches
 
 
 def tokenize_texts(translator, texts):
@@ -341,29 +198,17 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
     splitting: a sentences.SentenceSplitting; with nbest 1, the long texts it splits are
     translated sentence by sentence, the translations joined (the score is their scores' sum).
     constraints: per text, a constraint line (constraints.py; "" for none). A constrained text
-    is translated whole; count_constraints counts what its output keeps.
+    is translated whole; line_checks.count_constraints counts what its output keeps.
     facts: a list of one dict per text, given "truncated" and "sentences" (for the records).
     """
     stats = stats if stats is not None else DecodeStats()
     constraints = constraints if constraints is not None else [""] * len(texts)
     if splitting is not None and nbest == 1:
-        # A constrained text stays whole: its phrases belong to the line, not to one sentence.
-        pieces, spans = splitting.split_all(texts, whole=[line.strip() for line in constraints])
-        piece_constraints = [constraints[i] for i, (start, end) in enumerate(spans)
-                             for _ in range(start, end)]
-        if len(pieces) > len(texts):
-            stats.split += sum(1 for start, end in spans if end - start > 1)
-            piece_progress = progress and (
-                lambda done, total: progress(done * len(texts) // total, len(texts)))
-            piece_facts = [{} for _ in pieces]
-            results = translate_texts(translator, pieces, alpha, extra_length,
-                                      batch_tokens=batch_tokens, progress=piece_progress,
-                                      stats=stats, parallel_searches=parallel_searches,
-                                      constraints=piece_constraints, facts=piece_facts)
-            for i, (start, end) in enumerate(spans if facts is not None else ()):
-                facts[i].update(sentences=end - start, truncated=any(
-                    f["truncated"] for f in piece_facts[start:end]))
-            return [_joined(results[start:end]) for start, end in spans]
+        joined = _translate_sentences(translator, texts, alpha, extra_length, batch_tokens,
+                                      progress, stats, parallel_searches, splitting,
+                                      constraints, facts)
+        if joined is not None:
+            return joined
     fixed = translator.settings
     # A NaN or huge alpha (a flag, an edited setting) would rank hypotheses by nonsense.
     limits.check_bounds({"alpha": alpha}, "decoding")
@@ -382,17 +227,51 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
     alpha = tf.constant(alpha, tf.float32)
     # Clamped in Python first: tf.constant would wrap a value past int32 silently.
     extra_length = clamp_to_limit(extra_length, fixed.max_length)
-    fits = search_budget(batch_tokens, fixed.beam_size, fixed.vocab_size, extra_length,
-                         fixed.max_length, **fixed.model_dims())
+    fits = batching.search_budget(batch_tokens, fixed.beam_size, fixed.vocab_size,
+                                  extra_length, fixed.max_length, **fixed.model_dims())
     extra_length = tf.constant(extra_length, tf.int32)
-    done = len(texts) - len(to_translate)
     lengths = [len(source_ids[i]) - 1 for i in to_translate]  # tokens kept, EOS not counted
     # Each batch split into interleaved parts, one search each (parallel_search.py).
     parts = parallel_search.split_batches(
         [[to_translate[p] for p in positions]
-         for positions in plan_batches(lengths, batch_tokens, fits=fits)],
+         for positions in batching.plan_batches(lengths, batch_tokens, fits=fits)],
         parallel_searches)
     encoded = encode_constraints(translator, constraints)
+    _search(translator, source_ids, parts, alpha, extra_length, encoded, nbest, results,
+            len(texts) - len(to_translate), progress, parallel_searches)
+    return results
+
+
+def _translate_sentences(translator, texts, alpha, extra_length, batch_tokens, progress, stats,
+                         parallel_searches, splitting, constraints, facts):
+    """translate_texts' results for texts that `splitting` splits into sentences: each
+    sentence translated as a text of its own, a line's translations joined (_joined); None
+    when no text is split, so that the texts are translated as they are."""
+    # A constrained text stays whole: its phrases belong to the line, not to one sentence.
+    pieces, spans = splitting.split_all(texts, whole=[line.strip() for line in constraints])
+    piece_constraints = [constraints[i] for i, (start, end) in enumerate(spans)
+                         for _ in range(start, end)]
+    if len(pieces) <= len(texts):
+        return None
+    stats.split += sum(1 for start, end in spans if end - start > 1)
+    piece_progress = progress and (
+        lambda done, total: progress(done * len(texts) // total, len(texts)))
+    piece_facts = [{} for _ in pieces]
+    results = translate_texts(translator, pieces, alpha, extra_length,
+                              batch_tokens=batch_tokens, progress=piece_progress,
+                              stats=stats, parallel_searches=parallel_searches,
+                              constraints=piece_constraints, facts=piece_facts)
+    for i, (start, end) in enumerate(spans if facts is not None else ()):
+        facts[i].update(sentences=end - start, truncated=any(
+            f["truncated"] for f in piece_facts[start:end]))
+    return [_joined(results[start:end]) for start, end in spans]
+
+
+def _search(translator, source_ids, parts, alpha, extra_length, encoded, nbest, results, done,
+            progress, parallel_searches):
+    """Fills results[index] with each searched line's nbest [(text, score)], part by part
+    (translate_parts), reporting progress(done, len(results)) after each part; `done` lines
+    (those without tokens) count as done from the start."""
     pool = parallel_search.thread_pool(parallel_searches)
     try:
         for part, outputs, scores, unmet in translate_parts(translator, source_ids, parts, alpha,
@@ -402,11 +281,10 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
                                    float(scores[row, k])) for k in range(nbest)]
             done += len(part)
             if progress:
-                progress(done, len(texts))
+                progress(done, len(results))
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
-    return results
 
 
 def _joined(piece_results):
@@ -448,44 +326,6 @@ def output_postprocessor(problem_name):
     return problem.postprocess_output if problem else _unchanged
 
 
-def count_constraints(stats, constraints, results):
-    """Counts every line once (stats.constrained, stats.constraints_unmet): a line with
-    constraints whose best output (as written: after the span repair) keeps them all as whole
-    words (constraints.unmet_phrases), or could not; a line without is not constrained. A
-    source with no tokens gives "", which keeps no positive phrase. Returns, per line, None (no
-    constraints) or whether it met them all."""
-    met = [None] * len(results)
-    for i, (line, hypotheses) in enumerate(zip(constraints or (), results)):
-        if not line.strip():
-            continue
-        stats.constrained += 1
-        text = hypotheses[0][0] if hypotheses else ""
-        met[i] = not constraints_lib.unmet_phrases(text, line)
-        stats.constraints_unmet += not met[i]
-    return met
-
-
-def _protect(texts, results, kinds, stats, repaired):
-    """results with every line's protected spans (protected_spans.py) kept exactly: each
-    hypothesis goes through protected_spans.restore, which repairs what the search changed
-    (on held-out format strings this scored higher BLEU than searching again with the lost
-    spans forced in: a span's subwords in context rarely match its own tokenization), and
-    removes a span the model invented where the source has none, as the export's repair does.
-    repaired[i] is set to whether line i's best translation changed."""
-    for i, text in enumerate(texts):
-        if not results[i]:
-            continue
-        restored = [(protected_spans.restore(text, output, kinds), score)
-                    for output, score in results[i]]
-        best = restored[0][0]
-        if protected_spans.find_spans(text, kinds) or best.changed:
-            stats.protected += 1
-            stats.protect_repaired += best.changed
-        repaired[i] = best.changed
-        results[i] = [(fixed.text, score) for fixed, score in restored]
-    return results
-
-
 def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scores=False,
                  batch_tokens=4096, progress=None, postprocess=None, parallel_searches=1,
                  stats=None, splitting=None, line_constraints=None, first_line=0,
@@ -495,9 +335,9 @@ def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scor
     postprocess(source, output) -> output: default, the translator's problem's hook.
     parallel_searches, splitting: see translate_texts. line_constraints(n, source text) -> line
     n's constraint line (translate_texts' constraints), n counted from first_line. protect: the
-    kinds of protected_spans to keep exactly (see _protect). stats: a DecodeStats to add this
-    call's counts to. Each line becomes a records.Translation, written as output_format's
-    writer writes it (records.line_writer).
+    kinds of protected_spans to keep exactly (see line_checks.repair_spans). stats: a DecodeStats
+    to add this call's counts to. Each line becomes a records.Translation, written as
+    output_format's writer writes it (records.line_writer).
     """
     if postprocess is None:
         postprocess = output_postprocessor(translator.settings.problem)
@@ -518,8 +358,8 @@ def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scor
                               constraints=constraints, facts=facts)
     repaired = [False] * len(texts)
     if protect:
-        results = _protect(texts, results, protect, stats, repaired)
-    met = count_constraints(stats, constraints, results)
+        results = line_checks.repair_spans(texts, results, protect, stats, repaired)
+    met = line_checks.count_constraints(stats, constraints, results)
     write = records.line_writer(output_format, print_scores)
     outputs = [write(records.Translation(
         text, [(postprocess(text, output), score) for output, score in hyps],

@@ -7,7 +7,7 @@ export (translation_module.py) repair their outputs with these TF string ops ins
     repair(sources, outputs, kinds)   -> outputs whose spans agree with their source's, and a
                                          bool per output: was it changed
 
-Finding: the same patterns as protected_spans.py, rewritten for RE2 (Unicode classes for \\w and
+Finding: the same patterns as span_finding.py, rewritten for RE2 (Unicode classes for \\w and
 \\d; the space flag's lookahead checked on the next character), and the same tag rule (closing,
 self-closing, with an attribute value, br/hr/wbr, closed in the same line, or a tag of the source).
 tests/inference/test_graph_spans.py holds the two finders equal on real catalogs.
@@ -24,6 +24,7 @@ import re
 import tensorflow as tf
 
 from t2t_lite.inference import protected_spans as ps
+from t2t_lite.inference import span_finding as finding
 
 # Marks, removed from the texts first: where a text ends and a span ends, and where a space-flag
 # specifier ends right before a character that may start the next span.
@@ -77,19 +78,19 @@ def _finder(kinds, stray=True):
     """(pattern, rewrite) that turn a text into text NUL span \\x01 text NUL span \\x01 ... tail."""
     spans = []
     if "markup" in kinds:
-        spans.append(_re2(ps._TAG.pattern))
+        spans.append(_re2(finding._TAG.pattern))
     if "printf" in kinds:
-        spans.append(_re2(ps._PRINTF_PLAIN))
+        spans.append(_re2(finding._PRINTF_PLAIN))
     if "brace" in kinds:
-        spans.append(_re2(ps._BRACE if stray else ps._BRACE_FIELD))
+        spans.append(_re2(finding._BRACE if stray else finding._BRACE_FIELD))
     if "markup" in kinds:
-        spans.append(_re2(ps._ENTITY))
+        spans.append(_re2(finding._ENTITY))
     pattern = f"(?s)(.*?)(?:({'|'.join(spans)})"
     rewrite = f"\\1{_TEXT_END}\\2"
     if "printf" in kinds:
         # A space-flag specifier counts only when no letter or digit follows: the next character
         # is matched too, and written back as the start of the following text.
-        pattern += (f"|({_re2(ps._PRINTF_SPACE_FLAG)})"
+        pattern += (f"|({_re2(finding._PRINTF_SPACE_FLAG)})"
                     f"(?:([^\\pL\\pN{_NEXT_SPAN_START}{_FLAG_END}]|$)|{_FLAG_END})")
         rewrite += f"\\3{_SPAN_END}\\4"
     else:
@@ -105,7 +106,7 @@ def _split(text, kinds, known_tags, stray=True):
     if "printf" in kinds:
         # "% d%s": the "%" after "% d" must stay free to start "%s", so it is not matched; a mark
         # says that "% d" is followed by no letter or digit (twice: "% d% d" chains two).
-        before_span = f"({_re2(ps._PRINTF_SPACE_FLAG)})([{_NEXT_SPAN_START}])"
+        before_span = f"({_re2(finding._PRINTF_SPACE_FLAG)})([{_NEXT_SPAN_START}])"
         for _ in range(2):
             text = tf.strings.regex_replace(text, before_span, f"\\1{_FLAG_END}\\2")
     marked = tf.strings.regex_replace(text, pattern, rewrite)

@@ -1,10 +1,12 @@
 """Protected spans of a source line: printf specifiers, brace fields and markup, found and restored.
 
 What the user fixed is never rewritten by the model (DESIGN.md, Conventions): a format specifier or
-a tag comes out byte for byte. This module is the pure-text part of that promise (no TensorFlow):
+a tag comes out byte for byte. This module and span_finding.py are the pure-text part of that
+promise (no TensorFlow); this one holds the --protect setting and the repair:
 
     find_spans(text, kinds)             the protected spans of a line, in order, non-overlapping
     constraint_phrases(spans)           one target phrase per occurrence, for constrained search
+                                        (both span_finding.py's, importable here with KINDS, Span)
     kept_exactly(source, out, kinds)    does the output keep every span exactly?
     restore(source, out, kinds)         a deterministic repair after any search: always kept_exactly
     parse_setting / resolve             the --protect flag and what "auto" means for a problem/entry
@@ -22,22 +24,7 @@ The rules (issue 43, section 3):
     (`%1$s`), named printf (`%(name)s`), named or numbered brace fields (`{0}`, `{name!r}`),
     `%%`, `{{`, `}}`, stray braces and entities.
 
-What counts as a printf directive follows gettext's format-c.c (what `msgfmt --check-format`
-parses for c-format): `%`, an optional `n$`, flags `-+ #0'I`, a width (`n`, `*`, `*n$`), a
-precision, a size (`hh h l ll L q j z Z t`, MS `I32 I64`), and a conversion `diouxXeEfFgGaAcCsSpnm`
-or a `<PRIu64>`-style inttypes macro; plus `%%` and Python's `%(name)s` (and `%r`). One deliberate
-difference: msgfmt also reads `50% of` as `% o` (space flag, octal) and `100% sure` as `% s`, which
-in real catalogs are prose (c-format catalogs write `%%`). Here a space flag counts only before
-`d`/`i` with a width optional and no letter or digit right after the conversion (`% d`, `% 5i`),
-so prose percent signs are never protected (nor forced into a translation), and "% s" in an output
-is read as a mangled `%s`, which restore repairs.
-
-Markup: closing tags, self-closing tags, tags with an attribute value,
-`<br>`, `<hr>`, `<wbr>`
-and opening tags whose closing tag is in the same line. A lone `<file>` is a usage metavariable,
-which translators translate ("<Datei>"), so it is not protected. Entities: `&amp;`, `&#160;`,
-`&#x1F600;`. Brace fields follow Python's str.format (`{}`, `{0}`, `{name.attr[0]!r:>10}`);
-`{{`, `}}` and a stray `{` or `}` are protected too, since str.format fails on a stray one.
+What counts as a printf directive, a brace field or a tag: span_finding.py's docstring.
 """
 import collections
 import functools
@@ -45,36 +32,8 @@ import re
 from typing import NamedTuple
 
 from t2t_lite.errors import UserError
-
-KINDS = ("printf", "brace", "markup")
-
-_SIZE = r"(?:hh|h|ll|l|L|q|j|z|Z|t|I64|I32)?"
-_CONVERSION = r"(?:[diouxXeEfFgGaAcCsSpnmr]|<PRI[A-Za-z0-9_]+>)"
-_PRINTF_PLAIN = (
-    r"%(?:"
-    r"%"                                                            # %% : a literal percent
-    r"|\([A-Za-z_][\w.-]*\)[-+ #0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?[hlL]?[diouxXeEfFgGcrsa]"  # %(n)s
-    r"|(?:[1-9]\d*\$)?[-+#0'I]*(?:\d+|\*(?:[1-9]\d*\$)?)?"           # n$, flags, width
-    r"(?:\.(?:\d+|\*(?:[1-9]\d*\$)?)?)?" + _SIZE + _CONVERSION +     # precision, size, conversion
-    r")")
-# The space flag (% d, % 5i), only where no letter or digit follows: the lookahead is kept apart
-# so that graph_spans.py, whose RE2 has no lookahead, can check the next character itself.
-_PRINTF_SPACE_FLAG = r"%(?:[1-9]\d*\$)?[-+#0'I]* [-+ #0'I]*\d*[di]"
-_PRINTF = f"(?:{_PRINTF_PLAIN}|{_PRINTF_SPACE_FLAG}(?![^\\W_]))"
-_BRACE_FIELD = (
-    r"\{\{|\}\}"
-    r"|\{(?:\d+|[A-Za-z_]\w*)?(?:\.[A-Za-z_]\w*|\[[^\[\]{}\s]+\])*(?:![rsa])?"
-    r"(?::(?:.?[<>=^])?(?:[^{}\s]|\{\w*\})*)?\}")
-_BRACE = _BRACE_FIELD + r"|[{}]"  # a stray brace is a span too: str.format fails on it
-_ENTITY = r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});"
-_TAG = re.compile(
-    r"<(?P<close>/)?(?P<name>[A-Za-z][\w:.-]*)"
-    r"(?P<attrs>(?:\s+[A-Za-z_:][\w:.-]*(?:\s*=\s*(?:\"[^\"<>]*\"|'[^'<>]*'|[^\s\"'<>=`]+))?)*)"
-    r"\s*(?P<self>/)?>")
-# Only these lone: "<link>", "<source>", "<base>", "<input>" are usage metavariables in catalogs.
-_VOID_ELEMENTS = frozenset(("br", "hr", "wbr"))
-_ATTRIBUTE_VALUE = re.compile(r"=")
-_POSITIONAL = re.compile(r"^%[1-9]\d*\$")
+from t2t_lite.inference.span_finding import (  # noqa: F401  (find_spans etc. importable here)
+    KINDS, Span, checked_kinds, constraint_phrases, find_spans, is_movable, scan)
 
 # Loose pieces: what a reader (msgfmt, Python, str.format, a browser) would still take for a
 # directive or a tag although it is no protected span. They are looked for only in the text
@@ -103,17 +62,10 @@ _TIGHT_GAP = re.compile(r"[^\w\s%{}<>&]{0,3}")
 ROUNDS = 3
 
 
-class Span(NamedTuple):
-    start: int
-    end: int
-    text: str
-    kind: str
-    movable: bool
-
-
 class Restored(NamedTuple):
     text: str
     changed: bool
+
 
 
 # ----------------------------------------------------------------------------------- the flag
@@ -176,82 +128,6 @@ def resolve(setting, problem_name=None, po_flags=(), *, po=None):
             kinds.discard(kind)
     return frozenset(kinds)
 
-
-# ------------------------------------------------------------------------------- finding spans
-
-def _kinds(kinds):
-    kinds = frozenset(kinds)
-    unknown = kinds - set(KINDS)
-    if unknown:
-        raise ValueError(f"unknown protected-span kinds {sorted(unknown)}; known: {KINDS}")
-    return kinds
-
-
-@functools.lru_cache(maxsize=32)
-def _pattern(kinds, stray=True):
-    """One regex for the kinds' spans other than tags (tags need a second look, see _tags);
-    stray=False leaves out the stray braces (the repair finds those with the loose pieces)."""
-    parts = []
-    if "printf" in kinds:
-        parts.append(f"(?P<printf>{_PRINTF})")
-    if "brace" in kinds:
-        parts.append(f"(?P<brace>{_BRACE if stray else _BRACE_FIELD})")
-    if "markup" in kinds:
-        parts.append(f"(?P<markup>{_ENTITY})")
-    return re.compile("|".join(parts)) if parts else None
-
-
-def _movable(text, kind):
-    if kind == "printf":
-        return text == "%%" or text.startswith("%(") or bool(_POSITIONAL.match(text))
-    if kind == "brace":
-        if text in ("{{", "}}", "{", "}"):
-            return True
-        return text[1:2].isalnum() or text[1:2] == "_"  # {0}, {name}; {} and {:>10} are not
-    return not text.startswith("<")  # markup: entities move, tags keep their source order
-
-
-def _tags(text, known_tags=frozenset()):
-    """(start, end, text) of the tags to protect (module docstring), plus any in known_tags."""
-    found = list(_TAG.finditer(text))
-    closed = {m["name"] for m in found if m["close"]}
-    return [(m.start(), m.end(), m[0]) for m in found
-            if m["close"] or m["self"] or m[0] in known_tags
-            or _ATTRIBUTE_VALUE.search(m["attrs"]) or m["name"].lower() in _VOID_ELEMENTS
-            or m["name"] in closed]
-
-
-def _scan(text, kinds, known_tags=frozenset(), stray=True):
-    spans = []
-    pattern = _pattern(kinds, stray)
-    tags = _tags(text, known_tags) if "markup" in kinds and "<" in text else []
-    pos, next_tag = 0, 0
-    while True:
-        match = pattern.search(text, pos) if pattern is not None else None
-        while next_tag < len(tags) and tags[next_tag][0] < pos:
-            next_tag += 1
-        if next_tag < len(tags) and (match is None or tags[next_tag][0] < match.start()):
-            start, end, tag = tags[next_tag]
-            spans.append(Span(start, end, tag, "markup", False))
-            pos = end
-            continue
-        if match is None:
-            return spans
-        kind = match.lastgroup
-        spans.append(Span(match.start(), match.end(), match[0], kind, _movable(match[0], kind)))
-        pos = match.end()
-
-
-def find_spans(text, kinds):
-    """The protected spans of `text` for `kinds` (a subset of KINDS), in order, non-overlapping."""
-    return _scan(text, _kinds(kinds))
-
-
-def constraint_phrases(spans):
-    """Each span's text once per occurrence, in source order: positive constraints for the search."""
-    return [span.text for span in spans]
-
-
 # ------------------------------------------------------------------------- checking and repair
 #
 # One set of rules, which graph_spans.py implements again in TF string ops (a test holds the two
@@ -292,7 +168,7 @@ def _segment(text, kinds, known_tags):
     loose = _loose_pattern(kinds)
     next_group = loose.groups if loose is not None and "printf" in kinds else None
     gaps, pieces, pos = [], [], 0
-    spans = _scan(text, kinds, known_tags, stray=False)
+    spans = scan(text, kinds, known_tags, stray=False)
     for span in spans + [None]:
         segment = text[pos:len(text) if span is None else span.start]
         done = at = 0
@@ -368,7 +244,7 @@ def _source(source, kinds):
             prose.append(text)
         else:
             kind = "printf" if text[0] == "%" else "brace" if text[0] in "{}" else "markup"
-            spans.append(Span(pos, pos + len(text), text, kind, _movable(text, kind)))
+            spans.append(Span(pos, pos + len(text), text, kind, is_movable(text, kind)))
         pos += len(text)
     need = collections.Counter(s.text for s in spans)
     bound = [s for s in spans if not s.movable]
@@ -537,7 +413,7 @@ def kept_exactly(source, translation, kinds):
     """True when every protected span of source is in translation exactly as often, byte for byte,
     the order-bound ones (tags included) in the source's relative order, and nothing else that
     reads as a directive or a tag is there unless the source has it too (module docstring)."""
-    kinds = _kinds(kinds)
+    kinds = checked_kinds(kinds)
     return _clean_or_repaired(_source(source, kinds), translation, kinds)[0]
 
 
@@ -550,7 +426,7 @@ def restore(source, translation, kinds):
     it is repaired again, and after ROUNDS rounds the source itself is returned: the one text that
     always keeps its spans.
     """
-    kinds = _kinds(kinds)
+    kinds = checked_kinds(kinds)
     src = _source(source, kinds)
     text = translation
     for _ in range(ROUNDS):

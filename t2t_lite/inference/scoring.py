@@ -4,7 +4,7 @@ Works with anything that has the TranslationModule's `tokenize`, `score` and `se
 module built from a checkpoint), or a loaded SavedModel (whose `describe` gives the settings and
 whose `score` signature this calls), so the numbers are the export's own. Pairs are read a
 chunk at a time, tokenized once to learn their lengths, sorted and batched by length within the
-chunk (each batch's logits held to their share of batch_tokens, see batch_decode.logits_budget),
+chunk (each batch's logits held to their share of batch_tokens, see batching.logits_budget),
 scored, and written back in input order:
 one output line per pair, "log_prob<TAB>score", where score = log_prob / ((5 + length) / 6)^alpha
 with the length counting EOS, as the beam search ranks hypotheses.
@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_lite.errors import UserError
-from t2t_lite.inference import batch_decode, streaming
+from t2t_lite.inference import batch_decode, batching, streaming
 
 
 @dataclasses.dataclass
@@ -92,8 +92,8 @@ def score_pairs(translator, pairs, batch_tokens=4096, stats=None):
     stats.truncated += sum(1 for s, t in zip(source_counts, target_counts) if max(s, t) > limit)
     lengths = [min(max(s, t), limit) for s, t in zip(source_counts, target_counts)]
     results = [None] * len(pairs)
-    fits = batch_decode.logits_budget(batch_tokens, fixed.vocab_size)
-    for batch in batch_decode.plan_batches(lengths, batch_tokens, fits=fits):
+    fits = batching.logits_budget(batch_tokens, fixed.vocab_size)
+    for batch in batching.plan_batches(lengths, batch_tokens, fits=fits):
         scored = translator.score(tf.constant([sources[i] for i in batch], tf.string),
                                   tf.constant([targets[i] for i in batch], tf.string))
         log_probs = np.asarray(scored["log_prob"], np.float64)

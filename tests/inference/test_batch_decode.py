@@ -3,7 +3,7 @@ line translated sentence by sentence (the decoder CLI's own tests: test_decoder_
 import pytest
 import tensorflow as tf
 
-from t2t_lite.inference import batch_decode, records
+from t2t_lite.inference import batch_decode, batching, records
 from t2t_lite.inference.translator import DecodeSettings
 
 
@@ -16,7 +16,7 @@ def test_clean_lines():
 
 def test_batches_cover_every_line_longest_first_within_budget():
     lengths = [3, 0, 15, 7, 7, 1, 12, 2, 9, 4]
-    batches = batch_decode.plan_batches(lengths, batch_tokens=20)
+    batches = batching.plan_batches(lengths, batch_tokens=20)
     flat = [i for batch in batches for i in batch]
     assert sorted(flat) == list(range(len(lengths)))
     assert [lengths[i] for i in flat] == sorted(lengths, reverse=True)
@@ -118,10 +118,10 @@ DEMO_TEST_LENGTHS = {
 
 
 def _demo_plans(lengths, batch_tokens=4096):
-    new = batch_decode.search_budget(batch_tokens, **DEMO, **DEMO_DIMS)
+    new = batching.search_budget(batch_tokens, **DEMO, **DEMO_DIMS)
     old = _old_fits(batch_tokens, *DEMO.values())
-    return (batch_decode.plan_batches(lengths, batch_tokens, fits=new),
-            batch_decode.plan_batches(lengths, batch_tokens, fits=old))
+    return (batching.plan_batches(lengths, batch_tokens, fits=new),
+            batching.plan_batches(lengths, batch_tokens, fits=old))
 
 
 def test_the_demos_batches_are_as_before_at_the_default_batch_tokens():
@@ -135,7 +135,7 @@ def test_the_demos_batches_are_as_before_at_the_default_batch_tokens():
         new, old = _demo_plans(lengths)
         assert new == old
     # At every width and the rows the source budget allows, the demo's step holds < 2 GiB.
-    budget = batch_decode.search_budget(4096, **DEMO, **DEMO_DIMS)
+    budget = batching.search_budget(4096, **DEMO, **DEMO_DIMS)
     for width in range(2, 129):
         rows = min(1024, 4096 // width)
         assert budget(rows, width)
@@ -144,14 +144,14 @@ def test_the_demos_batches_are_as_before_at_the_default_batch_tokens():
 
 
 def test_the_byte_formula():
-    budget = batch_decode.search_budget(4096, **DEMO, **DEMO_DIMS)
+    budget = batching.search_budget(4096, **DEMO, **DEMO_DIMS)
     rows, width = 10, 21  # 20 tokens and EOS: a decode of 71 steps
     beams, steps = 40, 71
     assert budget.search_bytes(rows, width) == {
         "logits": 2 * beams * 8000 * 4,
         "cache": (beams * steps + rows * width) * 3 * 2 * 256 * 4,
         "attention": (beams * 4 * (steps + width) + rows * 4 * width * width) * 4}
-    assert budget.limit == 4096 * batch_decode.SEARCH_BYTES_PER_TOKEN == 2 * 2 ** 30
+    assert budget.limit == 4096 * batching.SEARCH_BYTES_PER_TOKEN == 2 * 2 ** 30
 
 
 # The export: each setting within its bound, the product not.
@@ -165,7 +165,7 @@ def test_a_beam_over_a_huge_vocabulary_is_refused_naming_the_beam():
     limits.check_bounds({name: value for name, value in HUGE_VOCABULARY.items()
                         if name != "extra_length"}, "the export")
     limits.check_beam_steps(1024, 1024, "the export")
-    budget = batch_decode.search_budget(4096, **HUGE_VOCABULARY, num_layers=1, d_model=2,
+    budget = batching.search_budget(4096, **HUGE_VOCABULARY, num_layers=1, d_model=2,
                                         num_heads=1)
     assert budget.search_bytes(1, 2)["logits"] == 2 * 16 * 2 ** 30
     assert not budget(1, 2)
@@ -179,18 +179,18 @@ def test_a_beam_over_a_huge_vocabulary_is_refused_naming_the_beam():
     assert "\n" not in message
     # plan_batches refuses it before any batch, even a row that would run alone.
     with pytest.raises(UserError, match="lower --beam_size"):
-        batch_decode.plan_batches([1, 1, 5], 4096, fits=budget)
+        batching.plan_batches([1, 1, 5], 4096, fits=budget)
     # Beam 1 over the same vocabulary fits (32 MiB of logits).
-    small = batch_decode.search_budget(4096, **dict(HUGE_VOCABULARY, beam_size=1),
+    small = batching.search_budget(4096, **dict(HUGE_VOCABULARY, beam_size=1),
                                        num_layers=1, d_model=2, num_heads=1)
     small.check_line(1024)
-    assert batch_decode.plan_batches([1, 1, 5], 4096, fits=small) == [[2, 0, 1]]
+    assert batching.plan_batches([1, 1, 5], 4096, fits=small) == [[2, 0, 1]]
 
 
 def test_a_long_decode_on_a_wide_model_is_refused_naming_the_cache():
     from t2t_lite.errors import UserError
 
-    budget = batch_decode.search_budget(4096, beam_size=64, vocab_size=32000, extra_length=1024,
+    budget = batching.search_budget(4096, beam_size=64, vocab_size=32000, extra_length=1024,
                                         max_length=2048, num_layers=24, d_model=4096,
                                         num_heads=32)
     with pytest.raises(UserError, match=r"^--beam_size=64 on a 100-token line decoding up to "
@@ -203,11 +203,11 @@ def test_a_long_decode_on_a_wide_model_is_refused_naming_the_cache():
 def test_a_small_batch_tokens_does_not_refuse_what_the_default_decodes():
     base = dict(beam_size=4, vocab_size=37000, extra_length=50, max_length=256, num_layers=6,
                 d_model=512, num_heads=8)
-    budget = batch_decode.search_budget(1, **base)
+    budget = batching.search_budget(1, **base)
     budget.check_line(256)  # the longest line, alone
-    assert batch_decode.plan_batches([255, 3, 3], 1, fits=budget) == [[0], [1], [2]]
+    assert batching.plan_batches([255, 3, 3], 1, fits=budget) == [[0], [1], [2]]
     # --batch_tokens past the default raises what one line may hold.
-    assert batch_decode.search_budget(8192, **base).line_limit == 4 * 2 ** 30
+    assert batching.search_budget(8192, **base).line_limit == 4 * 2 ** 30
 
 
 class _HugeVocabularyTranslator:
@@ -253,8 +253,8 @@ def test_an_absurd_beam_on_the_tiny_model_is_one_error_line(model_dir, tmp_path)
 
     from tests.conftest import REPO
 
-    code = ("import sys; from t2t_lite.inference import batch_decode; "
-            "batch_decode.SEARCH_BYTES_PER_TOKEN = 1 << 10; "
+    code = ("import sys; from t2t_lite.inference import batching; "
+            "batching.SEARCH_BYTES_PER_TOKEN = 1 << 10; "
             "from t2t_lite.bin import decoder; sys.argv[0] = 't2t-lite-decoder'; decoder.run()")
     out = tmp_path / "out.txt"
 

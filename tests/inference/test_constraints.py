@@ -90,7 +90,7 @@ def test_a_resume_identity_holds_the_constraints_and_the_glossary(tmp_path):
 
 
 def test_a_span_repair_that_breaks_a_phrase_counts_the_line_as_unmet():
-    from t2t_lite.inference import batch_decode
+    from t2t_lite.inference import batch_decode, line_checks
 
     stats = batch_decode.DecodeStats(constraints_unmet=0)
     texts = ["arp: %s: unknown address family.", "%d files", "%d files"]
@@ -98,22 +98,22 @@ def test_a_span_repair_that_breaks_a_phrase_counts_the_line_as_unmet():
                [("Dateien", -1.0)]]
     lines = ["unbekannte Adressfamilie.", "Dateien", "Dateien"]
     repaired = [False] * 3
-    fixed = batch_decode._protect(texts, results, frozenset({"printf"}), stats, repaired)
+    fixed = line_checks.repair_spans(texts, results, frozenset({"printf"}), stats, repaired)
     assert "%s" in fixed[0][0][0] and "unbekannte Adressfamilie." not in fixed[0][0][0]
     assert fixed[2][0][0] == "%d Dateien" or "%d" in fixed[2][0][0]
-    batch_decode.count_constraints(stats, lines, fixed)
+    line_checks.count_constraints(stats, lines, fixed)
     assert (stats.protected, stats.protect_repaired, stats.constraints_unmet) == (3, 2, 1)
     assert stats.constrained == 3
 
 
 def test_every_line_is_counted_once_met_could_not_or_not_constrained():
-    from t2t_lite.inference import batch_decode
+    from t2t_lite.inference import batch_decode, line_checks
 
     stats = batch_decode.DecodeStats(lines=6)
     lines = ["Datei", "Datei", "", "!Datei", "Datei\tDatei", "Ordner"]
     results = [[("Die Datei fehlt", 0.0)], [("Das Dateiformat", 0.0)], [("x", 0.0)],
                [("Formatdatei", 0.0)], [("Datei und Datei", 0.0)], []]  # the last: no tokens
-    batch_decode.count_constraints(stats, lines, results)
+    line_checks.count_constraints(stats, lines, results)
     assert (stats.constrained, stats.constraints_unmet) == (5, 2)
     assert "5 lines constrained, 3 met all their phrases, 2 could not, 1 not constrained" in \
         stats.summary()
@@ -236,12 +236,12 @@ def test_glossary_matching_cost_does_not_grow_with_its_size(tmp_path):
 
 def test_a_span_the_model_invents_is_removed_where_the_source_has_none():
     """The decoder's repair runs on every line, as the export's does: an invented '%s' goes."""
-    from t2t_lite.inference import batch_decode
+    from t2t_lite.inference import batch_decode, line_checks
 
     stats = batch_decode.DecodeStats()
     results = [[("Referenz verweist auf '%s' nicht", -1.0)], [("Hallo", -1.0)]]
     repaired = [False, False]
-    fixed = batch_decode._protect(["Reference points nowhere", "Hello"], results,
-                                  frozenset({"printf"}), stats, repaired)
+    fixed = line_checks.repair_spans(["Reference points nowhere", "Hello"], results,
+                                     frozenset({"printf"}), stats, repaired)
     assert "%" not in fixed[0][0][0] and fixed[1][0][0] == "Hallo"
     assert (stats.protected, stats.protect_repaired, repaired) == (1, 1, [True, False])

@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from t2t_lite.decoding import translate
 from t2t_lite.errors import UserError
-from t2t_lite.inference import batch_decode, saved_model
+from t2t_lite.inference import batching, saved_model
 from t2t_lite.model_dir import limits, loaded
 
 from tests.conftest import REPO, finished
@@ -42,9 +42,9 @@ def _one_error_line(result):
 
 # ---- decode memory follows from rows × beam × decode length ----------------------------------
 def _plans(lengths, beam, vocab, extra, max_length=256, batch_tokens=4096):
-    fits = batch_decode.search_budget(batch_tokens, beam, vocab, extra, max_length)
-    return (batch_decode.plan_batches(lengths, batch_tokens),
-            batch_decode.plan_batches(lengths, batch_tokens, fits=fits))
+    fits = batching.search_budget(batch_tokens, beam, vocab, extra, max_length)
+    return (batching.plan_batches(lengths, batch_tokens),
+            batching.plan_batches(lengths, batch_tokens, fits=fits))
 
 
 def _held(batches, lengths, beam, extra, max_length=256):
@@ -81,17 +81,17 @@ def test_a_large_beam_holds_about_what_beam_4_holds_on_the_same_lines():
 def test_a_large_vocabulary_makes_smaller_batches():
     lengths = [20] * 1000
     _, batches = _plans(lengths, 4, 1 << 20, 50)
-    assert max(len(b) for b in batches) * 4 * (1 << 20) <= 4096 * batch_decode.LOGITS_PER_TOKEN
-    fits = batch_decode.logits_budget(4096, 1 << 20)  # the scorer's: [rows, width, vocab]
-    scored = batch_decode.plan_batches(lengths, 4096, fits=fits)
-    assert max(len(b) for b in scored) * 21 * (1 << 20) <= 4096 * batch_decode.LOGITS_PER_TOKEN
-    assert batch_decode.plan_batches(lengths, 4096, fits=batch_decode.logits_budget(4096, 37000)) \
-        == batch_decode.plan_batches(lengths, 4096)
+    assert max(len(b) for b in batches) * 4 * (1 << 20) <= 4096 * batching.LOGITS_PER_TOKEN
+    fits = batching.logits_budget(4096, 1 << 20)  # the scorer's: [rows, width, vocab]
+    scored = batching.plan_batches(lengths, 4096, fits=fits)
+    assert max(len(b) for b in scored) * 21 * (1 << 20) <= 4096 * batching.LOGITS_PER_TOKEN
+    assert batching.plan_batches(lengths, 4096, fits=batching.logits_budget(4096, 37000)) \
+        == batching.plan_batches(lengths, 4096)
 
 
 def test_a_line_too_big_for_the_budgets_alone_is_a_batch_alone():
-    fits = batch_decode.search_budget(16, 1024, 60, 50, 256)  # 1,024 beam steps: no line fits
-    assert batch_decode.plan_batches([1, 1, 1], 16, fits=fits) == [[0], [1], [2]]
+    fits = batching.search_budget(16, 1024, 60, 50, 256)  # 1,024 beam steps: no line fits
+    assert batching.plan_batches([1, 1, 1], 16, fits=fits) == [[0], [1], [2]]
 
 
 def _start_peak_rss(*args, stdin):

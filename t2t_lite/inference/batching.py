@@ -1,0 +1,155 @@
+"""Batches of source lines planned to fit: about --batch_tokens padded source tokens each, and the
+memory a step of the beam search (or the scorer's forced decoding) really holds.
+
+    search_budget(...)     a SearchBudget: fits(rows, width) for the search's batches, and
+                           check_line(width), which refuses one line too big for a step alone
+    logits_budget(...)     fits(rows, width) for the scorer: its logits [rows, width, vocabulary]
+    plan_batches(...)      index lists, longest sources first, each within those budgets
+
+A batch is held to the bytes a step of its search holds (SearchBudget.search_bytes): beams ×
+vocabulary logits, the decode cache (beams × decode length × layers × 2 × d_model) and attention
+scores, within 2 GiB per search step at the default batch_tokens, so a large beam, vocabulary or
+decode makes batches of fewer lines rather than more memory; one line too big for a step alone
+ends in one error naming the setting to change. batch_decode.py and scoring.py plan with these.
+"""
+from t2t_lite.errors import UserError
+
+# What a batch may hold besides its source tokens, per token of batch_tokens.
+#
+# Bytes (SEARCH_BYTES_PER_TOKEN: 2 GiB a search step at the default --batch_tokens=4096): what a
+# step of the search really holds, all float32 (search_bytes):
+#   logits     2 × rows × beam × vocab × 4: a [vocabulary] row per beam, and as much again for
+#              the log-softmax's work on it (exp(logits - max) is as large);
+#   cache      (rows × beam × decode length + rows × source width) × layers × 2 × d_model
+#              × 4: every layer's self-attention keys and values at each beam's positions, and
+#              the encoder's keys and values each line's beams attend to;
+#   attention  rows × beam × heads × (decode length + source width) × 4, one layer's self- and
+#              encoder-decoder attention scores, + rows × heads × source width² × 4, one
+#              encoder layer's.
+# Beam steps (BEAM_STEPS_PER_TOKEN, as before): rows × beam × decode length, the positions of the
+# hypotheses and their bookkeeping, whatever the model's width.
+# Logits alone (LOGITS_PER_TOKEN): the scorer's [rows, width, vocabulary] (logits_budget); the
+# search's logits, at 8 bytes each above, stay within the same share.
+#
+# Beam 4 at the default 4096 on the demo's model (vocabulary 8,000, 3 layers of d_model 256, 4
+# heads, max_length 128, extra_length 50) holds at most ~1.6 GiB at the row cap of 1024, so its
+# batches are those of the source budget alone; with a vocabulary up to 65,536 and no model
+# widths known, so are beam 4's at extra_length up to 60.
+#
+# One line alone may hold the bytes of max(batch_tokens, 4096) tokens (a small --batch_tokens
+# makes small batches, it does not refuse lines the default decodes); a line over that is refused
+# before its chunk is searched (SearchBudget.check_line), naming the setting to change. A line
+# over the beam steps alone is a batch alone: limits.MAX_BEAM_STEPS bounds it.
+LOGITS_PER_TOKEN = 1 << 16
+BEAM_STEPS_PER_TOKEN = 64
+SEARCH_BYTES_PER_TOKEN = 1 << 19
+LINE_BUDGET_TOKENS = 4096  # the default --batch_tokens
+FLOAT_BYTES = 4
+
+
+def _size(size):
+    """Bytes as GiB (MiB below one GiB), one decimal."""
+    if size < 2 ** 30:
+        return f"{size / 2 ** 20:,.1f} MiB"
+    return f"{size / 2 ** 30:,.1f} GiB"
+
+
+class SearchBudget:
+    """fits(rows, width) for beam search batches (see search_bytes, and the shares above);
+    check_line(width) refuses one line too big for a step alone. num_layers, d_model, num_heads:
+    the model's (DecodeSettings.model_dims()); None when unknown, when the cache and attention are not
+    counted in bytes (the beam steps still hold them)."""
+
+    def __init__(self, batch_tokens, beam_size, vocab_size, extra_length, max_length,
+                 num_layers=None, d_model=None, num_heads=None):
+        self.batch_tokens, self.beam_size, self.vocab_size = batch_tokens, beam_size, vocab_size
+        self.extra_length, self.max_length = extra_length, max_length
+        self.num_layers, self.d_model, self.num_heads = num_layers, d_model, num_heads
+        self.limit = batch_tokens * SEARCH_BYTES_PER_TOKEN
+        self.line_limit = max(batch_tokens, LINE_BUDGET_TOKENS) * SEARCH_BYTES_PER_TOKEN
+
+    def steps(self, width):
+        """The decode length of a batch `width` source tokens wide (EOS included)."""
+        return max(1, min(width + self.extra_length, self.max_length))
+
+    def search_bytes(self, rows, width):
+        """{"logits", "cache", "attention"}: bytes a search step of `rows` lines `width` wide
+        holds at its last (longest) step."""
+        beams, steps = rows * self.beam_size, self.steps(width)
+        logits = 2 * beams * self.vocab_size * FLOAT_BYTES
+        cache = attention = 0
+        if self.num_layers and self.d_model:
+            cache = ((beams * steps + rows * width) * self.num_layers * 2 * self.d_model
+                     * FLOAT_BYTES)
+        if self.num_heads:
+            attention = (beams * (steps + width) + rows * width * width) * self.num_heads \
+                * FLOAT_BYTES
+        return {"logits": logits, "cache": cache, "attention": attention}
+
+    def __call__(self, rows, width):
+        return (sum(self.search_bytes(rows, width).values()) <= self.limit
+                and rows * self.beam_size * self.steps(width)
+                <= self.batch_tokens * BEAM_STEPS_PER_TOKEN)
+
+    def check_line(self, width):
+        """UserError, naming the setting to change, unless one line `width` source tokens wide
+        (EOS included) fits a search step alone."""
+        parts = self.search_bytes(1, width)
+        total = sum(parts.values())
+        if total <= self.line_limit:
+            return
+        beam = f"--beam_size={self.beam_size}"
+        largest = max(parts, key=parts.get)
+        if largest == "logits":
+            what = (f"{beam} with a {self.vocab_size:,}-token vocabulary needs "
+                    f"{_size(parts['logits'] // 2)} of logits")
+            fix = "lower --beam_size"
+        elif largest == "cache":
+            what = (f"{beam} on a {width - 1:,}-token line decoding up to {self.steps(width):,} "
+                    f"tokens with {self.num_layers} layers of d_model {self.d_model} needs "
+                    f"{_size(parts['cache'])} of decode cache")
+            fix = "lower --beam_size or --extra_length"
+        else:
+            what = (f"a {width - 1:,}-token line with {self.num_heads} heads and {beam} needs "
+                    f"{_size(parts['attention'])} of attention scores")
+            fix = "lower --beam_size or shorten the line"
+        raise UserError(f"{what} per search step for one line ({_size(total)} in all with the "
+                        f"logits' log-softmax, the decode cache and attention), more than the "
+                        f"{_size(self.line_limit)} --batch_tokens={self.batch_tokens} allows one "
+                        f"line; {fix}, or raise --batch_tokens")
+
+
+def search_budget(batch_tokens, beam_size, vocab_size, extra_length, max_length,
+                  num_layers=None, d_model=None, num_heads=None):
+    """A SearchBudget: fits(rows, width) for beam search batches, with check_line(width)."""
+    return SearchBudget(batch_tokens, beam_size, vocab_size, extra_length, max_length,
+                        num_layers, d_model, num_heads)
+
+
+def logits_budget(batch_tokens, vocab_size):
+    """fits(rows, width) for forced decoding (scoring): its logits [rows, width, vocab_size]."""
+    return lambda rows, width: rows * width * vocab_size <= batch_tokens * LOGITS_PER_TOKEN
+
+
+def plan_batches(lengths, batch_tokens, max_batch_size=1024, fits=None):
+    """Index lists, longest sources first, each with about batch_tokens padded source tokens and,
+    with `fits` (search_budget, logits_budget), within its budgets. A row too big for them alone
+    is a batch alone, as a source longer than batch_tokens is; but a line a SearchBudget refuses
+    (check_line: the widest, first) is a UserError before any batch is planned."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    if order and hasattr(fits, "check_line"):
+        fits.check_line(lengths[order[0]] + 1)
+    batches, current, width = [], [], 0
+    for index in order:
+        row_width = lengths[index] + 1  # EOS
+        new_width = max(width, row_width)
+        if current and (new_width * (len(current) + 1) > batch_tokens
+                        or len(current) >= max_batch_size
+                        or (fits is not None and not fits(len(current) + 1, new_width))):
+            batches.append(current)
+            current, new_width = [], row_width
+        current.append(index)
+        width = new_width
+    if current:
+        batches.append(current)
+    return batches
