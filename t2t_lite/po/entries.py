@@ -84,13 +84,11 @@ def one_line(hypothesis):
     return " ".join(hypothesis.split("\n")).strip(" ")
 
 
-def plan(catalog_entries, rule, options, kinds_of, stats):
-    """The entries to translate, as Jobs; counts the others into stats."""
+def plan(messages, rule, options, kinds_of, stats):
+    """The entries to translate of a catalog's messages (not the header, not obsolete), as
+    Jobs; counts the others into stats."""
     jobs = []
-    for entry in catalog_entries:
-        if entry.obsolete:
-            stats.obsolete += 1
-            continue
+    for entry in messages:
         stats.entries += 1
         retranslate = entry.fuzzy and options.translate_fuzzy
         if entry.fuzzy and not retranslate:
