@@ -304,19 +304,7 @@ def slurm_tf_config(environ, port):
         hosts = expand_hostlist(hostlist)
     except ValueError as error:
         raise UserError(f"{list_name}={hostlist} is not a Slurm host list: {error}") from None
-    counts_name, counts = _env(environ, "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE")
-    if counts is None:
-        counts = [1] * len(hosts)  # no tasks per node: one task on each
-        counts_name = None
-    else:
-        try:
-            counts = expand_tasks_per_node(counts)
-        except ValueError as error:
-            raise UserError(f"{counts_name}={environ[counts_name].strip()} is not Slurm's tasks "
-                            f"per node: {error}") from None
-        if len(counts) != len(hosts):
-            raise UserError(f"{counts_name}={environ[counts_name].strip()} gives "
-                            f"{len(counts)} node(s), {list_name}={hostlist} {len(hosts)}")
+    counts_name, counts = _slurm_tasks_per_node(environ, hosts, f"{list_name}={hostlist}")
     tasks_name, ntasks = _env(environ, "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS")
     ntasks = sum(counts) if ntasks is None else _integer(tasks_name, ntasks)
     placed_by = (f"{list_name}={hostlist} (one task a node)" if counts_name is None
@@ -329,28 +317,9 @@ def slurm_tf_config(environ, port):
         raise UserError(f"--port={port} plus {max(counts) - 1} (tasks on one node) is past "
                         "65535: give a lower --port")
 
-    dist_name, distribution = _env(environ, "SLURM_DISTRIBUTION")
-    if len(hosts) == 1:
-        nodes, described = [0] * ntasks, "the placement"  # one node: all distributions agree
-    else:
-        try:
-            kind, plane = parse_distribution(distribution, environ.get("SLURM_DIST_PLANESIZE"))
-        except ValueError as error:
-            raise UserError(f"{dist_name}={distribution}: {error}; srun's forms are block, "
-                            "cyclic, plane=N or arbitrary, then :socket and :core levels "
-                            "(block:cyclic) and ,pack or ,nopack") from None
-        described = f"{kind} placement" if plane is None else f"plane={plane} placement"
-        if kind == "arbitrary":
-            nodes = _arbitrary_nodes(environ, hosts, counts, ntasks,
-                                     f"{dist_name}={distribution} over {list_name}={hostlist}")
-        else:
-            nodes = task_nodes(kind, counts, plane)
-
-    addresses, local_ids, on_node = [], [], [[] for _ in hosts]
-    for task, node in enumerate(nodes):
-        local_ids.append(len(on_node[node]))
-        on_node[node].append(task)
-        addresses.append(f"{hosts[node]}:{port + local_ids[-1]}")
+    nodes, described = _slurm_task_nodes(environ, hosts, counts, ntasks,
+                                          f"{list_name}={hostlist}")
+    addresses, local_ids, on_node = _worker_addresses(hosts, nodes, port)
     # Without the step's variables this is no task of srun's (the batch script itself, say).
     fix = ("the step's variables disagree with one another: give srun --distribution=block"
            if list_name == "SLURM_STEP_NODELIST" else
@@ -358,6 +327,56 @@ def slurm_tf_config(environ, port):
     _check_own_place(environ, procid, (hosts, nodes, local_ids, on_node),
                      f"{described} over {list_name}", fix)
     return {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": procid}}
+
+
+def _slurm_tasks_per_node(environ, hosts, hosts_given):
+    """(the variable read or None, the task count on each of `hosts`) from
+    SLURM_STEP_TASKS_PER_NODE / SLURM_TASKS_PER_NODE; one task a node where neither is set.
+    `hosts_given` names the host list (NAME=VALUE) for the message on a mismatch."""
+    counts_name, counts = _env(environ, "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE")
+    if counts is None:
+        return None, [1] * len(hosts)  # no tasks per node: one task on each
+    try:
+        counts = expand_tasks_per_node(counts)
+    except ValueError as error:
+        raise UserError(f"{counts_name}={environ[counts_name].strip()} is not Slurm's tasks "
+                        f"per node: {error}") from None
+    if len(counts) != len(hosts):
+        raise UserError(f"{counts_name}={environ[counts_name].strip()} gives "
+                        f"{len(counts)} node(s), {hosts_given} {len(hosts)}")
+    return counts_name, counts
+
+
+def _slurm_task_nodes(environ, hosts, counts, ntasks, hosts_given):
+    """(each task's node index, the placement described) from SLURM_DISTRIBUTION (with
+    SLURM_DIST_PLANESIZE, or the arbitrary host file); on one node all distributions agree."""
+    dist_name, distribution = _env(environ, "SLURM_DISTRIBUTION")
+    if len(hosts) == 1:
+        return [0] * ntasks, "the placement"  # one node: all distributions agree
+    try:
+        kind, plane = parse_distribution(distribution, environ.get("SLURM_DIST_PLANESIZE"))
+    except ValueError as error:
+        raise UserError(f"{dist_name}={distribution}: {error}; srun's forms are block, "
+                        "cyclic, plane=N or arbitrary, then :socket and :core levels "
+                        "(block:cyclic) and ,pack or ,nopack") from None
+    described = f"{kind} placement" if plane is None else f"plane={plane} placement"
+    if kind == "arbitrary":
+        nodes = _arbitrary_nodes(environ, hosts, counts, ntasks,
+                                 f"{dist_name}={distribution} over {hosts_given}")
+    else:
+        nodes = task_nodes(kind, counts, plane)
+    return nodes, described
+
+
+def _worker_addresses(hosts, nodes, port):
+    """(each task's host:port, each task's SLURM_LOCALID, each node's tasks) for tasks placed
+    on `nodes`: a node's k-th task listens on `port` + k."""
+    addresses, local_ids, on_node = [], [], [[] for _ in hosts]
+    for task, node in enumerate(nodes):
+        local_ids.append(len(on_node[node]))
+        on_node[node].append(task)
+        addresses.append(f"{hosts[node]}:{port + local_ids[-1]}")
+    return addresses, local_ids, on_node
 
 
 def _check_own_place(environ, procid, placement, described, fix):
