@@ -86,10 +86,8 @@ def run_demo(options, echo=print):
     """Runs every stage of DemoOptions `options`; its DemoResult (the results dict is also
     written to RUN/results.json)."""
     from t2t_lite.data import datagen
-    from t2t_lite.export import exporters
     from t2t_lite.model_dir import averaging
     from t2t_lite.problem_spec import ProblemSpec
-    from t2t_lite.training.trainer import TrainOptions, train
 
     run = Run(options.run_dir, echo)
     data_dir, model_dir, export_dir = run.path("data"), run.path("model"), run.path("export")
@@ -104,18 +102,7 @@ def run_demo(options, echo=print):
     echo(datagen.run(problem, data_dir), flush=True)
     timings["datagen"] = time.monotonic() - start
 
-    train_options = TrainOptions(
-        problem=options.problem, problem_params=list(options.problem_params),
-        data_dir=data_dir, model_dir=model_dir, hparams_set=options.hparams_set,
-        gin_params=list(options.gin_params), bleu_sentences=0, print_params=True,
-        # The demo's budget always (0.0: none); unset steps are the set's.
-        train_minutes=budget_minutes(options), train_steps=options.train_steps or None)
-    echo(shown("trainer", to_args(train_options)), flush=True)
-    start = time.monotonic()
-    trained = train(train_options)
-    timings["train"] = timings.get("train", 0.0) + time.monotonic() - start
-    run.state["train_summary"] = {"step": trained.step, "stopped_because": trained.stopped_because,
-                                  "last_checkpoint": trained.last_checkpoint}
+    trained = _train(run, options, data_dir, model_dir, echo)
 
     # Without --average_last, the set's own TrainConfig.average_last.
     echo(shown("avg_checkpoints", flag_args(model_dir=model_dir,
@@ -125,16 +112,7 @@ def run_demo(options, echo=print):
     checkpoint = averaged.path
 
     if run.state.get("exported_from") != checkpoint or not _export_exists(run.state, export_dir):
-        echo(shown("exporter", flag_args(model_dir=model_dir, export_dir=export_dir,
-                                         checkpoint_path=checkpoint)), flush=True)
-        start = time.monotonic()
-        run.state["export_path"] = exporters.make_exporter("savedmodel").export(
-            model_dir, export_dir, checkpoint_path=checkpoint)
-        echo(run.state["export_path"], flush=True)
-        timings["export"] = time.monotonic() - start
-        run.state["exported_from"] = checkpoint
-        run.state.pop("translated_with", None)
-        run.save_state()
+        _export(run, model_dir, export_dir, checkpoint, echo)
 
     source, reference = _write_test_split(run, problem, data_dir, options.test_sentences)
     translation = run.path("test.translation")
@@ -153,6 +131,44 @@ def run_demo(options, echo=print):
     run.save_state()
     _print_summary(run, results, echo)
     return DemoResult(results=results, trained=trained, averaged=averaged, decoded=decoded)
+
+
+def _train(run, options, data_dir, model_dir, echo):
+    """Trains (or resumes) the demo's model as t2t-lite-trainer does; its TrainResult. Its
+    seconds add to the run's "train" timing; run.state["train_summary"] records the result."""
+    from t2t_lite.training.trainer import TrainOptions, train
+
+    train_options = TrainOptions(
+        problem=options.problem, problem_params=list(options.problem_params),
+        data_dir=data_dir, model_dir=model_dir, hparams_set=options.hparams_set,
+        gin_params=list(options.gin_params), bleu_sentences=0, print_params=True,
+        # The demo's budget always (0.0: none); unset steps are the set's.
+        train_minutes=budget_minutes(options), train_steps=options.train_steps or None)
+    echo(shown("trainer", to_args(train_options)), flush=True)
+    timings = run.state["seconds"]
+    start = time.monotonic()
+    trained = train(train_options)
+    timings["train"] = timings.get("train", 0.0) + time.monotonic() - start
+    run.state["train_summary"] = {"step": trained.step, "stopped_because": trained.stopped_because,
+                                  "last_checkpoint": trained.last_checkpoint}
+    return trained
+
+
+def _export(run, model_dir, export_dir, checkpoint, echo):
+    """Exports `checkpoint` as a SavedModel as t2t-lite-exporter does, and records it in
+    run.state (export_path, exported_from; the old translation no longer counts)."""
+    from t2t_lite.export import exporters
+
+    echo(shown("exporter", flag_args(model_dir=model_dir, export_dir=export_dir,
+                                     checkpoint_path=checkpoint)), flush=True)
+    start = time.monotonic()
+    run.state["export_path"] = exporters.make_exporter("savedmodel").export(
+        model_dir, export_dir, checkpoint_path=checkpoint)
+    echo(run.state["export_path"], flush=True)
+    run.state["seconds"]["export"] = time.monotonic() - start
+    run.state["exported_from"] = checkpoint
+    run.state.pop("translated_with", None)
+    run.save_state()
 
 
 def _decode(run, source, translation):
