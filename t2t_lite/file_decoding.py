@@ -197,35 +197,10 @@ def _line_constraints(translator, file_constraints, glossary, options, first_lin
     the constraints file and the glossary is checked as it tokenizes (constraints.check_tokenized).
     first_line: the input's first line in the file (a shard's), for messages. protect: the
     protected_spans kinds no glossary term may match inside."""
-    from t2t_lite.inference import batch_decode
-
     if file_constraints is None and not glossary:
         return None, {"applied": 0, "dropped": 0}
-    line_tokens = [0] * len(file_constraints or ())
-    if file_constraints:
-        for start in range(0, len(file_constraints), batch_decode.TOKENIZE_CHUNK):
-            chunk = file_constraints[start:start + batch_decode.TOKENIZE_CHUNK]
-            encoded = batch_decode.encode_constraints(translator, chunk)
-            if encoded is not None:
-                constraints.check_tokenized(
-                    chunk, encoded, lambda i: ("--constraints_file", options.constraints_file,
-                                               first_line + start + i + 1))
-                for i in range(len(chunk)):
-                    line_tokens[start + i] = constraints.token_count(encoded, i)
-    entry_tokens = {}
-    if glossary:
-        rows = [constraints.join_line([(e.negative, list(e.alternatives))])
-                for e in glossary.entries]
-        for start in range(0, len(rows), batch_decode.TOKENIZE_CHUNK):
-            chunk = rows[start:start + batch_decode.TOKENIZE_CHUNK]
-            encoded = batch_decode.encode_constraints(translator, chunk)
-            if encoded is not None:
-                constraints.check_tokenized(
-                    chunk, encoded, lambda i: ("--glossary", glossary.path,
-                                               glossary.entries[start + i].line))
-                for i in range(len(chunk)):
-                    entry_tokens[tuple(glossary.entries[start + i].alternatives)] = \
-                        constraints.token_count(encoded, i)
+    line_tokens = _constraints_file_tokens(translator, file_constraints, options, first_line)
+    entry_tokens = _glossary_entry_tokens(translator, glossary)
     counts = {"applied": 0, "dropped": 0}
 
     def line_constraints(number, source):
@@ -253,6 +228,47 @@ def _line_constraints(translator, file_constraints, glossary, options, first_lin
         return constraints.join_line(phrases)
 
     return line_constraints, counts
+
+
+def _constraints_file_tokens(translator, file_constraints, options, first_line):
+    """Each constraints file line's token count (constraints.token_count; 0 for every line
+    when the translator tokenizes none), after checking its phrases tokenize."""
+    from t2t_lite.inference import batch_decode
+
+    line_tokens = [0] * len(file_constraints or ())
+    if file_constraints:
+        for start in range(0, len(file_constraints), batch_decode.TOKENIZE_CHUNK):
+            chunk = file_constraints[start:start + batch_decode.TOKENIZE_CHUNK]
+            encoded = batch_decode.encode_constraints(translator, chunk)
+            if encoded is not None:
+                constraints.check_tokenized(
+                    chunk, encoded, lambda i: ("--constraints_file", options.constraints_file,
+                                               first_line + start + i + 1))
+                for i in range(len(chunk)):
+                    line_tokens[start + i] = constraints.token_count(encoded, i)
+    return line_tokens
+
+
+def _glossary_entry_tokens(translator, glossary):
+    """{a glossary entry's alternatives (tuple): its token count}, after checking each entry
+    tokenizes; empty without a glossary or when the translator tokenizes none."""
+    from t2t_lite.inference import batch_decode
+
+    entry_tokens = {}
+    if glossary:
+        rows = [constraints.join_line([(e.negative, list(e.alternatives))])
+                for e in glossary.entries]
+        for start in range(0, len(rows), batch_decode.TOKENIZE_CHUNK):
+            chunk = rows[start:start + batch_decode.TOKENIZE_CHUNK]
+            encoded = batch_decode.encode_constraints(translator, chunk)
+            if encoded is not None:
+                constraints.check_tokenized(
+                    chunk, encoded, lambda i: ("--glossary", glossary.path,
+                                               glossary.entries[start + i].line))
+                for i in range(len(chunk)):
+                    entry_tokens[tuple(glossary.entries[start + i].alternatives)] = \
+                        constraints.token_count(encoded, i)
+    return entry_tokens
 
 
 def _same_term(phrases, negative, alternatives):
