@@ -93,8 +93,8 @@ def encode(tokenizer, lines, word_ends, glued=None):
     tokenizer(strings [N]) -> ragged ids that writes a text glued to what precedes it
     (word_pieces.glued_model); each negative alternative is then barred in that form too, after
     a WORD_START."""
-    positive_texts, negative_texts, prefix, phrase_counts, alternative_counts, empty = parse(
-        lines)
+    parsed = parse(lines)
+    positive_texts, negative_texts, prefix, _, _, _ = parsed
     word_ends = tf.cast(word_ends, tf.bool)
 
     def ids(texts, open_ended):
@@ -119,7 +119,15 @@ def encode(tokenizer, lines, word_ends, glued=None):
     negative = negative.to_tensor()
     positive, negative = tf.cast(positive, tf.int32), tf.cast(negative, tf.int32)
 
-    # The reasons to refuse a line, in the order constraints.py checks them.
+    errors = _refusals(parsed, positive_raw, negative_raw)
+    return {"positive": positive, "negative": negative, "errors": errors}
+
+
+def _refusals(parsed, positive_raw, negative_raw):
+    """string [B]: why each line is refused ("" for none), the first of the reasons in the
+    order constraints.py checks them. parsed: parse's tuple; positive_raw, negative_raw: the
+    ragged ids of its positive and negative alternatives (flat), before any word end."""
+    positive_texts, negative_texts, prefix, phrase_counts, alternative_counts, empty = parsed
     reasons = [tf.where(empty, "an empty phrase or alternative", "")]
     most = constraints_lib.MAX_PHRASES
     reasons.append(tf.where(phrase_counts > most, tf.strings.join(
@@ -150,8 +158,7 @@ def encode(tokenizer, lines, word_ends, glued=None):
         tf.where(conflict, negative_texts.flat_values, "")))
     reasons.append(tf.where(tf.not_equal(conflicting, ""), tf.strings.join(
         ["the phrase '", conflicting, "' is both required and forbidden"]), ""))
-    errors = _first(tf.RaggedTensor.from_tensor(tf.stack(reasons, axis=1)))
-    return {"positive": positive, "negative": negative, "errors": errors}
+    return _first(tf.RaggedTensor.from_tensor(tf.stack(reasons, axis=1)))
 
 
 def _rows(ragged):
