@@ -132,30 +132,9 @@ def check(entries, translation_path, reference_path):
             and e.ppl is not None and math.isfinite(e.ppl)}
     measured = [(finding, c) for finding in FINDINGS for c in finding.comparisons
                 if c.row in done and c.against in done]
-    scores = {}  # row: (dev BLEU, BLEU on each resample)
-    if measured:
-        try:
-            resamples = bleu_bootstrap.PairedResamples(read_lines(reference_path, "reference"))
-        except UserError as error:
-            raise UserError(f"cannot check the paper's findings: {error}") from None
-        for row in sorted({name for _, c in measured for name in (c.row, c.against)}):
-            try:
-                scores[row] = resamples.scores(read_lines(translation_path(row), "translation"))
-            except UserError as error:
-                raise UserError(f"cannot check the paper's findings on row {row}: "
-                                f"{error}") from None
+    scores = _scores(measured, translation_path, reference_path)
     differences = [scores[c.row][1] - scores[c.against][1] for _, c in measured]
-    # The family: each comparison's difference test, and its equivalence test where the paper
-    # found no difference; all adjusted together (Holm).
-    tests, raw = [], []
-    for index, (_, c) in enumerate(measured):
-        tests.append((index, "difference"))
-        raw.append(bleu_bootstrap.difference_p_value(differences[index]))
-        if c.bleu in (SAME, NOT_BETTER):
-            tests.append((index, "same"))
-            raw.append(bleu_bootstrap.equivalence_p_value(
-                differences[index], BLEU_MARGIN * scores[c.against][0]))
-    adjusted = dict(zip(tests, bleu_bootstrap.holm(raw)))
+    adjusted = _adjusted_p_values(measured, scores, differences)
     by_finding = {finding.key: ([], []) for finding in FINDINGS}
     for index, (finding, c) in enumerate(measured):
         compared, checks = by_finding[finding.key]
@@ -185,6 +164,39 @@ def check(entries, translation_path, reference_path):
                     "verdict": _verdict(checks) if checks else "not measured",
                     "comparisons": compared})
     return out
+
+
+def _scores(measured, translation_path, reference_path):
+    """{row: (dev BLEU, BLEU on each resample)} for each row of the `measured` comparisons,
+    all on the same paired resamples of the reference; a file not read is a UserError."""
+    scores = {}
+    if measured:
+        try:
+            resamples = bleu_bootstrap.PairedResamples(read_lines(reference_path, "reference"))
+        except UserError as error:
+            raise UserError(f"cannot check the paper's findings: {error}") from None
+        for row in sorted({name for _, c in measured for name in (c.row, c.against)}):
+            try:
+                scores[row] = resamples.scores(read_lines(translation_path(row), "translation"))
+            except UserError as error:
+                raise UserError(f"cannot check the paper's findings on row {row}: "
+                                f"{error}") from None
+    return scores
+
+
+def _adjusted_p_values(measured, scores, differences):
+    """{(comparison index, "difference" or "same"): Holm-adjusted p-value}. The family: each
+    comparison's difference test, and its equivalence test where the paper found no
+    difference; all adjusted together (Holm)."""
+    tests, raw = [], []
+    for index, (_, c) in enumerate(measured):
+        tests.append((index, "difference"))
+        raw.append(bleu_bootstrap.difference_p_value(differences[index]))
+        if c.bleu in (SAME, NOT_BETTER):
+            tests.append((index, "same"))
+            raw.append(bleu_bootstrap.equivalence_p_value(
+                differences[index], BLEU_MARGIN * scores[c.against][0]))
+    return dict(zip(tests, bleu_bootstrap.holm(raw)))
 
 
 def render(findings):

@@ -87,22 +87,12 @@ def run_table(options: TableOptions, echo=print):
         budget = ({"train_minutes": DEFAULT_CPU_MINUTES} if scale == "cpu" else
                   {"train_steps": plans["base"].configs[1].train_steps})
 
-    precision = table.record.get("precision") if table.record else None
-    precision_why = table.record.get("precision_why") if table.record else None
-    if precision is None:
-        # One choice for every row: "auto" is decided here, once.
-        precision, precision_why = training_precision.choose(
-            plans["base"].configs[1].mixed_precision)
+    precision, precision_why = _table_precision(table, plans)
     plans = plan_rows(plans, precision)
 
     if table.record is None:
-        table.record = dict(table_identity(options, scale, budget), table="Vaswani et al. 2017, "
-                            "Table 3 (variations on the Transformer)", steps=None,
-                            precision=precision, precision_why=precision_why,
-                            machine=machine(), vocab_size=vocab_size,
-                            created=time.strftime("%Y-%m-%d %H:%M:%S"), rows={})
-        if "train_steps" in budget:
-            table.record["steps"] = budget["train_steps"]
+        table.record = _new_record(options, scale, budget, (precision, precision_why),
+                                   vocab_size)
     os.makedirs(table.dir, exist_ok=True)
     for row in rows:
         table.record["rows"].setdefault(row, {"model_dir": table.row_path(row, "model"),
@@ -112,13 +102,7 @@ def run_table(options: TableOptions, echo=print):
                                  table.path(DEV_REFERENCE), limit=options.dev_sentences).lines
     table.record["dev_sentences_decoded"] = dev_lines
     minutes = budget.get("train_minutes")
-    # With --train_minutes, base's steps become everyone's: it trains first, even unselected.
-    if minutes and "base" not in rows and not table.result("base"):
-        echo("table3: --train_minutes trains base first: the steps it reaches are every row's "
-             "step budget", flush=True)
-        rows = ["base"] + rows
-        table.record["rows"].setdefault("base", {"model_dir": table.row_path("base", "model"),
-                                                 "status": "not run"})
+    rows = _base_first(table, rows, minutes, echo)
 
     if table.record.get("steps") is None and table.result("base"):
         table.record["steps"] = table.result("base").steps  # killed before it was recorded
@@ -139,6 +123,42 @@ def run_table(options: TableOptions, echo=print):
             table.save()
     write_outputs(table, plans, echo)
     return table.record
+
+
+def _table_precision(table, plans):
+    """(precision, why) of the table: the record's, else chosen now from base's
+    mixed_precision; one choice for every row: "auto" is decided here, once."""
+    precision = table.record.get("precision") if table.record else None
+    precision_why = table.record.get("precision_why") if table.record else None
+    if precision is None:
+        precision, precision_why = training_precision.choose(
+            plans["base"].configs[1].mixed_precision)
+    return precision, precision_why
+
+
+def _new_record(options, scale, budget, precision, vocab_size):
+    """table3.json's record for a new table, no row in it yet. precision: (precision, why)."""
+    precision, precision_why = precision
+    record = dict(table_identity(options, scale, budget), table="Vaswani et al. 2017, "
+                  "Table 3 (variations on the Transformer)", steps=None,
+                  precision=precision, precision_why=precision_why,
+                  machine=machine(), vocab_size=vocab_size,
+                  created=time.strftime("%Y-%m-%d %H:%M:%S"), rows={})
+    if "train_steps" in budget:
+        record["steps"] = budget["train_steps"]
+    return record
+
+
+def _base_first(table, rows, minutes, echo):
+    """The rows to run: with --train_minutes (`minutes`), base's steps become everyone's, so
+    base trains first, even unselected, unless it has finished (its record row is added)."""
+    if minutes and "base" not in rows and not table.result("base"):
+        echo("table3: --train_minutes trains base first: the steps it reaches are every row's "
+             "step budget", flush=True)
+        rows = ["base"] + rows
+        table.record["rows"].setdefault("base", {"model_dir": table.row_path("base", "model"),
+                                                 "status": "not run"})
+    return rows
 
 
 def _run_one(table, runner, plans, rows, index, row, minutes, echo, start):
