@@ -11,7 +11,8 @@
     word_pieces         which of the vocabulary's tokens start or end a word, for terms as words
     span_finding        format specifiers and markup of a source line found: the patterns (text)
     protected_spans     the --protect setting, and the repair that restores a line's spans (text)
-    graph_spans         the same in TensorFlow ops, inside exported SavedModels
+    graph_spans         the same in TensorFlow ops, inside exported SavedModels: the repair
+    graph_span_finding  the spans found in TensorFlow ops: span_finding's patterns for RE2
     batch_decode        files of lines -> translations, one output line per input line, in order
     batching            batches planned to fit --batch_tokens and the memory a search step holds
     line_checks         after the search: protected spans repaired, constraints counted as met

@@ -7,185 +7,28 @@ export (translation_module.py) repair their outputs with these TF string ops ins
     repair(sources, outputs, kinds)   -> outputs whose spans agree with their source's, and a
                                          bool per output: was it changed
 
-Finding: the same patterns as span_finding.py, rewritten for RE2 (Unicode classes for \\w and
-\\d; the space flag's lookahead checked on the next character), and the same tag rule (closing,
-self-closing, with an attribute value, br/hr/wbr, closed in the same line, or a tag of the source).
-tests/inference/test_graph_spans.py holds the two finders equal on real catalogs.
+Finding: graph_span_finding.py (the patterns of span_finding.py rewritten for RE2, and the same
+tag rule); its find is importable from here too, as the parity tests use it.
 
 Repair: the rules of protected_spans (listed there above _known_tags), step for step: the same
 pieces (protected spans and the loose pieces between them), the same keeping, claiming, placing and
 deletion, the same tidying of spaces, the same number of rounds before the source is given back.
-The one difference: the characters \\x00-\\x02, which this module uses as marks, are removed
+The one difference: the characters \\x00-\\x02, which graph_span_finding uses as marks, are removed
 from the texts first. tests/inference/test_graph_spans.py runs both repairs on a table of
 hypotheses and holds their outputs equal, byte for byte.
 """
-import re
-
 import tensorflow as tf
 
 from t2t_lite.inference import protected_spans as ps
-from t2t_lite.inference import span_finding as finding
+from t2t_lite.inference import graph_span_finding as graph_finding
+from t2t_lite.inference.graph_span_finding import find  # noqa: F401 (graph_spans.find, as before)
 
-# Marks, removed from the texts first: where a text ends and a span ends, and where a space-flag
-# specifier ends right before a character that may start the next span.
-_TEXT_END = "\x00"
-_SPAN_END = "\x01"
-_FLAG_END = "\x02"
-_MARKS = f"[{_TEXT_END}{_SPAN_END}{_FLAG_END}]"
-_NEXT_SPAN_START = "%{}<&"
+# Spans that may move (protected_spans' movable ones), and what takes no space before it.
 _MOVABLE = (r"(?s)%%|%\(.*|%[1-9][0-9]*\$.*"       # %%, %(name)s, %1$s
             r"|\{\{|\}\}|\{|\}|\{[\pL\pN_].*"        # {{, }}, stray braces, {0}, {name}
             r"|&.*")                                 # entities
 _NO_SPACE_BEFORE = r"(?s)[.,;:!?)\]}»].*"
 
-
-def _re2(pattern):
-    """A Python regex of protected_spans.py in RE2's dialect: \\w, \\d and \\s as Python reads
-    them in str patterns (Unicode), \\Z as \\z, named groups as plain ones (RE2 numbers every
-    group)."""
-    out, i, in_class = [], 0, False
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\":
-            escape = pattern[i:i + 2]
-            unicode_class = {r"\w": r"\pL\pN_", r"\d": r"\p{Nd}", r"\s": r"\s\p{Z}\x0b"}.get(escape)
-            if escape == r"\Z":
-                out.append(r"\z")
-            elif unicode_class is None:
-                out.append(escape)
-            else:
-                out.append(unicode_class if in_class else f"[{unicode_class}]")
-            i += 2
-            continue
-        if not in_class and pattern.startswith("(?P<", i):
-            i = pattern.index(">", i) + 1
-            out.append("(?:")
-            continue
-        if not in_class and pattern.startswith("(?!", i):
-            raise ValueError(f"RE2 has no lookahead: {pattern}")
-        if char == "[" and not in_class:
-            in_class = True
-        elif char == "]" and in_class:
-            in_class = False
-        out.append(char)
-        i += 1
-    return "".join(out)
-
-
-# ------------------------------------------------------------------------------------ finding
-
-def _finder(kinds, stray=True):
-    """(pattern, rewrite) that turn a text into text NUL span \\x01 text NUL span \\x01 ... tail."""
-    spans = []
-    if "markup" in kinds:
-        spans.append(_re2(finding._TAG.pattern))
-    if "printf" in kinds:
-        spans.append(_re2(finding._PRINTF_PLAIN))
-    if "brace" in kinds:
-        spans.append(_re2(finding._BRACE if stray else finding._BRACE_FIELD))
-    if "markup" in kinds:
-        spans.append(_re2(finding._ENTITY))
-    pattern = f"(?s)(.*?)(?:({'|'.join(spans)})"
-    rewrite = f"\\1{_TEXT_END}\\2"
-    if "printf" in kinds:
-        # A space-flag specifier counts only when no letter or digit follows: the next character
-        # is matched too, and written back as the start of the following text.
-        pattern += (f"|({_re2(finding._PRINTF_SPACE_FLAG)})"
-                    f"(?:([^\\pL\\pN{_NEXT_SPAN_START}{_FLAG_END}]|$)|{_FLAG_END})")
-        rewrite += f"\\3{_SPAN_END}\\4"
-    else:
-        rewrite += _SPAN_END
-    return pattern + ")", rewrite
-
-
-def _split(text, kinds, known_tags, stray=True):
-    """A scalar text -> (texts [m + 1], spans [m]): the text between the protected spans, and the
-    spans. known_tags [k]: tags protected whatever the tag rule says (the source's, for outputs).
-    stray=False: stray braces are left in the texts (the loose pieces find them)."""
-    pattern, rewrite = _finder(kinds, stray)
-    if "printf" in kinds:
-        # "% d%s": the "%" after "% d" must stay free to start "%s", so it is not matched; a mark
-        # says that "% d" is followed by no letter or digit (twice: "% d% d" chains two).
-        before_span = f"({_re2(finding._PRINTF_SPACE_FLAG)})([{_NEXT_SPAN_START}])"
-        for _ in range(2):
-            text = tf.strings.regex_replace(text, before_span, f"\\1{_FLAG_END}\\2")
-    marked = tf.strings.regex_replace(text, pattern, rewrite)
-    parts = tf.strings.split(marked, _SPAN_END)
-    pairs = tf.strings.split(parts[:-1], _TEXT_END).flat_values  # text, span, text, span, ...
-    texts, spans = pairs[0::2], pairs[1::2]
-    if "printf" in kinds:
-        texts = tf.strings.regex_replace(texts, _FLAG_END, "")
-        spans = tf.strings.regex_replace(spans, _FLAG_END, "")
-    kept = _kept_tags(spans, known_tags) if "markup" in kinds else tf.ones_like(spans, tf.bool)
-    # A tag the rule does not protect ("<file>", a usage metavariable) is text again.
-    elements = tf.reshape(tf.stack([texts, spans], axis=1), [-1])
-    tail = tf.strings.regex_replace(parts[-1:], _FLAG_END, "")
-    elements = tf.concat([elements, tail], axis=0)
-    is_span = tf.reshape(tf.stack([tf.zeros_like(kept), kept], axis=1), [-1])
-    is_span = tf.concat([is_span, [False]], axis=0)
-    before = tf.cumsum(tf.cast(is_span, tf.int32), exclusive=True)
-    segments = 2 * before + tf.cast(is_span, tf.int32)
-    count = tf.reduce_sum(tf.cast(kept, tf.int32))
-    joined = tf.strings.unsorted_segment_join(elements, segments, 2 * count + 1)
-    return joined[0::2], joined[1::2]
-
-
-def _kept_tags(spans, known_tags):
-    """bool [m]: which spans stay spans (everything but tags the rule does not protect)."""
-    is_tag = tf.strings.regex_full_match(spans, "<.*")
-    closing = tf.strings.regex_full_match(spans, "(?s)</.*")
-    names = tf.strings.regex_replace(spans, r"(?s)^</?([^\s/>]+).*$", r"\1")
-    closed_names = tf.boolean_mask(names, closing)
-    closed = tf.reduce_any(tf.equal(names[:, None], closed_names[None, :]), axis=1)
-    known = tf.reduce_any(tf.equal(spans[:, None], known_tags[None, :]), axis=1)
-    rule = (closing | tf.strings.regex_full_match(spans, r"(?s).*/>")
-            | tf.strings.regex_full_match(spans, r"(?s)<[^=]*=.*")
-            | tf.strings.regex_full_match(spans, r"(?is)<(?:br|hr|wbr)[\s/>].*")
-            | closed | known)
-    return tf.logical_not(is_tag) | rule
-
-
-def _loose(kinds):
-    """(pattern, rewrite) that mark each loose piece of a text: text NUL piece \\x01 text ..."""
-    parts, groups, next_group = [], [], None
-    group = 2  # group 1 is the text before the piece
-    for kind, pattern in (("brace", ps._LOOSE_BRACE), ("markup", ps._LOOSE_MARKUP),
-                          ("printf", ps._LOOSE_PRINTF)):
-        if kind in kinds:
-            parts.append(_re2(pattern))
-            count = re.compile(pattern).groups
-            groups += range(group, group + count)
-            group += count
-    if "printf" in kinds:
-        next_group = groups.pop()
-    rewrite = ("\\1" + _TEXT_END + "".join(f"\\{g}" for g in groups) + _SPAN_END
-               + (f"\\{next_group}" if next_group else ""))
-    return f"(?s)(.*?)(?:{'|'.join(parts)})", rewrite
-
-
-def _segment(text, kinds, known_tags):
-    """A scalar text -> (gaps [M + 1], pieces [M], loose bool [M]), as protected_spans._segment."""
-    texts, spans = _split(text, kinds, known_tags, stray=False)
-    m = tf.size(spans, out_type=tf.int64)
-    pattern, rewrite = _loose(kinds)
-    marked = tf.strings.regex_replace(texts, pattern, rewrite)
-    rows = tf.strings.split(tf.strings.split(marked, _SPAN_END), _TEXT_END).merge_dims(1, 2)
-    positions = tf.ragged.range(rows.row_lengths())
-    loose = tf.equal(positions % 2, 1)
-    lengths = tf.concat([tf.ones([m], tf.int64), tf.zeros([1], tf.int64)], axis=0)
-    span_column = tf.RaggedTensor.from_row_lengths(spans, lengths)
-    elements = tf.concat([rows, span_column], axis=1).flat_values
-    loose = tf.concat([loose, tf.RaggedTensor.from_row_lengths(tf.zeros([m], tf.bool), lengths)],
-                      axis=1).flat_values
-    return elements[0::2], elements[1::2], loose[1::2]
-
-
-def find(text, kinds):
-    """The protected spans of one text (a scalar string) -> string [m]; for the parity tests."""
-    return _split(text, frozenset(kinds), tf.constant([], tf.string))[1]
-
-
-# ------------------------------------------------------------------------------------- repair
 
 def _tags(spans):
     return tf.boolean_mask(spans, tf.strings.regex_full_match(spans, "<.*"))
@@ -208,7 +51,8 @@ def _count_in(values, pool):
 
 
 def _key(texts):
-    return tf.strings.lower(tf.strings.regex_replace(texts, _re2(r"\s+"), ""), encoding="utf-8")
+    return tf.strings.lower(tf.strings.regex_replace(texts, graph_finding.re2(r"\s+"), ""),
+                            encoding="utf-8")
 
 
 def _shape(texts):
@@ -229,15 +73,15 @@ def _shape(texts):
 
 
 def _prose_key(texts):
-    return tf.where(tf.strings.regex_full_match(texts, _re2(r"%[-+#0'\d]*")),
+    return tf.where(tf.strings.regex_full_match(texts, graph_finding.re2(r"%[-+#0'\d]*")),
                     tf.fill(tf.shape(texts), "%"), texts)
 
 
 def _source(source, kinds):
     """protected_spans._source: a dict of tensors for one scalar source."""
-    source = tf.strings.regex_replace(source, _MARKS, "")
+    source = tf.strings.regex_replace(source, graph_finding.MARKS, "")
     # its spans: the pieces of its segmentation but the loose ones other than braces (prose)
-    gaps, pieces, loose = _segment(source, kinds, tf.constant([], tf.string))
+    gaps, pieces, loose = graph_finding.segment(source, kinds, tf.constant([], tf.string))
     brace = tf.strings.regex_full_match(pieces, "(?s)[{}].*")
     is_span = ~loose | brace
     elements = tf.concat([tf.reshape(tf.stack([gaps[:-1], pieces], axis=1), [-1]), gaps[-1:]], 0)
@@ -261,12 +105,14 @@ def _source(source, kinds):
     gaps = tf.strings.unsorted_segment_join(elements, segment, n_bound + 2)[:n_bound + 1]
     gaps = tf.concat([[""], gaps[1:n_bound]], axis=0)[:n_bound]
     first = tf.equal(_rank(tf.ones_like(movable), tf.equal(spans[:, None], spans[None, :])), 0)
-    space_before = tf.strings.regex_replace(texts[:-1], _re2(r"(?s)\A.*?(\s*)\Z"), r"\1")
-    space_after = tf.strings.regex_replace(texts[1:], _re2(r"(?s)\A(\s*).*\Z"), r"\1")
+    space_before = tf.strings.regex_replace(texts[:-1], graph_finding.re2(r"(?s)\A.*?(\s*)\Z"),
+                                            r"\1")
+    space_after = tf.strings.regex_replace(texts[1:], graph_finding.re2(r"(?s)\A(\s*).*\Z"),
+                                           r"\1")
     distinct = tf.boolean_mask(spans, first)
     return {"source": source, "spans": spans, "movable": movable,
             "order": tf.boolean_mask(spans, ~movable), "gaps": gaps,
-            "tight": tf.strings.regex_full_match(gaps, _re2(ps._TIGHT_GAP.pattern))
+            "tight": tf.strings.regex_full_match(gaps, graph_finding.re2(ps._TIGHT_GAP.pattern))
             & (_range(tf.size(gaps)) > 0),
             "budget": _prose_key(prose), "known": _tags(spans), "distinct": distinct,
             "space_before": _or_space(space_before),
@@ -436,7 +282,7 @@ def _append_missing(out, appended, spaces):
 
 def _clean_or_repaired(src, text, kinds):
     """protected_spans._clean_or_repaired: (clean, the text repaired once if not clean)."""
-    gaps, pieces, loose = _segment(text, kinds, src["known"])
+    gaps, pieces, loose = graph_finding.segment(text, kinds, src["known"])
     size = tf.size(pieces)
     same = tf.equal(pieces[:, None], pieces[None, :])
     need = _count_in(pieces, src["spans"])
@@ -494,7 +340,7 @@ def _repair_hypotheses(source, outputs, kinds):
             keep = clean | tf.equal(round_, ps.ROUNDS)
             return round_ + 1, clean, tf.where(keep, text, repaired)
 
-        text = tf.strings.regex_replace(output, _MARKS, "")
+        text = tf.strings.regex_replace(output, graph_finding.MARKS, "")
         _, done, text = tf.while_loop(lambda round_, done, _: ~done & (round_ <= ps.ROUNDS),
                                       body, [tf.constant(0), tf.constant(False), text])
         result = tf.where(done, text, src["source"])

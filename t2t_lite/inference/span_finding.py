@@ -5,7 +5,8 @@ TensorFlow). protected_spans.py, which re-exports these, holds the --protect set
     constraint_phrases(spans)    one target phrase per occurrence, for constrained search
     scan(...)                    find_spans for checked kinds, as the repair reads an output
 
-The patterns here are also rewritten for RE2 by graph_spans.py, inside exported SavedModels.
+The patterns here are also rewritten for RE2 by graph_span_finding.py, inside exported
+SavedModels.
 
 What counts as a printf directive follows gettext's format-c.c (what `msgfmt --check-format`
 parses for c-format): `%`, an optional `n$`, flags `-+ #0'I`, a width (`n`, `*`, `*n$`), a
@@ -40,7 +41,7 @@ _PRINTF_PLAIN = (
     r"(?:\.(?:\d+|\*(?:[1-9]\d*\$)?)?)?" + _SIZE + _CONVERSION +     # precision, size, conversion
     r")")
 # The space flag (% d, % 5i), only where no letter or digit follows: the lookahead is kept apart
-# so that graph_spans.py, whose RE2 has no lookahead, can check the next character itself.
+# so that graph_span_finding.py, whose RE2 has no lookahead, can check the next character itself.
 _PRINTF_SPACE_FLAG = r"%(?:[1-9]\d*\$)?[-+#0'I]* [-+ #0'I]*\d*[di]"
 _PRINTF = f"(?:{_PRINTF_PLAIN}|{_PRINTF_SPACE_FLAG}(?![^\\W_]))"
 _BRACE_FIELD = (
