@@ -1,10 +1,13 @@
 """Batches of source lines planned to fit: about --batch_tokens padded source tokens each, and the
 memory a step of the beam search (or the scorer's forced decoding) really holds.
 
-    search_budget(...)     a SearchBudget: fits(rows, width) for the search's batches, and
-                           check_line(width), which refuses one line too big for a step alone
-    logits_budget(...)     fits(rows, width) for the scorer: its logits [rows, width, vocabulary]
-    plan_batches(...)      index lists, longest sources first, each within those budgets
+    Budget                 what plan_batches holds a batch to: fits(rows, width) (the budget
+                           called) and check_line(width), which may refuse one line outright
+    search_budget(...)     a SearchBudget: fits for the search's batches, and check_line, which
+                           refuses one line too big for a step alone
+    logits_budget(...)     a LogitsBudget: fits for the scorer, its logits [rows, width,
+                           vocabulary]; it refuses no line
+    plan_batches(...)      index lists, longest sources first, each within a Budget
 
 A batch is held to the bytes a step of its search holds (SearchBudget.search_bytes): beams ×
 vocabulary logits, the decode cache (beams × decode length × layers × 2 × d_model) and attention
@@ -54,7 +57,19 @@ def _size(size):
     return f"{size / 2 ** 30:,.1f} GiB"
 
 
-class SearchBudget:
+class Budget:
+    """What plan_batches holds each batch to besides batch_tokens: fits(rows, width), the budget
+    called, and check_line(width), which plan_batches calls on the widest line before any batch
+    is planned. Here check_line refuses nothing: a row too big for the budget is a batch alone."""
+
+    def __call__(self, rows, width):
+        raise NotImplementedError
+
+    def check_line(self, width):
+        """Nothing: any one line may be a batch alone."""
+
+
+class SearchBudget(Budget):
     """fits(rows, width) for beam search batches (see search_bytes, and the shares above);
     check_line(width) refuses one line too big for a step alone. num_layers, d_model, num_heads:
     the model's (DecodeSettings.model_dims()); None when unknown, when the cache and attention are not
@@ -126,18 +141,29 @@ def search_budget(batch_tokens, beam_size, vocab_size, extra_length, max_length,
                         num_layers, d_model, num_heads)
 
 
+class LogitsBudget(Budget):
+    """fits(rows, width) for forced decoding (scoring): its logits [rows, width, vocab_size]
+    within their share of batch_tokens; no line is refused (one too big is a batch alone)."""
+
+    def __init__(self, batch_tokens, vocab_size):
+        self.batch_tokens, self.vocab_size = batch_tokens, vocab_size
+
+    def __call__(self, rows, width):
+        return rows * width * self.vocab_size <= self.batch_tokens * LOGITS_PER_TOKEN
+
+
 def logits_budget(batch_tokens, vocab_size):
-    """fits(rows, width) for forced decoding (scoring): its logits [rows, width, vocab_size]."""
-    return lambda rows, width: rows * width * vocab_size <= batch_tokens * LOGITS_PER_TOKEN
+    """A LogitsBudget: fits(rows, width) for forced decoding (scoring)."""
+    return LogitsBudget(batch_tokens, vocab_size)
 
 
 def plan_batches(lengths, batch_tokens, max_batch_size=1024, fits=None):
     """Index lists, longest sources first, each with about batch_tokens padded source tokens and,
-    with `fits` (search_budget, logits_budget), within its budgets. A row too big for them alone
-    is a batch alone, as a source longer than batch_tokens is; but a line a SearchBudget refuses
-    (check_line: the widest, first) is a UserError before any batch is planned."""
+    with `fits` (a Budget: search_budget, logits_budget; or None), within its budgets. A row too
+    big for them alone is a batch alone, as a source longer than batch_tokens is; but a line the
+    budget refuses (check_line: the widest, first) is a UserError before any batch is planned."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    if order and hasattr(fits, "check_line"):
+    if order and fits is not None:
         fits.check_line(lengths[order[0]] + 1)
     batches, current, width = [], [], 0
     for index in order:

@@ -98,13 +98,18 @@ def test_a_long_line_is_translated_sentence_by_sentence(model_dir):
 
 
 # ---- the search's memory budget (search_budget) --------------------------------------------------
-def _old_fits(batch_tokens, beam_size, vocab_size, extra_length, max_length):
+class _OldFits(batching.Budget):
     """The budget before bytes were counted: logits and beam steps, each within its share."""
-    def fits(rows, width):
-        beams = rows * beam_size
-        steps = max(1, min(width + extra_length, max_length))
-        return beams * vocab_size <= batch_tokens * (1 << 16) and beams * steps <= batch_tokens * 64
-    return fits
+
+    def __init__(self, batch_tokens, beam_size, vocab_size, extra_length, max_length):
+        self.batch_tokens, self.beam_size, self.vocab_size = batch_tokens, beam_size, vocab_size
+        self.extra_length, self.max_length = extra_length, max_length
+
+    def __call__(self, rows, width):
+        beams = rows * self.beam_size
+        steps = max(1, min(width + self.extra_length, self.max_length))
+        return (beams * self.vocab_size <= self.batch_tokens * (1 << 16)
+                and beams * steps <= self.batch_tokens * 64)
 
 
 # The demo's model (gin/small.gin, its 8,000-token vocabulary) and decode (beam 4, extra 50).
@@ -119,7 +124,7 @@ DEMO_TEST_LENGTHS = {
 
 def _demo_plans(lengths, batch_tokens=4096):
     new = batching.search_budget(batch_tokens, **DEMO, **DEMO_DIMS)
-    old = _old_fits(batch_tokens, *DEMO.values())
+    old = _OldFits(batch_tokens, *DEMO.values())
     return (batching.plan_batches(lengths, batch_tokens, fits=new),
             batching.plan_batches(lengths, batch_tokens, fits=old))
 
