@@ -1,8 +1,8 @@
 """Lexically constrained decoding on a real model: reference-constraint evaluation and its cost.
 
     .venv/bin/python bench/constrained_decoding.py --run_dir=runs/ende_gettext \
-        [--export_dir=E] [--max_lines=N] [--rounds=2] [--cost_rounds=N] [--seed=43] \
-        [--output=R.json]
+        [--export_dir=E | --model_dir=M] [--eos_until_met=off|on|both] [--max_lines=N] \
+        [--rounds=2] [--cost_rounds=N] [--no_cost] [--seed=43] [--output=R.json]
 
 The model is the demo's (`t2t-lite-demo --run_dir=RUN`): its export RUN/export/<n> (or
 --export_dir, which must have been written by a t2t_lite with the constrained search), its test
@@ -10,6 +10,13 @@ split RUN/test.src and RUN/test.ref, its trained steps from RUN/results.json (RU
 the demo has not written one). Every decode is the real CLI (python -m t2t_lite.bin.decoder,
 harness.run_decoder) with the export's beam (4 in the demo) and the decoder's default parallel
 searches; lines/s is the decoder's own summary (translation only, without start-up and load).
+--model_dir decodes from a model_dir's checkpoint instead (the decoder's --model_dir, its beam
+from the model's DecodeConfig), which --eos_until_met needs: an export's search is fixed.
+
+--eos_until_met (the decoder's flag, constrained_search's rule: no EOS before every phrase is
+met): `off` (the default) decodes the constrained runs as the decoder does by default, `on` with
+the flag, `both` adds a third evaluation run with it beside the two (issue 52, item 6; the cost
+table stays with the default). --no_cost skips the cost table.
 
 Phrases, as in the constrained-decoding papers (Post & Vilar 2018, Hu et al. 2019): for each test
 line, up to 3 non-overlapping phrases of 1-3 whole words of its reference (whitespace-separated;
@@ -225,11 +232,46 @@ def default_export(run_dir):
     return os.path.join(folder, str(versions[0]))
 
 
+def cost_table(sources, draws, full, protect, rounds, flags, eos_flags, folder):
+    """The cost record: lines/s with the first k phrases of the lines allowing 3, k = 0..3."""
+    cost_sources = [s for s, (_, p) in zip(sources, draws) if len(p) == MAX_PHRASES]
+    cost_source_path = os.path.join(folder, "cost.src")
+    write_lines(cost_source_path, cost_sources)
+    configs = {}
+    for k in range(MAX_PHRASES + 1):
+        path = None
+        if k:
+            path = os.path.join(folder, f"cost_{k}.txt")
+            write_lines(path, ["\t".join(p[:k]) for p in full])
+        configs[f"k{k}"] = (cost_source_path, path,
+                            [f"--protect={protect}", *(eos_flags if k else [])])
+    print(f"cost, {len(cost_sources)} lines allowing 3 phrases, --protect={protect}:",
+          flush=True)
+    runs = decode_rounds(configs, rounds, flags, folder)
+    base = runs["k0"]["summary"]["lines_per_second"]
+    return {"protect": protect, "lines": len(cost_sources), "rows": [
+        {"constraints_per_line": k,
+         "lines_per_second": runs[f"k{k}"]["summary"]["lines_per_second"],
+         "time_ratio": round(base / runs[f"k{k}"]["summary"]["lines_per_second"], 3),
+         "seconds_rounds": runs[f"k{k}"]["seconds"],
+         "constrained": runs[f"k{k}"]["summary"]["constrained"],
+         "constraints_unmet": runs[f"k{k}"]["summary"]["constraints_unmet"],
+         "phrases_met_share": (lambda m: m[0] / m[1] if m[1] else None)(
+             met_counts(runs[f"k{k}"]["outputs"], [p[:k] for p in full]))}
+        for k in range(MAX_PHRASES + 1)]}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--run_dir", required=True, help="the demo's run folder")
     parser.add_argument("--export_dir", help="a SavedModel version folder (default: the run's "
                         "newest export)")
+    parser.add_argument("--model_dir", help="decode from this model_dir's checkpoint instead of "
+                        "an export")
+    parser.add_argument("--eos_until_met", choices=("off", "on", "both"), default="off",
+                        help="the decoder's --eos_until_met for the constrained runs; both: "
+                        "one evaluation run each way")
+    parser.add_argument("--no_cost", action="store_true", help="skip the cost table")
     parser.add_argument("--max_lines", type=int, default=0, help="the first N test lines (0: all)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--cost_rounds", type=int, default=0,
@@ -242,12 +284,20 @@ def main():
     parser.add_argument("--output", help="the JSON record (default: "
                         "bench/results/constrained_decoding-<date>.json)")
     args = parser.parse_args()
+    if args.model_dir and args.export_dir:
+        sys.exit("error: give --export_dir or --model_dir, not both")
+    if args.eos_until_met != "off" and not args.model_dir:
+        sys.exit("error: --eos_until_met needs --model_dir (an export's search is fixed)")
 
     from t2t_lite.inference import parallel_search
 
     started = time.time()
     date = datetime.date.today().isoformat()
-    export_dir = os.path.abspath(args.export_dir or default_export(args.run_dir))
+    model_dir = args.model_dir and os.path.abspath(args.model_dir)
+    export_dir = None if model_dir else os.path.abspath(args.export_dir
+                                                        or default_export(args.run_dir))
+    model_flag = f"--model_dir={model_dir}" if model_dir else f"--export_dir={export_dir}"
+    eos_flags = ["--eos_until_met"] if args.eos_until_met == "on" else []
     sources = read_lines(os.path.join(args.run_dir, "test.src"))
     references = read_lines(os.path.join(args.run_dir, "test.ref"))
     if len(sources) != len(references):
@@ -261,15 +311,22 @@ def main():
         "date": date, **commit(), "cpu_flags": flags, "cpu_class": cpu_class(flags),
         "cpus": os.cpu_count(), "load_before": harness.load_note(),
         "run_dir": os.path.abspath(args.run_dir), "export_dir": export_dir,
+        "model_dir": model_dir, "eos_until_met": args.eos_until_met,
         "model_steps": steps, "model_steps_from": steps_from, "lines": len(sources),
         "seed": args.seed, "rounds": args.rounds, "cost_rounds": args.cost_rounds or args.rounds,
         "parallel_searches": searches,
     }
-    with open(os.path.join(export_dir, "assets.extra", "t2t_lite.json")) as f:
-        export_info = json.load(f)
-    record.update(beam_size=export_info.get("beam_size"), alpha=export_info.get("alpha"),
-                  checkpoint=export_info.get("checkpoint"))
-    print(f"export {export_dir} (beam {record['beam_size']}, {steps} steps from {steps_from}); "
+    if model_dir:
+        with open(os.path.join(model_dir, "configs.json")) as f:
+            decode = json.load(f).get("decode") or {}
+        record.update(beam_size=decode.get("beam_size"), alpha=decode.get("alpha"),
+                      checkpoint=model_dir)
+    else:
+        with open(os.path.join(export_dir, "assets.extra", "t2t_lite.json")) as f:
+            export_info = json.load(f)
+        record.update(beam_size=export_info.get("beam_size"), alpha=export_info.get("alpha"),
+                      checkpoint=export_info.get("checkpoint"))
+    print(f"{model_flag} (beam {record['beam_size']}, {steps} steps from {steps_from}); "
           f"{len(sources)} test lines; {searches} parallel searches; {record['load_before']}",
           flush=True)
 
@@ -302,9 +359,12 @@ def main():
         record["evaluation"] = {}
         for protect in protect_settings:
             print(f"evaluation, --protect={protect}:", flush=True)
-            runs = decode_rounds({"without": (source_path, None, [f"--protect={protect}"]),
-                                  "with": (source_path, eval_path, [f"--protect={protect}"])},
-                                 args.rounds, [f"--export_dir={export_dir}"], folder)
+            configs = {"without": (source_path, None, [f"--protect={protect}"]),
+                       "with": (source_path, eval_path, [f"--protect={protect}", *eos_flags])}
+            if args.eos_until_met == "both":
+                configs["with_eos_until_met"] = (source_path, eval_path,
+                                                 [f"--protect={protect}", "--eos_until_met"])
+            runs = decode_rounds(configs, args.rounds, [model_flag], folder)
             entry = {}
             for name, result in runs.items():
                 met, total, lines_met, lines = met_counts(result["outputs"], evaluation)
@@ -319,34 +379,15 @@ def main():
             changed = sum(a != b for a, b in zip(runs["without"]["outputs"],
                                                  runs["with"]["outputs"]))
             entry["lines_changed"] = changed
+            if "with_eos_until_met" in runs:
+                entry["lines_changed_by_eos_until_met"] = sum(
+                    a != b for a, b in zip(runs["with"]["outputs"],
+                                           runs["with_eos_until_met"]["outputs"]))
             record["evaluation"][protect] = entry
         # 2. cost: the lines allowing 3 phrases, with the first k
-        cost_protect = protect_settings[0]
-        cost_sources = [s for s, (_, p) in zip(sources, draws) if len(p) == MAX_PHRASES]
-        cost_source_path = os.path.join(folder, "cost.src")
-        write_lines(cost_source_path, cost_sources)
-        configs = {}
-        for k in range(MAX_PHRASES + 1):
-            path = None
-            if k:
-                path = os.path.join(folder, f"cost_{k}.txt")
-                write_lines(path, ["\t".join(p[:k]) for p in full])
-            configs[f"k{k}"] = (cost_source_path, path, [f"--protect={cost_protect}"])
-        print(f"cost, {len(cost_sources)} lines allowing 3 phrases, --protect={cost_protect}:",
-              flush=True)
-        runs = decode_rounds(configs, args.cost_rounds or args.rounds,
-                             [f"--export_dir={export_dir}"], folder)
-        base = runs["k0"]["summary"]["lines_per_second"]
-        record["cost"] = {"protect": cost_protect, "lines": len(cost_sources), "rows": [
-            {"constraints_per_line": k,
-             "lines_per_second": runs[f"k{k}"]["summary"]["lines_per_second"],
-             "time_ratio": round(base / runs[f"k{k}"]["summary"]["lines_per_second"], 3),
-             "seconds_rounds": runs[f"k{k}"]["seconds"],
-             "constrained": runs[f"k{k}"]["summary"]["constrained"],
-             "constraints_unmet": runs[f"k{k}"]["summary"]["constraints_unmet"],
-             "phrases_met_share": (lambda m: m[0] / m[1] if m[1] else None)(
-                 met_counts(runs[f"k{k}"]["outputs"], [p[:k] for p in full]))}
-            for k in range(MAX_PHRASES + 1)]}
+        record["cost"] = None if args.no_cost else cost_table(
+            sources, draws, full, protect_settings[0], args.cost_rounds or args.rounds,
+            [model_flag], eos_flags, folder)
 
     record["matmul_flops_after"] = ceiling(searches)
     record["load_after"] = harness.load_note()
@@ -370,7 +411,8 @@ def tables(record):
              f"float32 matmul ceiling ({record['parallel_searches']} threads): "
              f"{flops[0]:.1f} GFLOP/s before, {flops[1]:.1f} after; {record['load_before']} "
              f"before, {record['load_after']} after",
-             f"model: {record['export_dir']} ({record['model_steps']} steps), beam "
+             f"model: {record['model_dir'] or record['export_dir']} ({record['model_steps']} "
+             f"steps), eos_until_met {record['eos_until_met']}, beam "
              f"{record['beam_size']}, {record['parallel_searches']} parallel searches, "
              f"{record['lines']} test lines; {record['phrases']['lines_with_phrases']} lines got "
              f"{record['phrases']['phrases']} reference phrases "
@@ -378,7 +420,9 @@ def tables(record):
     lines += ["| --protect | constraints | phrases met | lines all met | decoder: constrained / "
               "unmet | BLEU | chrF | lines/s |", "|---|---|---|---|---|---|---|---|"]
     for protect, entry in record["evaluation"].items():
-        for name in ("without", "with"):
+        for name in ("without", "with", "with_eos_until_met"):
+            if name not in entry:
+                continue
             e = entry[name]
             s = e["decoder_summary"]
             lines.append(
@@ -387,6 +431,8 @@ def tables(record):
                 f"| {s['constrained']} / {s['constraints_unmet']} | {e['bleu']:.2f} | "
                 f"{e['chrf']:.2f} | {e['lines_per_second']:.1f} |")
     cost = record["cost"]
+    if cost is None:
+        return "\n".join(lines)
     lines += ["", f"cost: {cost['lines']} lines whose reference allows 3 phrases, "
               f"--protect={cost['protect']}", "",
               "| constraints per line | lines/s | time vs 0 | phrases met | decoder unmet |",

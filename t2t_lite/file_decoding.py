@@ -51,6 +51,7 @@ class DecodeOptions:
     glossary_ignore_case: bool = False
     protect: str = "auto"  # auto, none, or a comma list of printf, brace, markup
     output_format: str = "text"  # text, or jsonl: one JSON record per line (records.py)
+    eos_until_met: bool = False  # constrained search: no EOS before every phrase is met
 
 
 # Settings that change what is written: a resumed run must use the same values. (The number of
@@ -58,7 +59,7 @@ class DecodeOptions:
 OUTPUT_SETTINGS = ("engine", "compute_type", "decode_precision", "beam_size", "alpha",
                    "extra_length", "nbest", "print_scores", "split_sentences", "batch_tokens",
                    "chunk_lines", "num_shards", "shard_index", "glossary_ignore_case", "protect",
-                   "output_format")
+                   "output_format", "eos_until_met")
 
 
 def decode_file(options, progress=sys.stderr):

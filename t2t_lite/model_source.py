@@ -30,6 +30,7 @@ class ModelSource:
     precision: str = "float32"  # the --decode_precision flag
     compute_type: str = "default"
     beam_size: Optional[int] = None
+    eos_until_met: bool = False  # the decoder's --eos_until_met
 
     @classmethod
     def from_options(cls, options):
@@ -44,7 +45,7 @@ class ModelSource:
         """UserError for a choice that cannot work, before anything is read (no TensorFlow
         import unless a --beam_size is given, which is checked against the model's bounds)."""
         check_choice(self.model_dir, self.export_dir, self.checkpoint_path, self.engine,
-                     self.precision, self.compute_type)
+                     self.precision, self.compute_type, self.eos_until_met)
         if self.beam_size is not None:
             if self.beam_size < 1:
                 raise UserError(f"--beam_size must be >= 1, got {self.beam_size}")
@@ -74,7 +75,8 @@ class ModelSource:
         settings resolved to, if not this source's own."""
         return load(self.model_dir, self.export_dir, self.checkpoint_path, self.engine,
                     beam_size=self.beam_size, alpha=alpha, precision=precision or self.precision,
-                    compute_type=compute_type or self.compute_type, searches=searches)
+                    compute_type=compute_type or self.compute_type, searches=searches,
+                    eos_until_met=self.eos_until_met)
 
 
 def _recorded_problem(model_dir, export_dir):
@@ -116,8 +118,11 @@ def problem_target_language(problem):
 
 
 def check_choice(model_dir=None, export_dir=None, checkpoint_path=None, engine="tensorflow",
-          precision="float32", compute_type="default"):
+          precision="float32", compute_type="default", eos_until_met=False):
     """UserError for settings that do not fit together (named as the CLIs' flags)."""
+    if eos_until_met and (export_dir or engine != "tensorflow"):
+        raise UserError("--eos_until_met needs --model_dir and --engine=tensorflow: an export's "
+                        "constrained search is fixed when it is exported")
     if bool(model_dir) == bool(export_dir):
         raise UserError("give exactly one of --model_dir and --export_dir")
     if checkpoint_path and not model_dir:
@@ -134,11 +139,14 @@ def check_choice(model_dir=None, export_dir=None, checkpoint_path=None, engine="
 
 
 def load(model_dir=None, export_dir=None, checkpoint_path=None, engine="tensorflow",
-         beam_size=None, alpha=None, precision="float32", compute_type="default", searches=1):
+         beam_size=None, alpha=None, precision="float32", compute_type="default", searches=1,
+         eos_until_met=False):
     """The translator (inference/translator.py's Translator protocol) for these settings: the one
     way to load a model for translation. check() first; `precision` is resolved ("float32" or
-    "bfloat16"); `searches`: how many searches run at once (CTranslate2's threads)."""
-    check_choice(model_dir, export_dir, checkpoint_path, engine, precision, compute_type)
+    "bfloat16"); `searches`: how many searches run at once (CTranslate2's threads);
+    `eos_until_met`: the constrained search's EOS rule (TranslationModule)."""
+    check_choice(model_dir, export_dir, checkpoint_path, engine, precision, compute_type,
+                 eos_until_met)
     if engine == "ctranslate2":
         return _ctranslate2(model_dir, export_dir, checkpoint_path, beam_size, compute_type,
                             searches)
@@ -146,7 +154,8 @@ def load(model_dir=None, export_dir=None, checkpoint_path=None, engine="tensorfl
         from t2t_lite.inference import translation_module
 
         return translation_module.from_model_dir(model_dir, checkpoint_path, beam_size=beam_size,
-                                         alpha=alpha, precision=precision)
+                                         alpha=alpha, precision=precision,
+                                         eos_until_met=eos_until_met)
     from t2t_lite.inference import saved_model
 
     version_dir = saved_model.latest_version_dir(export_dir)

@@ -86,11 +86,14 @@ class TranslationModule(tf.Module):
     run the float32 model.
     protect: the --protect setting of the text-in signatures ("auto": every kind for a gettext
     problem named in metadata, none otherwise; "none"; or a comma list of protected_spans.KINDS).
+    eos_until_met: the constrained search bars EOS until every phrase is met (off by default,
+    docs/design.md); a Python setting of the module, not of an export's signatures.
     """
 
     def __init__(self, model, tokenizer, beam_size=DecodeConfig.beam_size, alpha=DecodeConfig.alpha,
                  extra_length=DecodeConfig.extra_length, metadata=None,
-                 name="t2t_lite_translation", precision="float32", protect="auto"):
+                 name="t2t_lite_translation", precision="float32", protect="auto",
+                 eos_until_met=False):
         super().__init__(name=name)
         # Keras 3 variables wrap tf.Variables. Saving the Keras model itself records the wrappers,
         # whose restore never reaches the tf.Variables the traced graph reads: session-based
@@ -107,6 +110,9 @@ class TranslationModule(tf.Module):
                                   [getattr(v, "value", v) for v in decoder.variables])
         metadata = dict(metadata or {})
         self.protect = protected_spans.resolve(protect, metadata.get("problem"), po=False)
+        # The constrained search's EOS rule, fixed when the search is traced (an export keeps
+        # the default; docs/design.md says why it is off).
+        self.eos_until_met = bool(eos_until_met)
         if self.precision != "float32":
             metadata.update(decode_precision=self.precision,
                             decode_precision_reason=precision_reason)
@@ -218,7 +224,7 @@ class TranslationModule(tf.Module):
         sequences, scores, unmet = translate_constrained(
             self.decoder_model, ids, positive, negative, beam_size=self.beam_size, alpha=alpha,
             extra_length=extra_length, word_starts=self._word_starts.value,
-            word_ends=self._word_ends.value)
+            word_ends=self._word_ends.value, eos_until_met=self.eos_until_met)
         result = self._texts(ids, sequences, scores)
         result["unmet"] = unmet
         return result
@@ -295,14 +301,17 @@ class TranslationModule(tf.Module):
 
 
 def from_model_dir(model_dir, checkpoint_path=None, beam_size=None, alpha=None,
-                   extra_length=None, precision="float32", protect="auto"):
+                   extra_length=None, precision="float32", protect="auto", eos_until_met=False):
     """A TranslationModule for a trained model_dir; settings default to its DecodeConfig.
 
     precision: "float32" (default), or the opt-in "bfloat16" / "auto" beam search.
-    protect: what the text-in signatures keep exactly (see TranslationModule)."""
+    protect: what the text-in signatures keep exactly (see TranslationModule).
+    eos_until_met: the constrained search bars EOS until every phrase is met (see
+    constrained_search; off by default, docs/design.md)."""
     from t2t_lite.model_dir import loaded
 
     run = loaded.load(model_dir, checkpoint_path)
     return TranslationModule(run.model, run.tokenizer,
                              **run.decode_config.settings(beam_size, alpha, extra_length),
-                             metadata=run.metadata(), precision=precision, protect=protect)
+                             metadata=run.metadata(), precision=precision, protect=protect,
+                             eos_until_met=eos_until_met)
