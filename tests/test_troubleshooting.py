@@ -265,6 +265,7 @@ ALLOWED = {
         "--decode_precision needs --model_dir": FLAG_PAIR,
         "was exported with beam size": "the line gives both ways: re-export or --model_dir",
         "--beam_size must be >= 1, got {}": FLAG_VALUE,
+        "--eos_until_met needs --model_dir": FLAG_PAIR,
     },
     "models/registry.py": {"unknown model": DAMAGED},
     "problem_spec.py": {
