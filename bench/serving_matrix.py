@@ -29,7 +29,7 @@ import sys
 SIGNATURES = ("serving_default", "nbest", "translate_with_settings", "score", "tokenize",
               "translate_ids", "attention", "translate_constrained")
 # translate_constrained: every other sentence with a phrase to place and a word to avoid.
-CONSTRAINTS = ("Datei\t!Ordner", "")
+CONSTRAINT = "Datei\t!Ordner"  # every other sentence's constraint line (--constraints)
 SETTINGS = {"alpha": 1.0, "extra_length": 10}  # translate_with_settings / translate_ids
 ATTENTION_SENTENCES = 4  # attention outputs grow with B x layers x heads x T x S
 DEFAULT_SENTENCES = ["Could not open the file.", "The printer is out of paper.",
@@ -63,7 +63,7 @@ def _jsonable(value):
     return value
 
 
-def _signature_inputs(name, sentences, targets, ids):
+def _signature_inputs(name, sentences, targets, ids, constraint=CONSTRAINT):
     attention = name == "attention"
     sources = sentences[:ATTENTION_SENTENCES] if attention else sentences
     paired = targets[:ATTENTION_SENTENCES] if attention else targets
@@ -77,11 +77,11 @@ def _signature_inputs(name, sentences, targets, ids):
         return {"ids": ids, **SETTINGS}
     if name == "translate_constrained":
         return {"inputs": sources,
-                "constraints": [CONSTRAINTS[i % 2] for i in range(len(sources))]}
+                "constraints": [constraint if i % 2 == 0 else "" for i in range(len(sources))]}
     raise ValueError(name)
 
 
-def _eager_run(version_dir, sentences, targets):
+def _eager_run(version_dir, sentences, targets, constraint=CONSTRAINT):
     import tensorflow as tf
     loaded = tf.saved_model.load(version_dir)
     kinds = {"alpha": tf.float32, "extra_length": tf.int32, "ids": tf.int32}
@@ -89,13 +89,14 @@ def _eager_run(version_dir, sentences, targets):
     results = {}
     for name in SIGNATURES:
         feed = {key: tf.constant(value, kinds.get(key, tf.string))
-                for key, value in _signature_inputs(name, sentences, targets, ids).items()}
+                for key, value in _signature_inputs(name, sentences, targets, ids,
+                                                    constraint).items()}
         outputs = loaded.signatures[name](**feed)
         results[name] = {key: _jsonable(value.numpy().tolist()) for key, value in outputs.items()}
     return results, ids
 
 
-def _session_run(version_dir, sentences, targets, ids):
+def _session_run(version_dir, sentences, targets, ids, constraint=CONSTRAINT):
     """As TF Serving runs a SavedModel: the serve MetaGraph in a TF1 session, the signature's
     tensors fed and fetched by name."""
     import tensorflow as tf
@@ -105,7 +106,7 @@ def _session_run(version_dir, sentences, targets, ids):
         meta_graph = v1.saved_model.loader.load(session, ["serve"], version_dir)
         for name in SIGNATURES:
             signature = meta_graph.signature_def[name]
-            values = _signature_inputs(name, sentences, targets, ids)
+            values = _signature_inputs(name, sentences, targets, ids, constraint)
             feed = {signature.inputs[key].name: value for key, value in values.items()}
             keys = sorted(signature.outputs)
             fetched = session.run([signature.outputs[key].name for key in keys], feed)
@@ -124,14 +125,16 @@ def child(args):
     version_dir = _version_folder(args.export_dir)
     sentences = request["sentences"]
     targets = request.get("targets") or sentences
+    constraint = request.get("constraint", CONSTRAINT)
     report = {"tensorflow": tf.__version__, "tensorflow_text": tensorflow_text.__version__,
               "ops": all_ops, "text_ops": sorted(set(all_ops) - set(core_ops))}
     for mode in ("eager", "session"):
         try:
             if mode == "eager":
-                report["eager"], ids = _eager_run(version_dir, sentences, targets)
+                report["eager"], ids = _eager_run(version_dir, sentences, targets, constraint)
             else:
-                report["session"] = _session_run(version_dir, sentences, targets, ids)
+                report["session"] = _session_run(version_dir, sentences, targets, ids,
+                                                 constraint)
         except Exception as error:  # noqa: BLE001 - the failure is the measurement
             report[f"{mode}_error"] = f"{type(error).__name__}: {str(error)[:500]}"
             break
@@ -230,7 +233,7 @@ def parent(args):
     with tempfile.TemporaryDirectory() as scratch:
         request_path = os.path.join(scratch, "request.json")
         with open(request_path, "w", encoding="utf-8") as f:
-            json.dump({"sentences": _sentences(args)}, f)
+            json.dump({"sentences": _sentences(args), "constraint": args.constraints}, f)
         reports = {label: run_child(python, version_dir, request_path,
                                     os.path.join(scratch, f"{i}.json"))
                    for i, (label, python) in enumerate(environments)}
@@ -308,6 +311,9 @@ def main():
     parser.add_argument("--sentences_file")
     parser.add_argument("--sentences", type=int, default=20)
     parser.add_argument("--output")
+    parser.add_argument("--constraints", default=CONSTRAINT,
+                        help="translate_constrained's constraint line for every other sentence "
+                        "(phrases the export's vocabulary spells)")
     parser.add_argument("--tolerance", type=float, default=1e-5,
                         help="largest difference of a float output (scores, attention), "
                         "relative to max(1, |value|)")
