@@ -318,6 +318,14 @@ def translate_catalog(options, translate=None, kinds_of=None, progress=sys.stder
         check_options(options)
     elif not (options.input and options.output):
         raise UserError("--input and --output are required")
+    if resume.is_stream_path(options.output):
+        raise UserError(f"--output {options.output} is not a regular file: t2t-lite-po "
+                        "replaces its output whole when it is complete; write to a file")
+    target_path = os.path.realpath(options.output)
+    resume.check_output_path(target_path, "--output")
+    if os.path.exists(options.input):
+        resume.check_not_an_input(target_path, [(f"--input {options.input}",
+                                                 os.stat(options.input))], "--output")
     catalog = catalog_file.read(options.input)
     with open(options.input, "rb") as f:
         raw = f.read()
@@ -329,13 +337,6 @@ def translate_catalog(options, translate=None, kinds_of=None, progress=sys.stder
     stats.obsolete = sum(1 for entry in catalog.entries if entry.obsolete)
     jobs = entries.plan(catalog.messages(), plan.rule, options, kinds_of, stats)
 
-    if resume.is_stream_path(options.output):
-        raise UserError(f"--output {options.output} is not a regular file: t2t-lite-po "
-                        "replaces its output whole when it is complete; write to a file")
-    target_path = os.path.realpath(options.output)
-    resume.check_output_path(target_path, "--output")
-    resume.check_not_an_input(target_path, [(f"--input {options.input}",
-                                             os.stat(options.input))], "--output")
     lock = file_lock.FileLock(target_path + file_lock.LOCK_SUFFIX,
                               f"--output {target_path}").acquire()
     try:
