@@ -17,6 +17,9 @@ import sys
 from t2t_lite.inference import constraints as constraints_lib
 
 ATTEMPTS = ("best", "nbest", "forced")
+# What the progress line says each attempt does.
+_DOING = {"best": "translated", "nbest": "retried with the beam's other hypotheses",
+          "forced": "retried with their spans forced"}
 
 
 class Journal:
@@ -118,8 +121,8 @@ class ModelEngine:
             part = todo[start:start + chunk]
             texts = [line for _, _, line in part]
             self.journal.add(list(zip(part, self._search(texts, attempt, spans_of))))
-            print(f"t2t-lite-po: {attempt} translations of {name} lines: "
-                  f"{min(start + chunk, len(todo))}/{len(todo)}", file=self.progress, flush=True)
+            print(f"t2t-lite-po: {_DOING[attempt]}: {min(start + chunk, len(todo))}/{len(todo)} "
+                  f"lines (protected: {name})", file=self.progress, flush=True)
         return [self.journal.done[key] for key in keys]
 
     def _search(self, texts, attempt, spans_of):
