@@ -96,7 +96,7 @@ class PoStats:
         parts = [f"translated {self.translated} of {self.entries} entries ({self.plural} plural)"
                  f" in {self.seconds:.1f}s", f"{self.kept} already translated kept",
                  f"{self.fuzzy_kept} fuzzy kept", f"{self.fuzzy_marked} marked fuzzy"]
-        parts += [f"{count} entries left untranslated: {why}"
+        parts += [f"{count} {'entry' if count == 1 else 'entries'} left untranslated: {why}"
                   for why, count in sorted(self.left_untranslated.items())] or \
             ["0 entries left untranslated"]
         parts.append(f"{self.lines} lines decoded"

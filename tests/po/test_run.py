@@ -788,3 +788,4 @@ def test_an_entry_that_cannot_be_rewritten_alone_is_left_and_counted(tmp_path):
     assert written["one"] == "DE[one]" and written["three"] == "DE[three]"
     assert written["two"] == "" and b'msgid "two" msgstr ""\n' in output.read_bytes()
     assert stats.left_untranslated == {po_run.LEFT_LAYOUT: 1}
+    assert f"; 1 entry left untranslated: {po_run.LEFT_LAYOUT};" in stats.summary()
