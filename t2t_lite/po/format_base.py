@@ -63,3 +63,27 @@ def bad_conversion(number, char):
 def name_key(name):
     """The order gettext sorts argument names in: strcmp over their UTF-8 bytes."""
     return name.encode("utf-8")
+
+
+class Scanner:
+    """A format string as gettext's parsers read it: cut at a NUL, its directives found one by
+    one from their opening character, the ones read so far kept for a FormatError."""
+
+    def __init__(self, text):
+        self.text = text.split(END, 1)[0]
+        self.found = []
+
+    def at(self, i):
+        return self.text[i] if i < len(self.text) else END
+
+    def fail(self, reason, position):
+        raise FormatError(reason, position, self.found)
+
+    def scan(self, opening, directive):
+        """directive(i) -> the index after it, at each `opening` character; the rest is text."""
+        i = 0
+        while i < len(self.text):
+            if self.text[i] != opening:
+                i += 1
+                continue
+            i = directive(i)

@@ -13,7 +13,7 @@ FormatError) and a check (the msgid's and the msgstr's compared values, strict o
 and the two strings' names as msgfmt prints them -> msgfmt's message, or None);
 po/formats.py picks them by flag.
 """
-from t2t_lite.po.format_base import END, Directive, FormatError, bad_conversion
+from t2t_lite.po.format_base import END, Directive, FormatError, Scanner, bad_conversion
 
 _INVALID_ARGNO_0 = "In the directive number {}, the {}argument number 0 is not a positive integer."
 _MIXES_NUMBERED = ("The string refers to arguments both through absolute argument numbers and "
@@ -48,29 +48,17 @@ def _c_type(conversion, size):
     return unsigned + (f"[{size}]" if size else "") + basic
 
 
-class CParser:
+class CParser(Scanner):
     """format-c-parse.h's format_parse_entrails over a str; at() gives '\\0' past the end."""
 
     def __init__(self, text, translated, objc):
-        self.text = text.split(END, 1)[0]
+        super().__init__(text)
         self.translated, self.objc = translated, objc
         self.count = 0
         self.numbered, self.unnumbered = [], []
-        self.found = []
-
-    def at(self, i):
-        return self.text[i] if i < len(self.text) else END
-
-    def fail(self, reason, position):
-        raise FormatError(reason, position, self.found)
 
     def run(self):
-        i = 0
-        while i < len(self.text):
-            if self.text[i] != "%":
-                i += 1
-                continue
-            i = self.directive(i)
+        self.scan("%", self.directive)
         return self.found, self.argument_types()
 
     def digits(self, i):

@@ -13,8 +13,8 @@ FormatError) and a check (the msgid's and the msgstr's compared values, strict o
 and the two strings' names as msgfmt prints them -> msgfmt's message, or None);
 po/formats.py picks them by flag.
 """
-from t2t_lite.po.format_base import (END, Directive, FormatError, UNTERMINATED, bad_conversion,
-                                     name_key)
+from t2t_lite.po.format_base import (END, UNTERMINATED, Directive, FormatError, Scanner,
+                                     bad_conversion, name_key)
 
 
 # ---------------------------------------------------------------- python-format
@@ -26,27 +26,16 @@ _PY_TYPES = {"%": None, "c": "c", "s": "s", "r": "s", "i": "i", "d": "i", "u": "
 _ANY = "any"  # %.0s: an argument of any type
 
 
-class PythonParser:
+class PythonParser(Scanner):
     """format-python.c's format_parse over a str."""
 
     def __init__(self, text):
-        self.text = text.split(END, 1)[0]
+        super().__init__(text)
         self.count = 0
-        self.named, self.unnamed, self.found = [], [], []
-
-    def at(self, i):
-        return self.text[i] if i < len(self.text) else END
-
-    def fail(self, reason, position):
-        raise FormatError(reason, position, self.found)
+        self.named, self.unnamed = [], []
 
     def run(self):
-        i = 0
-        while i < len(self.text):
-            if self.text[i] != "%":
-                i += 1
-                continue
-            i = self.directive(i)
+        self.scan("%", self.directive)
         return self.found, (self.merged_names(), list(self.unnamed))
 
     def name(self, i):
@@ -179,27 +168,19 @@ def _truncated(message):
     return message.split(END, 1)[0]
 
 
-class BraceParser:
+class BraceParser(Scanner):
     """format-python-brace.c's format_parse over a str."""
 
     def __init__(self, text):
-        self.text = text.split(END, 1)[0]
+        super().__init__(text)
         self.count = 0  # fields read so far: msgfmt's "directive number"
-        self.names, self.found = [], []
-
-    def at(self, i):
-        return self.text[i] if i < len(self.text) else END
+        self.names = []
 
     def fail(self, reason, position):
-        raise FormatError(_truncated(reason), position, self.found)
+        super().fail(_truncated(reason), position)
 
     def run(self):
-        i = 0
-        while i < len(self.text):
-            if self.text[i] == "{":
-                i = self.directive(i, True)
-            else:
-                i += 1
+        self.scan("{", lambda i: self.directive(i, True))
         names = sorted(set(self.names), key=name_key)
         return self.found, names
 
