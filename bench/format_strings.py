@@ -28,7 +28,6 @@ run is reported as unavailable.
 """
 import argparse
 import glob
-import hashlib
 import json
 import os
 import random
@@ -39,7 +38,9 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 
+import harness  # noqa: E402  (bench/harness.py: no TensorFlow at import)
 from t2t_lite.inference import protected_spans  # noqa: E402  (pure Python, no TensorFlow)
 
 # Debian 12 packages with a German catalog, none installed on the machine the set was built on.
@@ -81,12 +82,6 @@ def deb_field(deb, field):
                           check=True).stdout.strip()
 
 
-def sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def german_catalogs(deb, into):
@@ -143,7 +138,7 @@ def build(args):
                         continue
                     pairs.append((source, target))
                     kept += 1
-            rows.append(f"{package}\t{deb_field(deb, 'Version')}\t{sha256(deb)}\t"
+            rows.append(f"{package}\t{deb_field(deb, 'Version')}\t{harness.file_sha256(deb)}\t"
                         f"{','.join(os.path.basename(c) for c in catalogs)}\t{kept}")
     total = len(pairs)
     if total > args.max_lines:

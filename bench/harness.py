@@ -14,6 +14,7 @@ The role sets itself up and calls `serve(name=handler, ...)`. Every message back
 import argparse
 import collections
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -497,3 +498,12 @@ def useful_flops(model_config, vocab_size, inputs, targets):
 
     return sum(training_flops(model_config, vocab_size, int(s), int(t))
                for s, t in zip((inputs != 0).sum(axis=1), (targets != 0).sum(axis=1)))
+
+
+def file_sha256(path):
+    """The hex sha256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

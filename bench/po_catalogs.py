@@ -84,6 +84,9 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import harness  # noqa: E402  (bench/harness.py: no TensorFlow at import)
+
 LIST = os.path.join(ROOT, "bench", "data", "po_catalogs_de.json")
 WORK_DIR = "/work/po-catalogs"
 LOCAL_CATALOGS = "/usr/share/locale/de/LC_MESSAGES"
@@ -496,12 +499,6 @@ def untranslated_reasons(summary):
 
 # ---- build and fetch ---------------------------------------------------------------------------
 
-def sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def installed(package):
@@ -528,7 +525,7 @@ def download(package, debs, version=None, digest=None):
     os.makedirs(debs, exist_ok=True)
     pattern = os.path.join(debs, f"{package}_*.deb")
     for path in glob.glob(pattern):
-        if digest is None or sha256(path) == digest:
+        if digest is None or harness.file_sha256(path) == digest:
             if version is None or deb_field(path, "Version") == version:
                 return path
         os.remove(path)
@@ -540,8 +537,8 @@ def download(package, debs, version=None, digest=None):
     found = glob.glob(pattern)
     if len(found) != 1:
         fail(f"expected one {package} .deb in {debs}, found {found}")
-    if digest is not None and sha256(found[0]) != digest:
-        fail(f"{found[0]}: sha256 {sha256(found[0])}, the list says {digest}")
+    if digest is not None and harness.file_sha256(found[0]) != digest:
+        fail(f"{found[0]}: sha256 {harness.file_sha256(found[0])}, the list says {digest}")
     return found[0]
 
 
@@ -601,8 +598,9 @@ def build(args):
             fail(f"{package} has no {MO_DIR}/{mo_name}")
         language = source_language(deb)
         row = {"package": package, "version": deb_field(deb, "Version"),
-               "deb": os.path.basename(deb), "deb_sha256": sha256(deb),
-               "mo": f"{MO_DIR}/{mo_name}", "mo_sha256": sha256(mo), "domain": domain,
+               "deb": os.path.basename(deb), "deb_sha256": harness.file_sha256(deb),
+               "mo": f"{MO_DIR}/{mo_name}", "mo_sha256": harness.file_sha256(mo),
+               "domain": domain,
                "source_language": language}
         row.update(prepare(folder, mo, language))
         catalogs.append(row)
@@ -672,8 +670,8 @@ def fetch(args):
         os.makedirs(folder, exist_ok=True)
         subprocess.run(["dpkg-deb", "-x", deb, os.path.join(folder, "root")], check=True)
         mo = os.path.join(folder, "root", row["mo"])
-        if sha256(mo) != row["mo_sha256"]:
-            fail(f"{mo}: sha256 {sha256(mo)}, the list says {row['mo_sha256']}")
+        if harness.file_sha256(mo) != row["mo_sha256"]:
+            fail(f"{mo}: sha256 {harness.file_sha256(mo)}, the list says {row['mo_sha256']}")
         facts = prepare(folder, mo, row["source_language"])
         differ = [k for k in ("entries", "flags", "blank_po_sha256") if facts[k] != row[k]]
         if differ:
@@ -811,8 +809,6 @@ def commit():
 
 def run(args):
     sys.path.insert(0, ROOT)
-    sys.path.insert(0, os.path.join(ROOT, "bench"))
-    import harness  # noqa: E402  (bench/harness.py: no TensorFlow at import)
 
     listing = read_list(args.list)
     rows = chosen(listing, args.only)
