@@ -51,6 +51,25 @@ def finished(process, timeout):
     return stdout, stderr
 
 
+
+def copy_model_dir(model_dir, tmp_path, numbers=(10,)):
+    """(a copy of the fixture's model_dir listing checkpoints `numbers` (copies of its ckpt-10),
+    their paths)."""
+    import shutil
+
+    copy = str(tmp_path / "model")
+    shutil.copytree(model_dir, copy)
+    paths = []
+    for number in numbers:
+        path = os.path.join(copy, f"ckpt-{number}")
+        for name in tf.io.gfile.glob(os.path.join(copy, "ckpt-10.*")):
+            target = path + name[len(os.path.join(copy, "ckpt-10")):]
+            if target != name:
+                shutil.copyfile(name, target)
+        paths.append(path)
+    tf.compat.v1.train.update_checkpoint_state(copy, paths[-1], all_model_checkpoint_paths=paths)
+    return copy, paths
+
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("export_model")

@@ -1,7 +1,6 @@
 """Damaged model_dirs and edge values: one `error:` line naming the file, never a traceback,
 nothing left behind; huge --extra_length clamped; short averages said out loud."""
 import os
-import shutil
 
 import pytest
 import tensorflow as tf
@@ -9,24 +8,11 @@ import tensorflow as tf
 from t2t_lite.errors import UserError
 from t2t_lite.inference import batch_decode, translation_module
 from t2t_lite.model_dir import averaging, checkpoint_reader, loaded
+from tests.conftest import copy_model_dir
 
 INPUTS = ["the house is small .", "a cat sat on the mat", "we read books every day ?"]
 
 
-def _copy(model_dir, tmp_path, numbers=(10,)):
-    """A copy of the fixture's model_dir listing checkpoints `numbers` (copies of ckpt-10)."""
-    copy = str(tmp_path / "model")
-    shutil.copytree(model_dir, copy)
-    paths = []
-    for number in numbers:
-        path = os.path.join(copy, f"ckpt-{number}")
-        for name in tf.io.gfile.glob(os.path.join(copy, "ckpt-10.*")):
-            target = path + name[len(os.path.join(copy, "ckpt-10")):]
-            if target != name:
-                shutil.copyfile(name, target)
-        paths.append(path)
-    tf.compat.v1.train.update_checkpoint_state(copy, paths[-1], all_model_checkpoint_paths=paths)
-    return copy, paths
 
 
 def _data_file(path):
@@ -56,7 +42,7 @@ MESSAGES = {
 @pytest.mark.slow
 @pytest.mark.parametrize("damage", sorted(MESSAGES))
 def test_damaged_checkpoint_is_a_user_error_naming_the_file(model_dir, tmp_path, damage):
-    copy, paths = _copy(model_dir, tmp_path, numbers=(10, 20))
+    copy, paths = copy_model_dir(model_dir, tmp_path, numbers=(10, 20))
     data, index = _data_file(paths[1]), paths[1] + ".index"
     if damage.startswith("truncate"):
         _truncate(data if damage == "truncate_data" else index, 100)
@@ -74,7 +60,7 @@ def test_damaged_checkpoint_is_a_user_error_naming_the_file(model_dir, tmp_path,
 
 def test_averaging_skips_listed_checkpoints_whose_files_are_gone(model_dir, tmp_path):
     # What a kill -9 inside TensorFlow's save-then-delete leaves: the oldest entry has no files.
-    copy, paths = _copy(model_dir, tmp_path, numbers=(10, 20, 30))
+    copy, paths = copy_model_dir(model_dir, tmp_path, numbers=(10, 20, 30))
     for name in tf.io.gfile.glob(paths[0] + ".*"):
         os.remove(name)
     assert checkpoint_reader.checkpoint_paths(copy) == paths[1:]
@@ -85,7 +71,7 @@ def test_averaging_skips_listed_checkpoints_whose_files_are_gone(model_dir, tmp_
 
 @pytest.mark.slow
 def test_avg_cli_says_when_fewer_checkpoints_than_asked(cli, model_dir, tmp_path):
-    copy, _ = _copy(model_dir, tmp_path, numbers=(10, 20, 30))
+    copy, _ = copy_model_dir(model_dir, tmp_path, numbers=(10, 20, 30))
     result = cli("avg_checkpoints", f"--model_dir={copy}", "--num_last=5")
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     assert "averaged 3 of the 5 checkpoints asked for" in result.stdout.decode()
@@ -93,7 +79,7 @@ def test_avg_cli_says_when_fewer_checkpoints_than_asked(cli, model_dir, tmp_path
 
 @pytest.mark.slow
 def test_decoder_cli_truncated_checkpoint_is_one_error_line(cli, model_dir, tmp_path):
-    copy, paths = _copy(model_dir, tmp_path)
+    copy, paths = copy_model_dir(model_dir, tmp_path)
     data = _data_file(paths[0])
     _truncate(data, 1000)
     line = _one_error_line(cli("decoder", f"--model_dir={copy}", stdin=b"the house\n"))

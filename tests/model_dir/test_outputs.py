@@ -16,6 +16,7 @@ from t2t_lite.errors import UserError
 from t2t_lite.export import exporters
 from t2t_lite.inference import resume
 from t2t_lite.model_dir import averaging, outputs
+from tests.conftest import copy_model_dir
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -23,17 +24,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def _copy(model_dir, tmp_path, numbers=(10, 20, 30)):
     """A copy of the fixture's model_dir listing checkpoints `numbers` (copies of ckpt-10), with
     a best/ holding one."""
-    copy = str(tmp_path / "model")
-    shutil.copytree(model_dir, copy)
-    paths = []
-    for number in numbers:
-        path = os.path.join(copy, f"ckpt-{number}")
-        for name in tf.io.gfile.glob(os.path.join(copy, "ckpt-10.*")):
-            target = path + name[len(os.path.join(copy, "ckpt-10")):]
-            if target != name:
-                shutil.copyfile(name, target)
-        paths.append(path)
-    tf.compat.v1.train.update_checkpoint_state(copy, paths[-1], all_model_checkpoint_paths=paths)
+    copy, paths = copy_model_dir(model_dir, tmp_path, numbers)
     best = os.path.join(copy, "best")
     os.makedirs(best)
     for name in tf.io.gfile.glob(paths[1] + ".*"):
