@@ -39,9 +39,15 @@ class WorkFolder:
                 raise UserError(f"{path} holds an unfinished run of another catalog, model or "
                                 f"setting ({difference}); re-run with --start_over to translate "
                                 "from the start")
+        made = not os.path.lexists(path)
         os.makedirs(path, exist_ok=True)
-        atomic.write_json(marker, {"kind": _KIND, "run": identity}, indent=1,
-                          sort_keys=True)
+        try:
+            atomic.write_json(marker, {"kind": _KIND, "run": identity}, indent=1,
+                              sort_keys=True)
+        except BaseException:
+            if made:  # a full disk: the folder would stop the re-run that finishes
+                os.rmdir(path)
+            raise
 
     @property
     def journal(self):

@@ -789,3 +789,20 @@ def test_an_entry_that_cannot_be_rewritten_alone_is_left_and_counted(tmp_path):
     assert written["two"] == "" and b'msgid "two" msgstr ""\n' in output.read_bytes()
     assert stats.left_untranslated == {po_run.LEFT_LAYOUT: 1}
     assert f"; 1 entry left untranslated: {po_run.LEFT_LAYOUT};" in stats.summary()
+
+
+def test_a_work_folder_whose_marker_cannot_be_written_is_not_left_behind(tmp_path, monkeypatch):
+    """A full disk at the marker leaves no empty folder that would refuse the re-run."""
+    import errno
+
+    from t2t_lite.po import work_folder
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(work_folder.atomic, "write_json", full)
+    with pytest.raises(OSError):
+        work_folder.WorkFolder(str(tmp_path / "out.po.t2t-po-work"), {"run": 1}, False)
+    assert os.listdir(tmp_path) == []
+    monkeypatch.undo()
+    work_folder.WorkFolder(str(tmp_path / "out.po.t2t-po-work"), {"run": 1}, False)
