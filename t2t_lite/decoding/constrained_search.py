@@ -48,18 +48,14 @@ from typing import NamedTuple
 import tensorflow as tf
 
 from t2t_lite.config import DecodeConfig, ModelConfig
+from t2t_lite.decoding import phrase_matching as matching
+# The phrase tables' word marks, part of this search's interface.
+from t2t_lite.decoding.phrase_matching import WORD_END, WORD_START  # noqa: F401
 # The unconstrained search's state and steps, shared so both searches leave, gather and stop
 # alike.
 from t2t_lite.decoding.beam_search import (
     _DEAD, NEG_INF, _gather_beams, _loop, _NBest, _start, _top_candidates, _write_position,
     _write_results, length_penalty, log_normaliser)
-
-# A phrase's last "token" when it must end a word: it matches any token that starts one (EOS
-# included). Never a real id, never generated.
-WORD_END = -2
-# A negative phrase's first "token" when it is written glued to what comes before ("Ordner" in
-# "»Ordner«"): it matches a token that ends a word, or the start of the sequence.
-WORD_START = -3
 
 # Ranks a finished hypothesis that misses a phrase below any that meets all, whatever the scores
 # (real scores stay far above -UNMET_PENALTY; 16 misses stay far above the search's _DEAD).
@@ -81,175 +77,12 @@ class _Extra(NamedTuple):
     unmet: tf.Tensor  # int32 [B, K], positive phrases the hypothesis misses
 
 
-def _lengths(tokens):
-    return tf.reduce_sum(tf.cast(tf.not_equal(tokens, 0), tf.int32), axis=-1)
-
-
-def _boundary_table(table, vocab_size):
-    """bool [V]: a word_starts / word_ends argument, all True when None (every token a word)."""
-    if table is None:
-        return tf.ones([vocab_size], tf.bool)
-    return tf.cast(table, tf.bool)
-
-
-def _ends_word(tokens, word_ends):
-    """bool, tokens' shape: a word boundary lies after the token (-1, before the sequence:
-    True)."""
-    return (tokens < 0) | tf.gather(word_ends, tf.maximum(tokens, 0))
-
-
-def _starts_word(tokens, word_starts):
-    """bool, tokens' shape: a word boundary lies before the token (-1, before the sequence: no
-    token, False)."""
-    return (tokens >= 0) & tf.gather(word_starts, tf.maximum(tokens, 0))
-
-
-def _phrase_sizes(positive):
-    """int32 [B, P]: the shortest present alternative's length, 0 for an absent phrase."""
-    lengths = _lengths(positive)  # [B, P, A]
-    big = tf.int32.max
-    shortest = tf.reduce_min(tf.where(lengths > 0, lengths, big), axis=-1)
-    return tf.where(shortest == big, 0, shortest)
-
-
-def _duplicates(positive, sizes):
-    """bool [B, P, P]: [b, p, q] when q < p and phrases p and q are the same."""
-    same = tf.reduce_all(tf.equal(positive[:, :, None], positive[:, None, :]), axis=[3, 4])
-    phrases = tf.shape(positive)[1]
-    earlier = tf.range(phrases)[None, :] < tf.range(phrases)[:, None]
-    return same & earlier[None] & (sizes[:, :, None] > 0)
-
-
-def _windows(seqs, position, width):
-    """The last `width` tokens of sequences [B, K, L+1] up to column `position` (inclusive):
-    int32 [B, K, width], -1 before column 1 (column 0 is the start token, never matched)."""
-    columns = position - width + 1 + tf.range(width)
-    tokens = tf.gather(seqs, tf.maximum(columns, 0), axis=2)
-    return tf.where(columns[None, None, :] >= 1, tokens, -1)
-
-
-def _suffix_matches(windows, phrases, word_starts, word_ends=None):
-    """bool [B, M, ..., T]: [..., k-1] when the last k tokens of a window match the first k
-    tokens of a phrase (and the phrase has at least k tokens). A phrase's WORD_END matches any
-    token that starts a word (word_starts [V]), EOS included; a WORD_START any token that ends
-    one (word_ends [V]), or the start of the sequence.
-
-    windows: int32 [B, M, T] (most recent last); phrases: int32 [B, ..., T] (0-padded), the
-    same phrases for every window of an example."""
-    width = tf.shape(windows)[2]
-    k = tf.range(1, width + 1)[:, None]  # matched length
-    j = tf.range(width)[None, :]  # position within the phrase
-    used = j < k  # [T, T]
-    # window position of phrase token j when the match has length k
-    picked = tf.gather(windows, tf.minimum(width - k + j, width - 1), axis=2)  # [B, M, T(k), T(j)]
-    extra_axes = phrases.shape.rank - 2  # phrase axes between B and T
-    for _ in range(extra_axes):
-        picked = picked[:, :, None]
-    phrase_tokens = phrases[:, None, ..., None, :]  # [B, 1, ..., 1, T(j)]
-    ends_here = tf.equal(phrase_tokens, WORD_END) & _starts_word(picked, word_starts)
-    equal = tf.equal(picked, phrase_tokens) | ends_here | tf.logical_not(used)
-    if word_ends is not None:
-        equal |= tf.equal(phrase_tokens, WORD_START) & _ends_word(picked, word_ends)
-    long_enough = tf.expand_dims(_lengths(phrases), -1) >= tf.range(1, width + 1)
-    return tf.reduce_all(equal, axis=-1) & long_enough[:, None]
-
-
-def _progress(windows, positive, word_starts):
-    """For each window and phrase alternative: (the longest proper prefix of the alternative
-    that ends the window, int32 [B, M, P, A]; the whole alternative ends the window, bool;
-    the suffix matches, bool [B, M, P, A, T], as _suffix_matches gives them)."""
-    matches = _suffix_matches(windows, positive, word_starts)  # [B, M, P, A, T]
-    return _progress_of(matches, positive) + (matches,)
-
-
-def _progress_of(matches, positive):
-    """(prefix, complete) of _progress from its suffix matches."""
-    lengths = _lengths(positive)[:, None]  # [B, 1, P, A]
-    k = tf.range(1, tf.shape(matches)[-1] + 1)
-    proper = matches & (k < lengths[..., None])
-    prefix = tf.reduce_max(tf.where(proper, k, 0), axis=-1)
-    complete = tf.reduce_any(matches & tf.equal(k, lengths[..., None]), axis=-1) & (lengths > 0)
-    return prefix, complete
-
-
-def _extended_matches(parent_matches, tokens, positive, word_starts):
-    """The suffix matches of each candidate's window (its parent's, then its token), from the
-    parent's (gathered to the candidates, bool [B, M, P, A, T]) and its token (int32 [B, M]): a
-    match of length k is the parent's of length k - 1 and the token as the phrase's k-th. O(T)
-    per alternative and candidate, where matching the window afresh is O(T^2)."""
-    phrase = positive[:, None]  # [B, 1, P, A, T]
-    token = tokens[:, :, None, None, None]
-    fits = tf.equal(phrase, token) | (tf.equal(phrase, WORD_END)
-                                      & _starts_word(token, word_starts))
-    before = tf.concat([tf.ones_like(parent_matches[..., :1]), parent_matches[..., :-1]],
-                       axis=-1)
-    long_enough = _lengths(positive)[:, None, ..., None] >= tf.range(
-        1, tf.shape(positive)[-1] + 1)
-    return before & fits & long_enough
-
-
-def _credit(complete, met, duplicate_of_earlier):
-    """met [B, M, P] after a token that completes the alternatives in `complete` [B, M, P, A]:
-    an occurrence counts for the first unmet phrase among identical ones."""
-    completes = tf.reduce_any(complete, axis=-1) & tf.logical_not(met)
-    taken_by_earlier = tf.reduce_any(
-        completes[:, :, None, :] & duplicate_of_earlier[:, None], axis=-1)
-    return met | (completes & tf.logical_not(taken_by_earlier))
-
-
-def _bank(prefix, met, sizes):
-    """int32 [B, M]: constraint tokens met, as a trie of the phrases counts them: every met
-    phrase its size, plus the one deepest partial match of an unmet phrase (at most its size -
-    1), so a prefix several phrases share counts once and progress never outweighs a met
-    phrase's tokens."""
-    partial = tf.minimum(tf.reduce_max(prefix, axis=-1), tf.maximum(sizes[:, None] - 1, 0))
-    met_tokens = tf.reduce_sum(tf.where(met, sizes[:, None], 0), axis=-1)
-    return met_tokens + tf.maximum(tf.reduce_max(tf.where(met, 0, partial), axis=-1), 0)
-
-
-def _banned(windows, negative, word_starts, word_ends, near_end):
-    """What would complete a negative phrase, as (tokens: int32 [N, 2] (row, token) indices into
-    the flat [B*K, V] log probs; words: bool [B*K], rows whose next token must not start a
-    word, as it would end a whole-word negative phrase that the row ends with). windows
-    [B, K, T] end at the current position. near_end bool [B]: the token chosen now is the last
-    before EOS, so a whole-word negative's last real token is barred itself (EOS could not be
-    barred after it)."""
-    lengths = _lengths(negative)  # [B, Q]
-    matches = _suffix_matches(windows, negative, word_starts, word_ends)  # [B, K, Q, T]
-    k = tf.range(1, tf.shape(matches)[-1] + 1)
-
-    def ready(matched):
-        """bool [B, K, Q]: the window ends with the phrase's first `matched` [B, Q] tokens."""
-        wanted = tf.equal(k, matched[:, None, :, None])
-        return tf.reduce_any(matches & wanted, axis=-1) | tf.equal(matched[:, None], 0)
-
-    last = tf.gather(negative, tf.maximum(lengths - 1, 0), batch_dims=2)  # [B, Q]
-    word_end = tf.equal(last, WORD_END)[:, None]  # [B, 1, Q]
-    present = lengths[:, None] > 0
-    complete = ready(lengths - 1) & present  # all but the last token
-    words = tf.reshape(tf.reduce_any(complete & word_end, axis=-1), [-1])
-    # The token to bar: a token-level phrase's last; near the end, a word's last real token.
-    before_end = tf.gather(negative, tf.maximum(lengths - 2, 0), batch_dims=2)
-    barred = tf.where(word_end, before_end[:, None], last[:, None])
-    barred = tf.broadcast_to(barred, tf.shape(complete))
-    ready_tokens = tf.where(word_end, ready(tf.maximum(lengths - 2, 0))
-                            & near_end[:, None, None], complete) & present
-    ready_tokens &= barred > 0
-    beam_size = tf.shape(windows)[1]
-    rows = tf.range(tf.shape(windows)[0])[:, None, None] * beam_size + tf.range(beam_size)[
-        None, :, None]
-    where = tf.where(ready_tokens)
-    tokens = tf.stack([tf.gather_nd(tf.broadcast_to(rows, tf.shape(ready_tokens)), where),
-                       tf.gather_nd(barred, where)], axis=1)
-    return tokens, words
-
-
 def _word_rules(beams, prefix, negative_words, must_end, word_starts, eos_id,
                 eos_until_met=False):
     """bool [B*K, V]: the tokens barred by the word rules. A row that ends with every token of
     an unmet positive phrase's alternative but its WORD_END may not continue the word (only a
     token that starts a word, or the next token of another phrase it is matching); a row in
-    negative_words (see _banned) may not start one; with eos_until_met, a row with an unmet
+    negative_words (see phrase_matching.banned) may not start one; with eos_until_met, a row with an unmet
     phrase may not end. EOS stays open where it is the only token left (must_end)."""
     positive = beams.constraints.positive
     per_beam = tf.broadcast_to(positive[:, None], tf.concat([tf.shape(prefix),
@@ -358,16 +191,16 @@ def _candidates(logits, normaliser, must_end, beams, prefix, beam_size, vocab_si
 
 def _step_state(beams, cand_beams, tokens, matches, word_starts):
     """Each candidate's met phrases and bank after its token: (met [B, M, P], banks [B, M]).
-    matches: the alive beams' suffix matches (_progress). EOS may complete a phrase too: it
+    matches: the alive beams' suffix matches (phrase_matching.progress). EOS may complete a phrase too: it
     ends the phrase's last word."""
     constraints = beams.constraints
     parent_matches = tf.gather(matches, cand_beams, batch_dims=1)
-    prefix, complete = _progress_of(
-        _extended_matches(parent_matches, tokens, constraints.positive, word_starts),
+    prefix, complete = matching.progress_of(
+        matching.extended_matches(parent_matches, tokens, constraints.positive, word_starts),
         constraints.positive)
     parent_met = tf.gather(constraints.met, cand_beams, batch_dims=1)
-    met = _credit(complete, parent_met, constraints.duplicate_of_earlier)
-    return met, _bank(prefix, met, constraints.sizes)
+    met = matching.credit(complete, parent_met, constraints.duplicate_of_earlier)
+    return met, matching.bank(prefix, met, constraints.sizes)
 
 
 def _choose(scores, banks, eligible, beam_size):
@@ -404,10 +237,11 @@ def _at_least_one_token(phrases):
 def _with_constraints(state, positive, negative, batch_size, beam_size):
     """The search's initial state with the constraints and empty extras added."""
     positive, negative = _at_least_one_token(positive), _at_least_one_token(negative)
-    sizes = _phrase_sizes(positive)
+    sizes = matching.phrase_sizes(positive)
     met = tf.broadcast_to(tf.equal(sizes, 0)[:, None, :],
                           [batch_size, beam_size, tf.shape(positive)[1]])
-    constraints = _Constraints(positive, negative, sizes, _duplicates(positive, sizes), met)
+    constraints = _Constraints(positive, negative, sizes, matching.duplicates(positive, sizes),
+                               met)
 
     def no_extra(nbest):
         shape = tf.shape(nbest.scores)
@@ -421,7 +255,7 @@ def _with_constraints(state, positive, negative, batch_size, beam_size):
 def _next_beams(beams, logits, normaliser, must_end, index, progress, beam_size, vocab_size,
                 alpha, eos_id, word_starts):
     """One step's choice: (beams with the new alive and finished hypotheses, the alive ones'
-    parent beams for the cache's gather). progress: _progress of the alive beams."""
+    parent beams for the cache's gather). progress: phrase_matching.progress of the alive beams."""
     prefix, _, matches = progress
     new_length = index + 1
     scores, cand_beams, tokens, repeated = _candidates(logits, normaliser, must_end, beams,
@@ -467,18 +301,19 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
         cache, static, batch_size, beam_size, alpha, max_decode_length, decode_lengths,
         tile_static)
     state = _with_constraints(state, positive, negative, batch_size, beam_size)
-    word_starts = _boundary_table(word_starts, vocab_size)
-    word_ends = _boundary_table(word_ends, vocab_size)
+    word_starts = matching.boundary_table(word_starts, vocab_size)
+    word_ends = matching.boundary_table(word_ends, vocab_size)
 
     def choose(beams, logits, index, must_end):
         constraints = beams.constraints
         negative = constraints.negative
-        banned, negative_words = _banned(_windows(beams.alive_seqs, index, tf.shape(negative)[2]),
-                                         negative, word_starts, word_ends,
-                                         index + 2 >= beams.decode_lengths)
+        banned, negative_words = matching.banned(
+            matching.windows(beams.alive_seqs, index, tf.shape(negative)[2]), negative,
+            word_starts, word_ends, index + 2 >= beams.decode_lengths)
         positive = constraints.positive
-        progress = _progress(_windows(beams.alive_seqs, index, tf.shape(positive)[3]),
-                             positive, word_starts)  # prefix [B, K, P, A], ...
+        progress = matching.progress(  # prefix [B, K, P, A], ...
+            matching.windows(beams.alive_seqs, index, tf.shape(positive)[3]), positive,
+            word_starts)
         barred = _word_rules(beams, progress[0], negative_words, must_end, word_starts, eos_id,
                              eos_until_met)
         logits, normaliser = _barred(logits, banned, barred)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite.decoding import constrained_search
+from t2t_lite.decoding import phrase_matching
 from t2t_lite.decoding.constrained_search import WORD_END, WORD_START, constrained_beam_search
 
 END = WORD_END
@@ -162,10 +162,10 @@ def test_banks_count_a_shared_prefix_once(rows, want):
     positive = tf.constant([[[[5, 6, 8]], [[5, 6, 7]]]], tf.int32)  # [1, 2, 1, 3]
     windows = tf.constant([[[-1] * (3 - len(r)) + r for r in rows]], tf.int32)
     starts = tf.ones([10], tf.bool)
-    prefix, complete, _ = constrained_search._progress(windows, positive, starts)
-    met = constrained_search._credit(complete, tf.zeros([1, 1, 2], tf.bool),
+    prefix, complete, _ = phrase_matching.progress(windows, positive, starts)
+    met = phrase_matching.credit(complete, tf.zeros([1, 1, 2], tf.bool),
                                      tf.zeros([1, 2, 2], tf.bool))
-    bank = constrained_search._bank(prefix, met, tf.constant([[3, 3]]))
+    bank = phrase_matching.bank(prefix, met, tf.constant([[3, 3]]))
     assert bank.numpy()[0].tolist() == want
 
 
