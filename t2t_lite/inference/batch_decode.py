@@ -326,21 +326,44 @@ def output_postprocessor(problem_name):
     return problem.postprocess_output if problem else _unchanged
 
 
+def translation_records(translator, texts, alpha, extra_length, nbest=1, batch_tokens=4096,
+                        progress=None, postprocess=None, parallel_searches=1, stats=None,
+                        splitting=None, constraints=None, protect=frozenset()):
+    """Texts -> one records.Translation per text (same order): the search (translate_texts,
+    whose arguments these are), then the checks of line_checks (the span repair for the
+    `protect` kinds, then the constraints' count), then postprocess(source, output) -> output
+    (default: the translator's problem's hook) on every hypothesis. stats: a DecodeStats to add
+    the counts to."""
+    if postprocess is None:
+        postprocess = output_postprocessor(translator.settings.problem)
+    stats = stats if stats is not None else DecodeStats()
+    facts = [{} for _ in texts]
+    results = translate_texts(translator, texts, alpha, extra_length, nbest=nbest,
+                              batch_tokens=batch_tokens, progress=progress, stats=stats,
+                              parallel_searches=parallel_searches, splitting=splitting,
+                              constraints=constraints, facts=facts)
+    repaired = [False] * len(texts)
+    if protect:
+        results = line_checks.repair_spans(texts, results, protect, stats, repaired)
+    met = line_checks.count_constraints(stats, constraints, results)
+    return [records.Translation(
+        text, [(postprocess(text, output), score) for output, score in hyps],
+        truncated=fact.get("truncated", False), sentences=fact.get("sentences", 1),
+        spans_repaired=repaired[i], constraints_met=met[i])
+        for i, (text, hyps, fact) in enumerate(zip(texts, results, facts))]
+
+
 def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scores=False,
                  batch_tokens=4096, progress=None, postprocess=None, parallel_searches=1,
                  stats=None, splitting=None, line_constraints=None, first_line=0,
                  protect=frozenset(), output_format="text"):
     """Byte lines -> (output lines as str without newlines, DecodeStats); len(out) == len(in).
 
-    postprocess(source, output) -> output: default, the translator's problem's hook.
-    parallel_searches, splitting: see translate_texts. line_constraints(n, source text) -> line
-    n's constraint line (translate_texts' constraints), n counted from first_line. protect: the
-    kinds of protected_spans to keep exactly (see line_checks.repair_spans). stats: a DecodeStats
-    to add this call's counts to. Each line becomes a records.Translation, written as
-    output_format's writer writes it (records.line_writer).
+    Each line's text (clean_line) becomes a records.Translation (translation_records, whose
+    arguments the others are), written as output_format's writer writes it
+    (records.line_writer). line_constraints(n, source text) -> line n's constraint line, n
+    counted from first_line.
     """
-    if postprocess is None:
-        postprocess = output_postprocessor(translator.settings.problem)
     stats = stats if stats is not None else DecodeStats()
     stats.lines += len(raw_lines)
     start = time.monotonic()
@@ -351,21 +374,11 @@ def decode_lines(translator, raw_lines, alpha, extra_length, nbest=1, print_scor
         texts.append(text)
     constraints = None if line_constraints is None else [
         line_constraints(first_line + i, text) for i, text in enumerate(texts)]
-    facts = [{} for _ in texts]
-    results = translate_texts(translator, texts, alpha, extra_length, nbest=nbest,
-                              batch_tokens=batch_tokens, progress=progress, stats=stats,
-                              parallel_searches=parallel_searches, splitting=splitting,
-                              constraints=constraints, facts=facts)
-    repaired = [False] * len(texts)
-    if protect:
-        results = line_checks.repair_spans(texts, results, protect, stats, repaired)
-    met = line_checks.count_constraints(stats, constraints, results)
     write = records.line_writer(output_format, print_scores)
-    outputs = [write(records.Translation(
-        text, [(postprocess(text, output), score) for output, score in hyps],
-        truncated=fact.get("truncated", False), sentences=fact.get("sentences", 1),
-        spans_repaired=repaired[i], constraints_met=met[i]))
-        for i, (text, hyps, fact) in enumerate(zip(texts, results, facts))]
+    outputs = [write(record) for record in translation_records(
+        translator, texts, alpha, extra_length, nbest=nbest, batch_tokens=batch_tokens,
+        progress=progress, postprocess=postprocess, parallel_searches=parallel_searches,
+        stats=stats, splitting=splitting, constraints=constraints, protect=protect)]
     stats.seconds += time.monotonic() - start
     assert len(outputs) == len(raw_lines)
     return outputs, stats

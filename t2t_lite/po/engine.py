@@ -136,9 +136,8 @@ class ModelEngine:
             constraints = [forced_line(spans_of(text)) if spans_of else "" for text in texts]
         splitting = (batch_decode.sentence_splitting(fixed.problem, "auto")
                      if attempt == "best" else None)
-        results = batch_decode.translate_texts(
+        translations = batch_decode.translation_records(
             translator, texts, fixed.alpha, fixed.extra_length, nbest=nbest,
             batch_tokens=self.options.batch_tokens, parallel_searches=self.searches,
             splitting=splitting, constraints=constraints)
-        postprocess = batch_decode.output_postprocessor(fixed.problem)
-        return [[postprocess(text, out) for out, _ in hyps] for text, hyps in zip(texts, results)]
+        return [[text for text, _ in record.hypotheses] for record in translations]
