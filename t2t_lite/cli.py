@@ -33,10 +33,12 @@ def run(main, required=(), problem_flags=False):
     """absl.app.run(main) for every tool, so they all behave alike:
 
     positional arguments are refused; with `problem_flags` (define_problem_flags), a
-    --registry_help prints the registry and exits; the `required` flags must be given; a
-    UserError becomes `error: ...` on stderr and exit status 1 (flag syntax errors: status 2); a
-    write that fails (full disk, EIO), during the run or in the final flush of stdout, becomes
-    one `error:` line and status 120 (process_end); a reader that went away, status 1 or 120.
+    --registry_help prints the registry and exits; the `required` flags must be given; with
+    `problem_flags`, a --problem no problem has is refused before TensorFlow loads, unless a
+    --problem_module may register it (ProblemSpec.check_name); a UserError becomes `error: ...`
+    on stderr and exit status 1 (flag syntax errors: status 2); a write that fails (full disk,
+    EIO), during the run or in the final flush of stdout, becomes one `error:` line and status
+    120 (process_end); a reader that went away, status 1 or 120.
     """
 
     def guarded(argv):
@@ -47,6 +49,8 @@ def run(main, required=(), problem_flags=False):
             if problem_flags and _print_registry_if_asked():
                 return None
             _check_required(required, _tool_name(main))
+            if problem_flags:
+                _check_problem_name()
             return main(argv)
         except UserError as error:
             print(f"error: {error}", file=sys.stderr)
@@ -140,6 +144,15 @@ def _print_registry_if_asked():
     import_problem_modules(flags.FLAGS.problem_module)  # the built-ins and the user's
     print(registry.registry_help())
     return True
+
+
+def _check_problem_name():
+    from absl import flags
+
+    from t2t_lite.problem_spec import ProblemSpec
+
+    if flags.FLAGS.problem:
+        ProblemSpec(flags.FLAGS.problem, modules=tuple(flags.FLAGS.problem_module)).check_name()
 
 
 def _check_required(names, tool):

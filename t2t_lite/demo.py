@@ -85,9 +85,14 @@ def budget_minutes(options):
 def run_demo(options, echo=print):
     """Runs every stage of DemoOptions `options`; its DemoResult (the results dict is also
     written to RUN/results.json)."""
+    from t2t_lite import hparams
+    from t2t_lite.problem_spec import ProblemSpec
+
+    # Before the run folder is made and TensorFlow loads, and not after datagen's minutes.
+    ProblemSpec.of(options).check_name()
+    hparams.hparams_file(options.hparams_set)
     from t2t_lite.data import datagen
     from t2t_lite.model_dir import averaging
-    from t2t_lite.problem_spec import ProblemSpec
 
     run = Run(options.run_dir, echo)
     data_dir, model_dir, export_dir = run.path("data"), run.path("model"), run.path("export")

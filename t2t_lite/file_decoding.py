@@ -67,7 +67,6 @@ def decode_file(options, progress=sys.stderr):
     docstring); a killed run called again with the same options continues after its last
     finished chunk. Returns this run's batch_decode.DecodeStats."""
     from t2t_lite.data import sentences
-    from t2t_lite.inference import batch_decode
 
     check_options(options)
     sentences.splitting_for(None, options.split_sentences)  # a bad language fails before any work
@@ -76,17 +75,22 @@ def decode_file(options, progress=sys.stderr):
     glossary = options.glossary and constraints.Glossary.load(options.glossary,
                                                               options.glossary_ignore_case)
     file_constraints = _constraint_lines(options, source)
+    chosen = model_source.ModelSource.from_options(options)
     with resume.open_output(options.decode_to_file, inputs=source.described_statuses()) as output:
+        # The model first: a model_dir or an export that is none is refused before TensorFlow
+        # loads (the searches' set-up brings it).
+        model = chosen.identity()
         searches = _parallel_searches(options, options.chunk_lines if source.total_lines is None
                                       else min(options.chunk_lines, source.total_lines))
         precision, compute_type = _precision(options, output), _compute_type(options, output)
         # Before the model loads: a run that cannot resume says so at once.
-        chosen = model_source.ModelSource.from_options(options)
-        output.begin({"input": source.identity(), "model": chosen.identity(),
+        output.begin({"input": source.identity(), "model": model,
                       "settings": _settings(options, precision, compute_type)},
                      start_over=options.start_over)
         translator = chosen.load(precision=precision, compute_type=compute_type,
                                  searches=searches)
+        from t2t_lite.inference import batch_decode  # here: it loads TensorFlow
+
         if options.engine == "ctranslate2" and output.identity:
             # What `auto` / `default` became on this machine is what a resume must reuse.
             output.identity["settings"]["compute_type"] = translator.compute_type

@@ -45,8 +45,8 @@ def hparams_file(name: str) -> pathlib.Path:
 
 
 def check_gin_files(gin_files: Sequence[str]) -> None:
-    """UserError for a --gin_file that does not exist (checked by the trainer's CLI before
-    TensorFlow loads, and by the trainer)."""
+    """UserError for a --gin_file that does not exist (checked by the trainer's and datagen's
+    CLIs before TensorFlow loads, and by the trainer)."""
     for path in gin_files:
         if not os.path.isfile(path):
             raise UserError(f"--gin_file {path} does not exist")

@@ -3,8 +3,12 @@ what every stage does with one: import the user's modules, build the Problem, wr
 evaluation split as the source and reference files a decoder and a scorer read.
 
     spec = ProblemSpec.of(options)     # any options with problem / problem_params (/ modules)
+    spec.check_name()                  # a name no problem has: refused, nothing imported
     problem = spec.build()             # the modules imported, then problems.build
     write_eval_split(problem, data_dir, "test", "test.src", "test.ref", limit=100)
+
+BUILT_IN_PROBLEMS names the built-in problems without importing them: t2t_lite.problems brings
+TensorFlow, a few seconds a tool should not spend on a mistyped --problem.
 """
 import dataclasses
 import os
@@ -12,6 +16,25 @@ from typing import Sequence
 
 from t2t_lite import atomic, registry
 from t2t_lite.errors import UserError
+
+
+# Every name of a built-in problem, its aliases too -> the module of t2t_lite.problems that
+# registers it. tests/test_problem_spec.py keeps it equal to what importing that package
+# registers: a new built-in problem is added here too.
+BUILT_IN_PROBLEMS = {
+    "algorithmic_copy": "t2t_lite.problems.algorithmic",
+    "algorithmic_reverse": "t2t_lite.problems.algorithmic",
+    "parsing_wsj": "t2t_lite.problems.parsing",
+    "parsing_wsj_semi": "t2t_lite.problems.parsing",
+    "translate_ende_gettext": "t2t_lite.problems.gettext",
+    "translate_enfr_gettext": "t2t_lite.problems.gettext",
+    "translate_gettext": "t2t_lite.problems.gettext",
+    "translate_ende_wmt14": "t2t_lite.problems.wmt14",
+    "translate_enfr_wmt14": "t2t_lite.problems.wmt14",
+    "wmt14_ende": "t2t_lite.problems.wmt14",
+    "wmt14_enfr": "t2t_lite.problems.wmt14",
+    "translate_text_files": "t2t_lite.problems.text_files",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +51,16 @@ class ProblemSpec:
         where the tool has --problem_module, problem_modules)."""
         return cls(options.problem, tuple(options.problem_params),
                    tuple(getattr(options, "problem_modules", ())))
+
+    def check_name(self):
+        """The UserError `build` would give for a name no problem has, given now, with nothing
+        imported: without user modules only a built-in problem's name (BUILT_IN_PROBLEMS) or
+        one registered so far can build. With modules, theirs may be any name: `build` says."""
+        if self.modules:
+            return
+        known = {*BUILT_IN_PROBLEMS, *registry.list_names()}
+        if self.name not in known:
+            raise registry.unknown_problem(self.name, known)
 
     def import_modules(self):
         import_problem_modules(self.modules)

@@ -91,14 +91,24 @@ def list_problems():
     return sorted(_PROBLEMS)
 
 
+def list_names():
+    """Sorted names and aliases of all registered problems: every name --problem takes."""
+    return sorted([*_PROBLEMS, *_ALIASES])
+
+
 def problem_class(name):
     """The Problem class registered under `name` or an alias of it (UserError naming the known
     ones if none)."""
     cls = _PROBLEMS.get(canonical_name(name))
     if cls is None:
-        known = ", ".join(sorted([*_PROBLEMS, *_ALIASES])) or "(none)"
-        raise UserError(f"unknown problem {name!r}; known problems: {known}")
+        raise unknown_problem(name, list_names())
     return cls
+
+
+def unknown_problem(name, known):
+    """The UserError for a problem name that none of the names `known` is."""
+    return UserError(f"unknown problem {name!r}; known problems: "
+                     f"{', '.join(sorted(known)) or '(none)'}")
 
 
 def problem(name, **params):
@@ -158,7 +168,7 @@ def import_problem_module(spec):
 def registry_help():
     """Human-readable listing of problems and hparams sets (for --registry_help)."""
     lines = ["Problems:"]
-    for name in sorted([*_PROBLEMS, *_ALIASES]):
+    for name in list_names():
         if name in _ALIASES:
             lines.append(f"  {name}  -- another name for {_ALIASES[name]} (the same problem, "
                          "files and model_dirs)")

@@ -35,8 +35,8 @@ def test_a_tool_prints_no_tensorflow_start_up_noise_unless_asked():
     env = {k: v for k, v in os.environ.items()
            if k not in ("TF_CPP_MIN_LOG_LEVEL", "TF_ENABLE_ONEDNN_OPTS")}
     # A tool that loads TensorFlow and then meets a user mistake: one line, nothing else.
-    command = [sys.executable, "-m", "t2t_lite.bin.avg_checkpoints",
-               "--model_dir=/nonexistent/model"]
+    command = [sys.executable, "-m", "t2t_lite.bin.datagen", "--problem=algorithmic_copy",
+               "--data_dir=/nonexistent/data", "--problem_param=no_such_param=1"]
     quiet = subprocess.run(command, env=env, capture_output=True, text=True, cwd=ROOT)
     assert quiet.returncode == 1
     lines = quiet.stderr.splitlines()
@@ -181,25 +181,50 @@ runpy.run_module(module, run_name="__main__")
 '''
 
 
+UNKNOWN_PROBLEM = "error: unknown problem 'nope'; known problems: algorithmic_copy, "
+NOT_A_MODEL_DIR = "error: M is not a t2t_lite model_dir (no run.json); train into it"
+
+
 @pytest.mark.parametrize("tool, args, message", [
     ("decoder", ["--model_dir=M", "--export_dir=E"], "give exactly one of --model_dir and"),
     ("decoder", ["--model_dir=M", "--beam_size=0"], "--beam_size must be >= 1"),
+    ("decoder", ["--model_dir=M", "--decode_from_file=in.txt"], NOT_A_MODEL_DIR),
+    ("decoder", ["--export_dir=E", "--decode_from_file=in.txt"], "error: no SavedModel in E "),
+    ("decoder", ["--model_dir=M", "--decode_from_file=/no/such"],
+     "error: --decode_from_file /no/such does not exist"),
+    ("decoder", ["--model_dir=M", "--glossary=/no/such"], "error: --glossary /no/such does not"),
     ("score", ["--model_dir=M", "--source_file=/no/such/file", "--target_file=/no/such/file"],
      "--source_file /no/such/file does not exist"),
-    ("trainer", ["--problem=p", "--data_dir=D", "--model_dir=M", "--hparams_set=no_such_set"],
-     "unknown hparams set"),
-    ("trainer", ["--problem=p", "--data_dir=D", "--model_dir=M", "--gin_file=/no/such.gin"],
-     "--gin_file /no/such.gin does not exist"),
+    ("score", ["--model_dir=M", "--pairs_file=in.txt"], NOT_A_MODEL_DIR),
+    ("exporter", ["--model_dir=M", "--export_dir=E"], NOT_A_MODEL_DIR),
+    ("exporter", ["--model_dir=M", "--export_dir=E", "--format=ctranslate2"], NOT_A_MODEL_DIR),
+    ("avg_checkpoints", ["--model_dir=M", "--output_dir=O"], NOT_A_MODEL_DIR),
+    ("attention_plot", ["--model_dir=M", "--source=x", "--output_dir=O"], NOT_A_MODEL_DIR),
+    ("trainer", ["--problem=algorithmic_copy", "--data_dir=D", "--model_dir=M",
+                 "--hparams_set=no_such_set"], "unknown hparams set"),
+    ("trainer", ["--problem=algorithmic_copy", "--data_dir=D", "--model_dir=M",
+                 "--gin_file=/no/such.gin"], "--gin_file /no/such.gin does not exist"),
+    ("trainer", ["--problem=nope", "--data_dir=D", "--model_dir=M"], UNKNOWN_PROBLEM),
+    ("datagen", ["--problem=nope", "--data_dir=D"], UNKNOWN_PROBLEM),
+    ("datagen", ["--problem=algorithmic_copy", "--data_dir=D", "--gin_file=/no/such.gin"],
+     "error: --gin_file /no/such.gin does not exist"),
+    ("table3", ["--problem=nope", "--data_dir=D", "--out_dir=O"], UNKNOWN_PROBLEM),
+    ("demo", ["--problem=nope", "--run_dir=R"], UNKNOWN_PROBLEM),
+    ("demo", ["--hparams_set=no_such_set", "--run_dir=R"], "error: unknown hparams set"),
 ])
 def test_a_bad_flag_or_file_is_refused_before_tensorflow_loads(tmp_path, tool, args, message):
     """A user mistake the flags show costs the tool no TensorFlow start-up: one line, status 1,
-    a second, which keeps these checks (and their tests) cheap."""
+    a fraction of a second, which keeps these checks (and their tests) cheap. Nothing is left
+    behind (the demo's run folder, the outputs)."""
+    (tmp_path / "in.txt").write_text("a line\n")
     record = tmp_path / "tensorflow_imported"
     result = subprocess.run([sys.executable, "-c", TOOL_WITH_IMPORTS_RECORDED, str(record),
                              f"t2t_lite.bin.{tool}", *args],
                             capture_output=True, text=True, cwd=tmp_path, timeout=120,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert result.returncode == 1, result.stderr
-    last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("error: ") and message in last, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], \
+        result.stderr
     assert record.read_text() == "False"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "tensorflow_imported"]

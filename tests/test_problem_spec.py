@@ -8,7 +8,7 @@ import pytest
 
 from t2t_lite import isolated, registry
 from t2t_lite.errors import UserError
-from t2t_lite.problem_spec import ProblemSpec, write_eval_split
+from t2t_lite.problem_spec import BUILT_IN_PROBLEMS, ProblemSpec, write_eval_split
 
 PARAMS = ("num_symbols=8", "max_length=6", "train_samples=40", "eval_samples=10")
 USER_MODULE = '''
@@ -43,6 +43,30 @@ def test_a_spec_of_options_builds_its_problem_with_its_modules_imported(tmp_path
     assert ProblemSpec(**{k: tuple(v) if isinstance(v, list) else v for k, v in sent.items()}) \
         == spec
     assert isolated.rebuild(ProblemSpec, sent).build().name == "spec_copy"
+
+
+def test_the_built_in_problems_table_is_what_the_problems_package_registers():
+    from t2t_lite import problems  # noqa: F401  (the built-ins registered)
+
+    registered = {}
+    for name in registry.list_problems():
+        module = registry.problem_class(name).__module__
+        if module.startswith("t2t_lite."):  # not a test's or a user's problem
+            registered.update(dict.fromkeys([name, *registry.aliases_of(name)], module))
+    assert registered == BUILT_IN_PROBLEMS
+
+
+def test_a_name_no_problem_has_is_refused_unbuilt_with_the_registrys_own_line():
+    from t2t_lite import problems
+
+    with pytest.raises(UserError) as built:
+        problems.build("nope")
+    with pytest.raises(UserError) as checked:
+        ProblemSpec("nope").check_name()
+    assert str(checked.value) == str(built.value)
+    for name in ("algorithmic_copy", "wmt14_ende"):  # a name, an alias
+        ProblemSpec(name).check_name()
+    ProblemSpec("nope", modules=("mine.py",)).check_name()  # the user's module may register it
 
 
 @pytest.fixture(scope="module")

@@ -24,8 +24,12 @@ flags.DEFINE_integer("extra_length", None, "Max output length = input length + t
 
 def main(argv):
     # After flag parsing: TensorFlow is slow to import. attention first: without matplotlib it
-    # ends the run with one line before any model is loaded.
+    # ends the run with one line before any model is loaded; then a wrong --model_dir, before
+    # TensorFlow loads.
+    from t2t_lite.model_dir import files
     from t2t_lite.viz import attention  # noqa: F401
+
+    files.check_model_dir(FLAGS.model_dir)
     from t2t_lite.viz import sentence
 
     print(sentence.plot_sentence(FLAGS.model_dir, FLAGS.source, FLAGS.output_dir,

@@ -28,12 +28,13 @@ flags.DEFINE_string("output_dir", None, "Where to write the average (default: M/
 def main(argv):
     import os
 
-    from t2t_lite.model_dir import outputs
+    from t2t_lite.model_dir import files, outputs
 
     # Before TensorFlow loads and anything is read: never over checkpoints it did not make.
     outputs.check_average_output(FLAGS.output_dir or os.path.join(FLAGS.model_dir,
                                                                   outputs.AVERAGED),
                                  FLAGS.model_dir)
+    files.check_model_dir(FLAGS.model_dir)  # before TensorFlow loads too
     from t2t_lite.model_dir.averaging import average
 
     print(average(FLAGS.model_dir, FLAGS.num_last, FLAGS.window, FLAGS.output_dir).message)

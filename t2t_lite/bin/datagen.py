@@ -23,6 +23,8 @@ flags.DEFINE_multi_string("gin_param", [], "Gin bindings, e.g. "
 
 def main(argv):
     from t2t_lite import hparams
+
+    hparams.check_gin_files(FLAGS.gin_file)  # before TensorFlow loads (datagen brings it)
     from t2t_lite.data import datagen
     from t2t_lite.problem_spec import ProblemSpec
 

@@ -42,12 +42,14 @@ class Exporter:
         """Exports the checkpoint (default: the averaged one if newest, else the latest) under
         export_dir; beam_size, alpha, extra_length default to the model_dir's DecodeConfig.
         Returns the path written. A beam or alpha outside the bounds is refused first, and so
-        is an export_dir that is a model_dir or holds checkpoints (model_dir/outputs.py)."""
+        is an export_dir that is a model_dir or holds checkpoints (model_dir/outputs.py) and a
+        model_dir without a usable run.json and configs.json, before TensorFlow loads."""
         from t2t_lite.inference.translator import check_overrides
-        from t2t_lite.model_dir import outputs
+        from t2t_lite.model_dir import files, outputs
 
         outputs.check_export_folder(export_dir)
         check_overrides(beam_size, alpha)
+        files.check_model_dir(model_dir)
         return self._write(model_dir, export_dir, checkpoint_path, beam_size, alpha,
                            extra_length)
 

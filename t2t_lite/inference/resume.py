@@ -90,6 +90,9 @@ def model_identity(model_dir=None, checkpoint_path=None, export_dir=None, engine
     with a digest of its graph, which holds its metadata (a CTranslate2 folder's t2t_lite.json
     and config.json)."""
     if model_dir:
+        from t2t_lite.model_dir import files
+
+        files.check_model_dir(model_dir)  # a folder that is none: said before TensorFlow loads
         from t2t_lite.model_dir import checkpoint_reader
 
         prefix = checkpoint_reader.resolve_checkpoint(model_dir, checkpoint_path)

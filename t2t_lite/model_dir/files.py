@@ -29,7 +29,6 @@ import os
 import re
 
 from t2t_lite import atomic, file_lock, formats, registry
-from t2t_lite.data import vocab
 from t2t_lite.config import DecodeConfig, ModelConfig, TrainConfig
 from t2t_lite.errors import UserError
 
@@ -85,6 +84,14 @@ def read_run_info(model_dir):
     if not isinstance(size, int) or isinstance(size, bool) or size < 1:
         raise UserError(f"{path} is not a t2t_lite run.json (needs a positive vocab_size)")
     return info
+
+
+def check_model_dir(model_dir):
+    """UserError unless model_dir holds a run.json and a configs.json its readers can use: what
+    a tool that reads a model_dir checks first. Imports no TensorFlow, so a wrong --model_dir
+    costs no start-up."""
+    read_run_info(model_dir)
+    load_configs(model_dir)
 
 
 def write_run_info(model_dir, problem_name, hparams_set, gin_params, vocab_path, vocab_size,
@@ -265,6 +272,10 @@ def vocab_path(model_dir, info=None):
 
     run.json names it by file name alone: a path would read (and an export would ship) a file
     from outside the model_dir."""
+    # Here, not at the top: the vocabulary module loads TensorFlow, and the rest of this module
+    # is read by tools before it loads (check_model_dir).
+    from t2t_lite.data import vocab
+
     info = info if info is not None else read_run_info(model_dir)
     return vocab.file_in_folder(model_dir, info.get("vocab_file"),
                                 os.path.join(model_dir, RUN_INFO))
