@@ -11,7 +11,8 @@ Phrases are words, not token strings. An alternative that must end a word ends i
 "token" that only a token starting a word (word_starts [V]: a SentencePiece "▁" piece,
 punctuation, EOS) meets: so a positive phrase is met only when the word ends with it, and a
 negative one ending in WORD_END bars the word, not the compounds that begin with it (without
-WORD_END it bars every word it begins: the `*` prefix form). While a hypothesis holds every
+WORD_END it bars its tokens whatever follows them; a `*` prefix form also bars, through
+prefix_bars, the pieces that would write a word beginning with it otherwise). While a hypothesis holds every
 token of an unmet phrase's alternative but its WORD_END, it may not continue the word (only a
 word-starting token, or the next token of another phrase it is matching); a hypothesis that ends
 with a whole-word negative phrase may not start a new word, and one step before its length limit
@@ -69,6 +70,8 @@ class _Constraints(NamedTuple):
     sizes: tf.Tensor  # int32 [B, P], a phrase's shortest alternative (0: no phrase)
     duplicate_of_earlier: tf.Tensor  # bool [B, P, P]: [p, q] phrase q < p is the same as p
     met: tf.Tensor  # bool [B, K, P], per alive beam (an absent phrase counts as met)
+    bar_rows: tf.Tensor  # int32 [B, R, W], 0-padded: prefix_bars' rows
+    bar_tokens: tf.Tensor  # int32 [B, R, E], 0-padded: the tokens each row bars
 
 
 class _Extra(NamedTuple):
@@ -234,14 +237,18 @@ def _at_least_one_token(phrases):
     return tf.pad(phrases, padding)
 
 
-def _with_constraints(state, positive, negative, batch_size, beam_size):
+def _with_constraints(state, positive, negative, prefix_bars, batch_size, beam_size):
     """The search's initial state with the constraints and empty extras added."""
     positive, negative = _at_least_one_token(positive), _at_least_one_token(negative)
     sizes = matching.phrase_sizes(positive)
     met = tf.broadcast_to(tf.equal(sizes, 0)[:, None, :],
                           [batch_size, beam_size, tf.shape(positive)[1]])
+    if prefix_bars is None:
+        prefix_bars = (tf.zeros([batch_size, 0, 1], tf.int32), tf.zeros([batch_size, 0, 1],
+                                                                         tf.int32))
+    bar_rows, bar_tokens = (_at_least_one_token(t) for t in prefix_bars)
     constraints = _Constraints(positive, negative, sizes, matching.duplicates(positive, sizes),
-                               met)
+                               met, bar_rows, bar_tokens)
 
     def no_extra(nbest):
         shape = tf.shape(nbest.scores)
@@ -284,7 +291,7 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
                             negative, beam_size=DecodeConfig.beam_size, alpha=DecodeConfig.alpha,
                             max_decode_length=ModelConfig.max_length, decode_lengths=None,
                             eos_id=1, early_stopping=True, tile_static=True, word_starts=None,
-                            word_ends=None, eos_until_met=False):
+                            word_ends=None, eos_until_met=False, prefix_bars=None):
     """beam_search's n-best under per-example constraints (see the module docstring).
 
     positive: int32 [B, P, A, T] phrases that must appear (0-padded); negative: int32 [B, Q, T]
@@ -292,7 +299,11 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
     start a word (inference/word_pieces.py; None: every token); word_ends: those that end one
     (for a negative phrase's WORD_START). eos_until_met: a hypothesis
     may not end before it meets every phrase (fairseq's and Sockeye's rule) but at its length
-    limit; off by default (docs/design.md). The other arguments are beam_search's.
+    limit; off by default (docs/design.md). prefix_bars: (rows int32 [B, R, W], tokens int32
+    [B, R, E]), both 0-padded, or None: a hypothesis that ends with rows[b, r] (an empty row:
+    every hypothesis; a WORD_START: as in a negative phrase) may not take tokens[b, r], the
+    pieces that would write a word a `*` prefix form bars (inference/graph_prefixes.py). The
+    other arguments are beam_search's.
 
     Returns sequences int32 [B, K, L], scores float32 [B, K] (log probability / length penalty,
     -inf for empty slots) and unmet int32 [B, K] (positive phrases each hypothesis misses).
@@ -300,7 +311,7 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
     beam_size, alpha, max_decode_length, state = _start(
         cache, static, batch_size, beam_size, alpha, max_decode_length, decode_lengths,
         tile_static)
-    state = _with_constraints(state, positive, negative, batch_size, beam_size)
+    state = _with_constraints(state, positive, negative, prefix_bars, batch_size, beam_size)
     word_starts = matching.boundary_table(word_starts, vocab_size)
     word_ends = matching.boundary_table(word_ends, vocab_size)
 
@@ -310,6 +321,10 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
         banned, negative_words = matching.banned(
             matching.windows(beams.alive_seqs, index, tf.shape(negative)[2]), negative,
             word_starts, word_ends, index + 2 >= beams.decode_lengths)
+        bar_rows = constraints.bar_rows
+        banned = tf.concat([banned, matching.prefix_banned(
+            matching.windows(beams.alive_seqs, index, tf.shape(bar_rows)[2]), bar_rows,
+            constraints.bar_tokens, word_starts, word_ends)], axis=0)
         positive = constraints.positive
         progress = matching.progress(  # prefix [B, K, P, A], ...
             matching.windows(beams.alive_seqs, index, tf.shape(positive)[3]), positive,

@@ -100,15 +100,16 @@ def translate(model, inputs, beam_size=DecodeConfig.beam_size, alpha=DecodeConfi
 
 def translate_constrained(model, inputs, positive, negative, beam_size=DecodeConfig.beam_size,
                           alpha=DecodeConfig.alpha, extra_length=DecodeConfig.extra_length,
-                          word_starts=None, word_ends=None, eos_until_met=False):
+                          word_starts=None, word_ends=None, eos_until_met=False,
+                          prefix_bars=None):
     """translate() under per-example constraints (decoding/constrained_search.py): positive
     int32 [B, P, A, T] phrases that must appear, negative int32 [B, Q, T] phrases that must not
     (target ids, 0-padded). Returns sequences, scores and unmet int32 [B, K] (positive phrases
     each hypothesis misses). word_starts, word_ends: bool [V], the target tokens that start and
     end a word (see constrained_search's WORD_END and WORD_START). eos_until_met: a hypothesis
     may not end before it meets every phrase (constrained_search; off by default,
-    docs/design.md)."""
+    docs/design.md). prefix_bars: the pieces `*` prefix forms bar (constrained_search)."""
     return constrained_beam_search(positive=positive, negative=negative, beam_size=beam_size,
                                    alpha=alpha, word_starts=word_starts, word_ends=word_ends,
-                                   eos_until_met=eos_until_met,
+                                   eos_until_met=eos_until_met, prefix_bars=prefix_bars,
                                    **_search_setup(model, inputs, beam_size, extra_length))

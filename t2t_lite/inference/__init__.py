@@ -8,6 +8,7 @@
     ctranslate2_engine  CTranslate2 as the search engine behind the same interface
     constraints         constraint lines and glossaries: what a decoded line must and must not say
     graph_constraints   constraint lines read, checked and counted inside the exported graph
+    graph_prefixes      the pieces a `*` prefix form bars, found from the vocabulary in the graph
     word_pieces         which of the vocabulary's tokens start or end a word, for terms as words
     span_finding        format specifiers and markup of a source line found: the patterns (text)
     protected_spans     the --protect setting, and the repair that restores a line's spans (text)

@@ -4,20 +4,21 @@ count alike.
 
     encode(tokenizer, lines, word_ends) -> positive int32 [B, P, A, T], negative int32 [B, Q, T]
         (target ids, 0-padded, each alternative ending in constrained_search.WORD_END unless its
-        last token ends a word itself or it is a `*` prefix form), errors string [B] ("" for a
-        good line, else the one-line reason constraints.py gives);
+        last token ends a word itself, a `*` prefix form in graph_prefixes.PREFIX_END), errors
+        string [B] ("" for a good line, else the one-line reason constraints.py gives);
     unmet(outputs, lines) -> int32 [B]: the phrases an output does not keep as whole words
-        (a positive phrase none of whose alternatives it holds, a negative one it holds).
+        (a positive phrase past the occurrences of its alternatives, a negative one it holds),
+        as constraints.unmet_phrases counts them.
 """
 import tensorflow as tf
 
 from t2t_lite.decoding.constrained_search import WORD_END, WORD_START
 from t2t_lite.ids import UNK_ID
 from t2t_lite.inference import constraints as constraints_lib
+from t2t_lite.inference.graph_prefixes import PREFIX_END
 
-# A character that is not part of a word, as word_pieces.is_word_character judges it.
-NOT_WORD = r"[^\pL\pM\pN]"
-ASCII_PUNCTUATION = r"([\x21-\x2f\x3a-\x40\x5b-\x60\x7b-\x7e])"
+# A character that is part of a word, as word_pieces.is_word_character judges it.
+WORD = r"[\pL\pM\pN]"
 
 
 def _strip(strings):
@@ -53,16 +54,16 @@ def parse(lines):
 
 def _with_word_end(ids, word_ends, open_ended):
     """ragged ids [N, (t)] with WORD_END after each non-empty row whose last token does not end
-    a word, unless open_ended (a `*` prefix form)."""
+    a word, PREFIX_END after each non-empty open_ended one (a `*` prefix form)."""
     lengths = ids.row_lengths()
     # (A 0 after the values, so that no row with tokens is no index out of range.)
     values = tf.concat([ids.flat_values, tf.zeros([1], ids.dtype)], axis=0)
     last = tf.gather(values, tf.maximum(ids.row_limits() - 1, 0))
-    needs = (lengths > 0) & tf.logical_not(tf.gather(word_ends, tf.maximum(last, 0)))
-    needs &= tf.logical_not(open_ended)
-    ends = tf.RaggedTensor.from_row_lengths(
-        tf.fill([tf.reduce_sum(tf.cast(needs, tf.int32))], tf.constant(WORD_END, ids.dtype)),
-        tf.cast(needs, tf.int64))
+    needs = (lengths > 0) & (open_ended | tf.logical_not(
+        tf.gather(word_ends, tf.maximum(last, 0))))
+    marks = tf.where(tf.boolean_mask(open_ended, needs), tf.constant(PREFIX_END, ids.dtype),
+                     tf.constant(WORD_END, ids.dtype))
+    ends = tf.RaggedTensor.from_row_lengths(marks, tf.cast(needs, tf.int64))
     return tf.concat([ids, ends], axis=1)
 
 
@@ -178,26 +179,77 @@ def check(errors):
     return tf.debugging.Assert(tf.equal(tf.size(bad), 0), [message])
 
 
+def _word_edges(texts):
+    """(ends, starts) bool [N, W + 1], W the longest text's bytes: [i, b] a letter, mark or
+    digit (word_pieces.is_word_character) ends at byte b of texts[i] / starts there."""
+    characters, starts = tf.strings.unicode_split_with_offsets(texts, "UTF-8")
+    word = tf.cast(tf.strings.regex_full_match(characters.flat_values, "(?s)" + WORD), tf.int32)
+    sizes = tf.cast(tf.strings.length(texts), tf.int64)
+    rows = starts.value_rowids()
+    flat = starts.flat_values
+    # A character ends where the next one starts, the last one at the text's end.
+    last = tf.equal(tf.range(tf.size(flat, out_type=tf.int64)),
+                    tf.gather(starts.row_limits(), rows) - 1)
+    ends = tf.where(last, tf.gather(sizes, rows),
+                    tf.concat([flat[1:], tf.zeros([1], tf.int64)], axis=0)[:tf.size(flat)])
+    shape = tf.stack([tf.size(texts, out_type=tf.int64), tf.reduce_max(
+        tf.concat([sizes, [0]], axis=0)) + 1])
+
+    def table(where):
+        return tf.scatter_nd(tf.stack([rows, where], axis=1), word, shape) > 0
+
+    return table(ends), table(flat)
+
+
+def _occurrences(outputs, texts, open_ended):
+    """int32 [N]: how often outputs[i] holds texts[i] as whole words, as
+    constraints.occurrences counts (open_ended: the start of a word), each starting byte once."""
+    word_ends, word_starts = _word_edges(outputs)
+    sizes = tf.strings.length(outputs)[:, None]
+    lengths = tf.strings.length(texts)[:, None]
+    at = tf.range(tf.shape(word_ends)[1])[None, :]  # [1, W + 1]
+    whole = tf.broadcast_to(outputs[:, None], tf.shape(word_ends))
+    found = tf.equal(tf.strings.substr(whole, tf.minimum(at, sizes),
+                                       tf.broadcast_to(lengths, tf.shape(word_ends))),
+                     texts[:, None])
+    found &= (at + lengths <= sizes) & (lengths > 0)
+    found &= tf.logical_not(tf.gather(word_ends, at[0], axis=1))
+    after = tf.gather(word_starts, tf.minimum(at + lengths, tf.shape(word_ends)[1] - 1)
+                      + tf.zeros_like(sizes), batch_dims=1)
+    found &= open_ended[:, None] | tf.logical_not(after)
+    return tf.reduce_sum(tf.cast(found, tf.int32), axis=1)
+
+
 def _holds(outputs, texts, open_ended):
     """bool [N]: outputs[i] holds texts[i] as whole words (open_ended: a word beginning with
     it)."""
-    escaped = tf.strings.regex_replace(texts, ASCII_PUNCTUATION, r"\\\1")
-    after = tf.where(open_ended, "", "($|" + NOT_WORD + ")")
-    patterns = tf.strings.join(["(?s).*(^|", NOT_WORD, ")", escaped, after, ".*"])
-    return tf.map_fn(lambda pair: tf.strings.regex_full_match(pair[0], pair[1]),
-                     (outputs, patterns), fn_output_signature=tf.bool)
+    return _occurrences(outputs, texts, open_ended) > 0
 
 
 def unmet(outputs, lines):
     """int32 [B]: the phrases of each constraint line its output string does not keep as whole
-    words (a positive phrase none of whose alternatives it holds; a negative phrase with an
-    alternative it holds)."""
+    words, as constraints.unmet_phrases counts them: each positive phrase past the occurrences
+    of its alternatives (each alternative once; a phrase given n times needs n), each
+    alternative of a negative phrase that the output holds."""
     positive_texts, negative_texts, prefix, _, _, _ = parse(lines)
-    held = _holds(tf.gather(outputs, _rows(positive_texts)), positive_texts.flat_values,
-                  tf.zeros_like(positive_texts.flat_values, tf.bool))
-    missing = tf.logical_not(tf.reduce_any(positive_texts.with_flat_values(held), axis=2))
+    counts = positive_texts.with_flat_values(_occurrences(
+        tf.gather(outputs, _rows(positive_texts)), positive_texts.flat_values,
+        tf.zeros_like(positive_texts.flat_values, tf.bool))).to_tensor()  # [B, P, A]
+    alternatives = positive_texts.to_tensor(default_value="")  # [B, P, A]
+    width = tf.shape(alternatives)[2]
+    earlier = tf.range(width)[None, :] < tf.range(width)[:, None]  # [a, a']: a' < a
+    repeated = tf.reduce_any(tf.equal(alternatives[..., :, None], alternatives[..., None, :])
+                             & earlier, axis=-1)
+    held = tf.reduce_sum(tf.where(repeated, 0, counts), axis=2)  # [B, P]
+    real = tf.reduce_any(tf.not_equal(alternatives, ""), axis=2)
+    same = tf.reduce_all(tf.equal(alternatives[:, :, None], alternatives[:, None]), axis=3)
+    phrases = tf.shape(alternatives)[1]
+    before = tf.range(phrases)[None, :] < tf.range(phrases)[:, None]  # [p, q]: q < p
+    wanted = tf.reduce_sum(tf.cast(same, tf.int32), axis=2)
+    first = real & tf.logical_not(tf.reduce_any(same & before, axis=2))
+    missing = tf.where(first, tf.maximum(wanted - held, 0), 0)
     present = _holds(tf.gather(outputs, _rows(negative_texts)), negative_texts.flat_values,
                      prefix.flat_values)
-    return (tf.reduce_sum(tf.cast(missing, tf.int32), axis=1)
+    return (tf.reduce_sum(missing, axis=1)
             + tf.reduce_sum(tf.cast(negative_texts.with_flat_values(present), tf.int32),
                             axis=1))

@@ -47,7 +47,8 @@ from t2t_lite.decoding import precision as decode_precision
 from t2t_lite.decoding.beam_search import length_penalty
 from t2t_lite.decoding.translate import translate, translate_constrained
 from t2t_lite.ids import EOS_ID, PAD_ID
-from t2t_lite.inference import graph_constraints, graph_spans, protected_spans, word_pieces
+from t2t_lite.inference import (graph_constraints, graph_prefixes, graph_spans, protected_spans,
+                                word_pieces)
 from t2t_lite.inference.translator import DecodeSettings
 
 STRINGS = tf.TensorSpec([None], tf.string)
@@ -127,10 +128,14 @@ class TranslationModule(tf.Module):
         self._word_starts = _Untracked(tf.constant(starts))
         self._word_ends = _Untracked(tf.constant(ends))
         # The vocabulary without SentencePiece's added "▁": how a negative phrase is written
-        # glued to punctuation ("»Ordner«"), barred too. Tracked: an export holds its op.
+        # glued to punctuation ("»Ordner«"), barred too. Tracked: an export holds its op. Named:
+        # a loaded export shares a SentencePiece model between ops of one name, so under the
+        # default name it would write the glued form with the tokenizer's own model.
         glued = word_pieces.glued_model(tokenizer)
         self.glued_tokenizer = None if glued is None else tf_text.SentencepieceTokenizer(
-            model=glued, out_type=tf.int32)
+            model=glued, out_type=tf.int32, name="glued_sentencepiece")
+        # Which pieces write a word a `*` prefix form begins. Tracked: an export holds its tables.
+        self.prefix_pieces = graph_prefixes.PrefixPieces(word_pieces.surfaces(tokenizer))
         self.beam_size, self.max_length = settings.beam_size, settings.max_length
         self.default_alpha, self.default_extra_length = settings.alpha, settings.extra_length
         # Python attributes are lost in a SavedModel; the constant describe() returns survives.
@@ -206,8 +211,9 @@ class TranslationModule(tf.Module):
         phrase's alternatives, `!` before a phrase that must not appear, `*` after a negative
         alternative for every word it begins; "" for none) -> target ids: positive int32
         [B, P, A, T] and negative int32 [B, Q, T], 0-padded, each alternative ending in
-        constrained_search.WORD_END where it must end a word (each alternative of a negative
-        phrase is a negative phrase of its own), and errors string [B]: "" for a good line,
+        constrained_search.WORD_END where it must end a word, a prefix form in
+        graph_prefixes.PREFIX_END (each alternative of a negative phrase is a negative phrase
+        of its own), and errors string [B]: "" for a good line,
         else why it is refused (graph_constraints.encode)."""
         glued = self.glued_tokenizer and self.glued_tokenizer.tokenize
         return graph_constraints.encode(self.tokenizer, constraints, self._word_ends.value,
@@ -220,11 +226,14 @@ class TranslationModule(tf.Module):
     def translate_constrained_ids(self, ids, positive, negative, alpha, extra_length):
         """translate_ids under constraints as encode_constraints gives them; adds unmet int32
         [B, K], the positive phrases each hypothesis misses by the search's count (the file
-        decoder counts what it writes, as words)."""
+        decoder counts what it writes, as words). A `*` prefix form's row (ending in
+        graph_prefixes.PREFIX_END) also bars the pieces that write a word beginning with it."""
+        negative, *prefix_bars = self.prefix_pieces.bars(negative)
         sequences, scores, unmet = translate_constrained(
             self.decoder_model, ids, positive, negative, beam_size=self.beam_size, alpha=alpha,
             extra_length=extra_length, word_starts=self._word_starts.value,
-            word_ends=self._word_ends.value, eos_until_met=self.eos_until_met)
+            word_ends=self._word_ends.value, eos_until_met=self.eos_until_met,
+            prefix_bars=prefix_bars)
         result = self._texts(ids, sequences, scores)
         result["unmet"] = unmet
         return result

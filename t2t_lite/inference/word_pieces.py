@@ -10,6 +10,12 @@ phrase as whole words (decoding/constrained_search.py) although it sees only sub
 
 Two tokens a, b stand in one word unless ends[a] or starts[b]. A symbol vocabulary's tokens are
 whole words each: every token starts and ends one.
+
+    surfaces[v]  the text token v writes, as SentencePiece writes it: "▁" where a space (a new
+                 word) comes before it ("▁Datei", "format"; a WordPiece "Datei" is "▁Datei",
+                 "##format" is "format"; a symbol is a word: "▁" and the symbol); "" for the
+                 reserved, control and byte tokens. What a `*` prefix form's pieces are matched
+                 on (graph_prefixes.py).
 """
 import unicodedata
 
@@ -50,6 +56,31 @@ def boundaries_of_pieces(pieces, kind):
         starts[i] = marked or not is_word_character(body[0])
         ends[i] = not is_word_character(body[-1])
     return starts, ends
+
+
+def surfaces_of_pieces(pieces, kind):
+    """surfaces [V] (see the module docstring) for a vocabulary's piece strings in id order."""
+    surfaces = []
+    for i, piece in enumerate(pieces):
+        if i < len(RESERVED_TOKENS) or (kind == "sentencepiece" and piece.startswith("<")
+                                        and piece.endswith(">") and len(piece) > 2):
+            surfaces.append("")
+        elif kind == "sentencepiece":
+            surfaces.append(piece)
+        elif kind == "wordpiece" and piece.startswith(WORDPIECE_CONTINUATION):
+            surfaces.append(piece[len(WORDPIECE_CONTINUATION):])
+        else:
+            surfaces.append(SENTENCEPIECE_SPACE + piece)
+    return surfaces
+
+
+def surfaces(tokenizer):
+    """surfaces [V] of a Tokenizer's vocabulary, one per id the model can produce ("" past the
+    vocabulary file's end)."""
+    path = tokenizer.vocab_path
+    texts = surfaces_of_pieces(tokenizers.vocabulary_tokens(path), kind_of(path))
+    size = tokenizer.vocab_size
+    return (texts + [""] * size)[:size]
 
 
 def kind_of(vocab_path):

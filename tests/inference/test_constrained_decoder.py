@@ -121,6 +121,19 @@ def test_the_export_translates_under_constraints(export_version_dir):
     assert outputs[1] == plain["outputs"].numpy()[0].decode()
 
 
+def test_the_export_writes_a_negative_phrase_glued_as_the_module_does(model_dir,
+                                                                       export_version_dir):
+    # Both SentencePiece models live in the export: the glued form is not the spaced one.
+    from t2t_lite.inference import translation_module
+
+    lines = tf.constant(["!Hund", "!Katze*"])
+    module = translation_module.from_model_dir(model_dir)
+    loaded = tf.saved_model.load(export_version_dir)
+    want = module.encode_constraints(lines)["negative"].numpy()
+    assert (loaded.encode_constraints(lines)["negative"].numpy() == want).all()
+    assert want[0, 1, 0] == -3 and want[0, 1, 1] != want[0, 0, 0]
+
+
 def test_shards_with_constraints_join_into_the_whole_files_output(model_dir, source, tmp_path):
     lines = ["der Hund", "", "Katze|Matte\t!the", "", "", "books"]
     constraints = tmp_path / "c.txt"

@@ -4,7 +4,7 @@ counted on what is returned, for every row."""
 import pytest
 import tensorflow as tf
 
-from t2t_lite.inference import constraints, translation_module
+from t2t_lite.inference import constraints, graph_constraints, translation_module
 
 LONG = "\t".join(["Hund"] * 17)
 
@@ -81,3 +81,34 @@ def test_unmet_is_counted_on_the_returned_text_for_every_row(module):
     assert unmet[2] == 0
     lines = ["der Hund\t!Katze", "Hund", ""]
     assert unmet == [constraints.unmet_phrases(o, line) for o, line in zip(outputs, lines)]
+
+
+# (output, line, phrases it does not keep): a phrase given twice must appear twice, each
+# alternative counted once; a prefix form is held by any word that begins with it.
+COUNTS = [
+    ("Die Datei", "Datei\t!Ordner", 0),
+    ("Dateiformat", "Datei", 1),
+    ("Datei", "Datei\tDatei", 1),
+    ("Datei und Datei", "Datei\tDatei", 0),
+    ("Datei und Datei", "Datei\tDatei\tDatei", 1),
+    ("Datei und Datei", "Datei|Datei\tDatei", 0),
+    ("Ordner", "Datei|Ordner\tOrdner|Datei\tOrdner", 0),
+    ("Ordner", "Datei|Ordner\tDatei|Ordner", 1),
+    ("»Datei« Datei: Datei2 xDatei", "Datei\tDatei\tDatei", 1),
+    ("%s und %s", "%s\t%s\t%s", 1),
+    ("a a a", "a a\ta a", 0),
+    ("Verzeichnisse", "!Verzeichnis", 0),
+    ("Verzeichnisse", "!Verzeichnis*", 1),
+    ("Dateien Dateisystem", "!Datei*|Dateisystem", 2),
+    ("die Dateien", "!Datei*", 1),
+    ("Größe größe Größen", "Größe\t!größe*\t!Größen", 2),
+    ("", "Datei|Ordner", 1),
+    ("x", "", 0),
+]
+
+
+def test_the_graph_counts_unmet_phrases_as_the_decoder_does():
+    outputs, lines, wanted = zip(*COUNTS)
+    graph = graph_constraints.unmet(tf.constant(outputs), tf.constant(lines)).numpy().tolist()
+    python = [constraints.unmet_phrases(o, line) for o, line in zip(outputs, lines)]
+    assert graph == python == list(wanted)

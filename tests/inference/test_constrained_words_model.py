@@ -18,7 +18,8 @@ pytestmark = pytest.mark.slow
 
 GERMAN = ("Die Datei wurde nicht gefunden . Das Dateiformat ist ungültig . Der Dateityp ist "
           "unbekannt : Datei : »Ordner« und »%s« fehlen . Verzeichnis Verzeichnisse "
-          "Verzeichnisname Formatdatei Ordner Speicher Gruppen Wurzel").split()
+          "Verzeichnisname Formatdatei Ordner Speicher Gruppen Wurzel Dateien Dateisystem "
+          "Dateiname Verzeichnissen").split()
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +49,7 @@ CASES = [
     "Datei", "Dateiformat", "Dateityp", "Verzeichnisse", "»Ordner«", "»%s«", "Datei:",
     "Dateiformat\t!Datei", "Formatdatei\t!Datei*", "Verzeichnisname\t!Verzeichnis",
     "Datei\t!Verzeichnis*", "Speicher|Gruppen\tWurzel", "»%s«\t!Ordner\t!Datei*",
+    "!Datei*", "Ordner\t!Verzeichnis*|Dateisystem", "Datei\tDatei", "Wurzel\t!Datei*|Ordner*",
 ]
 
 
@@ -79,3 +81,37 @@ def test_a_phrase_is_not_met_inside_a_longer_word(module):
                                               tf.constant(["Datei", "Verzeichnis"]))
         for output, phrase in zip(result["outputs"].numpy(), ["Datei", "Verzeichnis"]):
             assert constraints.occurrences(output.decode(), phrase) >= 1, output
+
+
+def _bars(module, line):
+    """{row as pieces: barred pieces} of a constraint line's prefix forms."""
+    surfaces = module.prefix_pieces._surfaces
+    negative = module.encode_constraints(tf.constant([line]))["negative"]
+    _, rows, tokens = module.prefix_pieces.bars(negative)
+    found = {}
+    for row, barred in zip(rows.numpy()[0], tokens.numpy()[0]):
+        key = tuple(surfaces[t] if t > 0 else t for t in row if t)
+        found.setdefault(key, set()).update(surfaces[t] for t in barred if t > 0)
+    return found, list(surfaces)
+
+
+@pytest.mark.parametrize("prefix", ["Datei", "Verzeichnis"])
+def test_a_prefix_form_bars_every_piece_and_pair_of_pieces_that_begins_a_word_with_it(
+        module, prefix):
+    bars, surfaces = _bars(module, f"!{prefix}*")
+    # Spaced; glued, after a word end.
+    for start, after in (("▁" + prefix, ()), (prefix, (-3,))):
+        assert {s for s in surfaces if s.startswith(start)} <= bars.get(after, set())
+        for first in surfaces:
+            if first and start.startswith(first) and first != start:
+                wanted = {s for s in surfaces if s and (first + s).startswith(start)}
+                assert wanted <= bars.get(after + (first,), set()), first
+
+
+def test_a_required_word_that_a_prefix_form_bars_is_refused(module):
+    line = "Dateien\t!Datei*"
+    errors = module.encode_constraints(tf.constant([line]))["errors"].numpy()
+    with pytest.raises(ValueError) as refused:
+        constraints.split_line(line)
+    assert errors[0].decode() == str(refused.value) == (
+        "the phrase 'Datei' is both required and forbidden")
