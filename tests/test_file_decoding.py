@@ -9,6 +9,7 @@ from t2t_lite.inference import translation_module
 LINES = ["the house is small .", "", "a cat sat on the mat", "we read books"]
 
 
+@pytest.mark.slow  # a graph traced or a model decoded end to end: the whole suite runs it
 def test_each_line_is_translated_as_serve_translates_it(model_dir, tmp_path):
     source, output = tmp_path / "in.txt", tmp_path / "out.txt"
     source.write_text("".join(line + "\n" for line in LINES), encoding="utf-8")
@@ -30,6 +31,7 @@ def test_settings_that_do_not_fit_are_refused_before_anything_is_read(model_dir,
                                   decode_from_file=str(tmp_path / "missing.txt")))
 
 
+@pytest.mark.slow  # a graph traced or a model decoded end to end: the whole suite runs it
 def test_jsonl_records_every_line_and_agrees_with_the_text_output(model_dir, tmp_path):
     """--output_format=jsonl: one JSON record per input line, its translation the text
     output's, its hypotheses scored; its shards join into the whole file's records."""

@@ -169,6 +169,7 @@ def test_banks_count_a_shared_prefix_once(rows, want):
     assert bank.numpy()[0].tolist() == want
 
 
+@pytest.mark.slow  # a graph traced or a model decoded end to end: the whole suite runs it
 def test_eos_until_met_keeps_a_hypothesis_going_until_its_phrases_are_met(toys):
     # The model would end at once; with the phrase [4] unmet, EOS waits for it.
     model = _table(toys, [toys.EOS])

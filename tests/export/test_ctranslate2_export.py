@@ -89,8 +89,8 @@ def test_translations_equal_t2t_lite_beam_search(trained_model_dir, ct2_dir, bea
 
 VARIANTS = [
     {"norm_position": "post"},
-    {"norm_position": "pre"},
-    {"sinusoid_layout": "concat", "attention_bias": False},
+    pytest.param({"norm_position": "pre"}, marks=pytest.mark.slow),
+    pytest.param({"sinusoid_layout": "concat", "attention_bias": False}, marks=pytest.mark.slow),
     pytest.param({"position_encoding": "learned"}, marks=pytest.mark.slow),
     pytest.param({"d_k": 16, "d_v": 16}, marks=pytest.mark.slow),  # heads * d_k != d_model
 ]

@@ -56,6 +56,7 @@ def test_the_graph_refuses_what_the_file_reader_refuses(module, line, reason):
                                         lambda i: ("--constraints_file", "c.txt", i + 1))
 
 
+@pytest.mark.slow  # a graph traced or a model decoded end to end: the whole suite runs it
 def test_a_refused_row_fails_the_call_naming_it(module):
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match="constraints of row 2: 17 phrases; at most 16 per line"):

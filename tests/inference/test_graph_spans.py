@@ -91,6 +91,7 @@ def test_repair_cases(source, output, expected):
     assert ps.kept_exactly(source, texts[0], ALL)
 
 
+@pytest.mark.slow  # a graph traced or a model decoded end to end: the whole suite runs it
 def test_repair_keeps_spans_on_random_mutations_of_real_references():
     rng = random.Random(46)
     pairs = list(zip(_lines("source.en"), _lines("reference.de")))
@@ -116,6 +117,7 @@ def test_repair_keeps_spans_on_random_mutations_of_real_references():
     assert again == texts and not any(changed_again)
 
 
+@pytest.mark.slow  # a graph traced or a model decoded end to end: the whole suite runs it
 def test_hypotheses_of_one_source_are_repaired_as_each_pair_alone():
     """outputs [N, K], as the n-best signatures give them: the source's spans found once serve
     its K hypotheses, with the result of repairing each (source, hypothesis) pair on its own."""
@@ -132,6 +134,7 @@ def test_hypotheses_of_one_source_are_repaired_as_each_pair_alone():
     assert changed.numpy().reshape(-1).tolist() == flat_changed
 
 
+@pytest.mark.slow  # a graph traced or a model decoded end to end: the whole suite runs it
 def test_kinds_narrow_the_repair():
     texts, _ = _repair(["%s and {name}"], ["und"], frozenset({"brace"}))
     assert texts == ["und {name}"]
@@ -218,6 +221,7 @@ PARITY = [
 ]
 
 
+@pytest.mark.slow  # a graph traced or a model decoded end to end: the whole suite runs it
 def test_graph_repair_equals_protected_spans_repair():
     """The decoder's repair and the export's give the same string for the same hypothesis."""
     assert len(PARITY) >= 40
@@ -231,6 +235,7 @@ def test_graph_repair_equals_protected_spans_repair():
         assert all(ps.kept_exactly(s, t, kinds) for (s, _), t in zip(rows, texts))
 
 
+@pytest.mark.slow  # a graph traced for each of four kinds: the whole suite runs it
 def test_graph_repair_equals_protected_spans_repair_on_strays_of_every_kind():
     """Random real references, mutated and sprinkled with the pieces a model leaves (strays,
     broken tags, tabs, controls, Unicode), under each kind alone and all: the same strings."""

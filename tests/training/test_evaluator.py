@@ -1,9 +1,12 @@
 """The trainer's dev Evaluator on a real tiny problem."""
+import pytest
+
 from t2t_lite import hparams, models, problems
 from t2t_lite.data import datagen
 from t2t_lite.training.evaluation import Evaluator
 
 
+@pytest.mark.slow  # datagen and two dev evaluations of a real problem: the whole suite runs it
 def test_each_dev_evaluation_reads_the_same_batches(tmp_path):
     """The dev batches are built once and read from the start at every evaluation: unchanged
     weights give the same loss the second time, and the same as a fresh evaluator's."""
