@@ -103,6 +103,8 @@ def _extent(array, axis):
     """int [N]: per row, 1 + the last index along `axis` with a nonzero entry (0: none)."""
     other = tuple(a for a in range(1, array.ndim) if a != axis)
     used = array.any(axis=other) if other else array != 0
+    if used.shape[1] == 0:  # an empty axis (no negative phrases in any line)
+        return np.zeros(len(array), int)
     last = used.shape[1] - np.argmax(used[:, ::-1], axis=1)
     return np.where(used.any(axis=1), last, 0)
 

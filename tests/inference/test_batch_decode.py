@@ -170,6 +170,9 @@ def test_a_lines_constraint_shape_is_its_own_extents():
     negative[1, 1, 2] = 5
     assert batching.constraint_shapes(positive, negative) == [
         (2, 1, 2, 0, 0), (4, 3, 5, 2, 3), (0, 0, 0, 0, 0)]
+    # No line with a negative phrase: encode_constraints' negative is [N, 0, U].
+    assert batching.constraint_shapes(positive, np.zeros([3, 0, 1], np.int32))[1] == (
+        4, 3, 5, 0, 0)
 
 
 def test_large_constraint_sets_split_a_batch_that_fits_without_them():
