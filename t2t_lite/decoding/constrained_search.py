@@ -33,9 +33,9 @@ K (3 + 16) at most and the step grows linearly. The bound loses no phrase for go
 offered at one step stays unmet and competes again at the next (its first token in every beam at
 every step), met phrases leave the competition, and the bank allocation below still decides
 among whatever was offered. A beam with at most 16 distinct such tokens (up to 8 phrases of one
-alternative) offers exactly all of them, so small constraint sets search as if unbounded. (On a
-toy model with 12 phrases of 3 alternatives on 4 lines, 16 met every phrase of all 12 lines,
-offering every token missed 3: the many weak forced candidates crowd the banks.) A
+alternative) offers exactly all of them, so small constraint sets search as if unbounded. (On toy
+models, 12 lines of 12 phrases of 3 alternatives each: with the bound every line met every
+phrase; offering every token, 3 phrases went unmet.) A
 candidate's bank counts constraint tokens as a trie of the phrases would: every met phrase its
 shortest alternative's length, plus the one deepest partial match of an unmet phrase (a prefix
 several phrases share counts once). The K alive beams are chosen round-robin over banks: the best
