@@ -11,7 +11,8 @@
    1-3 tokens). Reported: lines/s (fastest of --rounds, after a warm-up call that traces),
    milliseconds per step, the ratio of the step time to the search without phrases, and the
    constraint tokens per line (cells over constraints.MAX_LINE_TOKENS are refused at the edge;
-   they are measured to show the growth).
+   they are measured to show the growth). The record keeps the search's FORCED_PER_BEAM, the
+   bound on each beam's forced candidates a step.
 2. Glossary: Glossary.phrases_for on the 1,000 first lines of a synthetic English text (12-word
    lines), with 10 and 5,000 entries of 1-2 words: microseconds per line.
 
@@ -146,12 +147,17 @@ def main():
         micro, applied = glossary_microseconds(entries, 1000)
         glossary.append({"entries": entries, "microseconds_per_line": micro,
                          "terms_applied": applied})
+    from t2t_lite.decoding.constrained_search import FORCED_PER_BEAM
+
     flags = open("/proc/cpuinfo").read()
     record = {
         "date": datetime.date.today().isoformat(),
-        "machine": "AVX-512/BF16" if "avx512_bf16" in flags else (
-            "AVX-512" if "avx512f" in flags else "AVX2"),
+        # docs/records/README.md's classes: AMX first (an AMX machine has AVX512_BF16 too).
+        "machine": "AVX-512/AMX" if "amx_tile" in flags else (
+            "AVX-512/BF16" if "avx512_bf16" in flags else (
+                "AVX-512" if "avx512f" in flags else "AVX2")),
         "load_average": os.getloadavg(), "args": vars(args), "search": rows,
+        "forced_per_beam": FORCED_PER_BEAM,
         "glossary": glossary, "caps": {
             "phrases": constraints.MAX_PHRASES, "alternatives": constraints.MAX_ALTERNATIVES,
             "tokens_per_phrase": constraints.MAX_PHRASE_TOKENS,

@@ -25,8 +25,18 @@ unmet one of identical phrases). Nothing is added to any score: scores stay the 
 probabilities with the GNMT length penalty, as in beam_search.
 
 Each step, every alive beam offers (1) the top 2K model candidates over all beams, as in the
-unconstrained search, (2) for every unmet phrase alternative, the token that continues the
-hypothesis' partial match of it and the token that starts it afresh, and (3) its EOS. A
+unconstrained search, (2) its forced candidates: of the tokens that continue its partial match of
+an unmet phrase alternative or start one afresh, the FORCED_PER_BEAM (16) best by model score,
+each token once and none that (1) already offers, and (3) its EOS. Every candidate carries the
+match state of every alternative ([P, A, T]), so offering all 2 P A tokens of every beam would
+make the step grow with the square of the constraint tokens; with the bound the candidates stay
+K (3 + 16) at most and the step grows linearly. The bound loses no phrase for good: a phrase not
+offered at one step stays unmet and competes again at the next (its first token in every beam at
+every step), met phrases leave the competition, and the bank allocation below still decides
+among whatever was offered. A beam with at most 16 distinct such tokens (up to 8 phrases of one
+alternative) offers exactly all of them, so small constraint sets search as if unbounded. (On toy
+models, 12 lines of 12 phrases of 3 alternatives each: with the bound every line met every
+phrase; offering every token, 3 phrases went unmet.) A
 candidate's bank counts constraint tokens as a trie of the phrases would: every met phrase its
 shortest alternative's length, plus the one deepest partial match of an unmet phrase (a prefix
 several phrases share counts once). The K alive beams are chosen round-robin over banks: the best
@@ -42,7 +52,10 @@ by the length limit, else the best one that meets the most, and reports per hypo
 phrases it misses. Matching is on the generated tokens themselves (the last T of each hypothesis;
 a candidate's matches extend its parent's by its one token), so no automaton has to be built
 from the phrases, in the graph or outside it. The caller caps the phrases, alternatives and
-tokens (inference/constraints.py): the step's bookkeeping grows with them.
+tokens (inference/constraints.py). What still grows with them per step is linear in the
+constraint tokens P A T times at most T (<= 16) or P (<= 16): the alive beams' suffix matches
+([B, K, P, A, T, T], phrase_matching.suffix_matches), every candidate's extended matches
+([B, M, P, A, T]) and the crediting of identical phrases ([B, M, P, P]), with M <= K (3 + 16).
 """
 from typing import NamedTuple
 
@@ -61,6 +74,8 @@ from t2t_lite.decoding.beam_search import (
 # Ranks a finished hypothesis that misses a phrase below any that meets all, whatever the scores
 # (real scores stay far above -UNMET_PENALTY; 16 misses stay far above the search's _DEAD).
 UNMET_PENALTY = 1.0e4
+# The most forced candidates a beam offers per step (see the module docstring).
+FORCED_PER_BEAM = 16
 
 
 class _Constraints(NamedTuple):
@@ -151,43 +166,61 @@ def _repeated(keys):
     return tf.gather(again, _inverse(order), batch_dims=1)
 
 
+def _forced(logits, normaliser, must_end, beams, prefix, top_beams, top_tokens, beam_size,
+            vocab_size):
+    """Each beam's forced candidates (scores, tokens), each [B, K, C] with C = min(
+    FORCED_PER_BEAM, 2 P A): of the tokens that continue or start an unmet phrase alternative,
+    the distinct ones that are not among the beam's top 2K, the best C by score in the phrases'
+    order (so ties rank as with every one kept); the rest dead."""
+    constraints = beams.constraints
+    batch_size = tf.shape(beams.alive_log_probs)[0]
+    positive = constraints.positive
+    per_beam_phrases = tf.broadcast_to(positive[:, None], tf.concat(
+        [tf.shape(prefix), tf.shape(positive)[3:]], axis=0))
+    next_tokens = tf.gather(per_beam_phrases, prefix, batch_dims=4)
+    forced = tf.stack([next_tokens, per_beam_phrases[..., 0]], axis=-1)  # [B, K, P, A, 2]
+    usable = (forced > 0) & tf.logical_not(constraints.met)[:, :, :, None, None]
+    usable &= tf.logical_not(must_end)[:, None, None, None, None]
+    forced = tf.reshape(tf.maximum(forced, 0), [batch_size, beam_size, -1])  # no WORD_END
+    usable = tf.reshape(usable, [batch_size, beam_size, -1])
+    count = tf.shape(forced)[2]
+    # Distinct per beam: an unusable entry's key is unique, so it hides no usable one.
+    keys = tf.where(usable, forced, -1 - tf.range(count)[None, None, :])
+    usable &= tf.logical_not(tf.reshape(_repeated(tf.reshape(keys, [-1, count])),
+                                        tf.shape(keys)))
+    in_top = tf.equal(forced[..., None], top_tokens[:, None, None, :]) & tf.equal(
+        top_beams[:, None, None, :], tf.range(beam_size)[None, :, None, None])
+    usable &= tf.logical_not(tf.reduce_any(in_top, axis=-1))
+    row_max, log_sum = (tf.reshape(t, [batch_size, beam_size, 1]) for t in normaliser)
+    by_beam = tf.reshape(logits, [batch_size, beam_size, vocab_size])
+    log_probs = (tf.gather(by_beam, forced, batch_dims=2) - row_max) - log_sum
+    scores = tf.where(usable, beams.alive_log_probs[:, :, None] + log_probs, NEG_INF)
+    _, picks = tf.math.top_k(scores, k=tf.minimum(FORCED_PER_BEAM, count))
+    picks = tf.sort(picks, axis=-1)
+    return (tf.gather(scores, picks, batch_dims=2), tf.gather(forced, picks, batch_dims=2))
+
+
 def _candidates(logits, normaliser, must_end, beams, prefix, beam_size, vocab_size, eos_id):
     """Every candidate of this step: (scores, beams, tokens, repeated), each [B, M]; invalid
     ones dead. The top 2K come first, best first, exactly as beam_search finds them, so an
-    example without constraints ranks exactly as there; then the phrases' tokens, then each
-    beam's EOS. logits, normaliser: as _barred gives them."""
-    constraints = beams.constraints
+    example without constraints ranks exactly as there; then each beam's forced candidates
+    (_forced), then each beam's EOS. logits, normaliser: as _barred gives them."""
     batch_size = tf.shape(beams.alive_log_probs)[0]
     top_scores, top_beams, top_tokens = _top_candidates(
         logits, beams.alive_log_probs, must_end, beam_size, vocab_size, eos_id, normaliser)
-
-    positive = constraints.positive
-    width = tf.shape(positive)[3]
-    per_beam_phrases = tf.broadcast_to(positive[:, None],
-                                       tf.concat([tf.shape(prefix), [width]], axis=0))
-    next_tokens = tf.gather(per_beam_phrases, prefix, batch_dims=4)
-    first_tokens = per_beam_phrases[..., 0]
-    forced = tf.stack([next_tokens, first_tokens], axis=-1)  # [B, K, P, A, 2]
-    usable = (forced > 0) & tf.logical_not(constraints.met)[:, :, :, None, None]
-    forced = tf.maximum(forced, 0)  # a WORD_END is no token to force
-    usable &= tf.logical_not(must_end)[:, None, None, None, None]
-    forced = tf.reshape(forced, [batch_size, beam_size, -1])
-    usable = tf.reshape(usable, [batch_size, beam_size, -1])
-    row_max, log_sum = (tf.reshape(t, [batch_size, beam_size, 1]) for t in normaliser)
-    by_beam = tf.reshape(logits, [batch_size, beam_size, vocab_size])
-    forced_log_probs = (tf.gather(by_beam, forced, batch_dims=2) - row_max) - log_sum
-    forced_scores = tf.where(usable, beams.alive_log_probs[:, :, None] + forced_log_probs,
-                             NEG_INF)
+    forced_scores, forced = _forced(logits, normaliser, must_end, beams, prefix, top_beams,
+                                    top_tokens, beam_size, vocab_size)
     forced_beams = tf.broadcast_to(tf.range(beam_size)[None, :, None], tf.shape(forced))
-
-    eos_scores = beams.alive_log_probs + ((by_beam[:, :, eos_id:eos_id + 1] - row_max)
-                                          - log_sum)[:, :, 0]
+    row_max, log_sum = normaliser
+    eos_log_probs = (logits[:, eos_id:eos_id + 1] - row_max) - log_sum
+    eos_scores = beams.alive_log_probs + tf.reshape(eos_log_probs, [batch_size, beam_size])
     eos_beams = tf.broadcast_to(tf.range(beam_size)[None, :], tf.shape(eos_scores))
     scores = tf.concat([top_scores, tf.reshape(forced_scores, [batch_size, -1]), eos_scores], 1)
     cand_beams = tf.concat([top_beams, tf.reshape(forced_beams, [batch_size, -1]), eos_beams], 1)
     tokens = tf.concat([top_tokens, tf.reshape(forced, [batch_size, -1]),
                         tf.fill(tf.shape(eos_scores), eos_id)], 1)
-    # The same (beam, token) twice: only its first occurrence stays.
+    # The same (beam, token) twice (a phrase's token that is EOS): only its first occurrence
+    # stays.
     repeated = _repeated(cand_beams * vocab_size + tokens)
     return tf.where(repeated, NEG_INF, scores), cand_beams, tokens, repeated
 

@@ -5,10 +5,10 @@ its `settings`, or a loaded SavedModel's `describe`): a module built from a chec
 loaded SavedModel. Every line is tokenized once
 (`tokenize`); the ids are sorted by length (longest first, so memory trouble shows up at once),
 grouped into batches of about `batch_tokens` source tokens, translated (`translate_ids`), and
-written back in input order. A batch is also held to the bytes a step of its search really holds
-(batching.py: search_budget, plan_batches); one line too big for a step alone ends in one error
-naming the setting to change. After the search each line goes through line_checks.py: its
-protected spans repaired, its constraints counted.
+written back in input order. A batch is also held to the bytes a step of its search really holds,
+the constrained search's state included (batching.py: search_budget, plan_batches); one line too
+big for a step alone ends in one error naming the setting to change. After the search each line
+goes through line_checks.py: its protected spans repaired, its constraints counted.
 
 Whatever a line holds, it yields one output line: bytes that are not UTF-8 are replaced (U+FFFD)
 and counted, a carriage return inside a line is a space, an empty or blank line gives an empty
@@ -231,12 +231,18 @@ def translate_texts(translator, texts, alpha, extra_length, nbest=1, batch_token
                                   extra_length, fixed.max_length, **fixed.model_dims())
     extra_length = tf.constant(extra_length, tf.int32)
     lengths = [len(source_ids[i]) - 1 for i in to_translate]  # tokens kept, EOS not counted
+    encoded = encode_constraints(translator, constraints)
+    # A batch with constraints also holds the constrained search's state (batching.py).
+    shapes = None
+    if encoded is not None:
+        every = batching.constraint_shapes(encoded["positive"], encoded["negative"])
+        shapes = [every[i] for i in to_translate]
     # Each batch split into interleaved parts, one search each (parallel_search.py).
     parts = parallel_search.split_batches(
         [[to_translate[p] for p in positions]
-         for positions in batching.plan_batches(lengths, batch_tokens, fits=fits)],
+         for positions in batching.plan_batches(lengths, batch_tokens, fits=fits,
+                                                constraints=shapes)],
         parallel_searches)
-    encoded = encode_constraints(translator, constraints)
     _search(translator, source_ids, parts, alpha, extra_length, encoded, nbest, results,
             len(texts) - len(to_translate), progress, parallel_searches)
     return results

@@ -10,11 +10,18 @@ memory a step of the beam search (or the scorer's forced decoding) really holds.
     plan_batches(...)      index lists, longest sources first, each within a Budget
 
 A batch is held to the bytes a step of its search holds (SearchBudget.search_bytes): beams ×
-vocabulary logits, the decode cache (beams × decode length × layers × 2 × d_model) and attention
-scores, within 2 GiB per search step at the default batch_tokens, so a large beam, vocabulary or
-decode makes batches of fewer lines rather than more memory; one line too big for a step alone
-ends in one error naming the setting to change. batch_decode.py and scoring.py plan with these.
+vocabulary logits, the decode cache (beams × decode length × layers × 2 × d_model), attention
+scores and, for lines with constraints, the constrained search's state (constraint_bytes), within
+2 GiB per search step at the default batch_tokens, so a large beam, vocabulary, decode or
+constraint set makes batches of fewer lines rather than more memory; one line too big for a step
+alone ends in one error naming the setting to change. batch_decode.py and scoring.py plan with
+these.
 """
+from typing import NamedTuple
+
+import numpy as np
+
+from t2t_lite.decoding.constrained_search import FORCED_PER_BEAM
 from t2t_lite.errors import UserError
 
 # What a batch may hold besides its source tokens, per token of batch_tokens.
@@ -39,6 +46,28 @@ from t2t_lite.errors import UserError
 # batches are those of the source budget alone; with a vocabulary up to 65,536 and no model
 # widths known, so are beam 4's at extra_length up to 60.
 #
+# Constraints (constraint_bytes): a batch with any constrained line runs the constrained search
+# for all its lines, over the phrases padded to the batch's largest extents (ConstraintShape: P
+# phrases, A alternatives, T tokens; Q negative phrases of U tokens). Its step makes, per line,
+# beyond the plain search's (K beams, M = K (3 + C) candidates, C = min(FORCED_PER_BEAM, 2 P A)
+# forced ones a beam):
+#   matches     M × P × A × (16 T + 16): every candidate's suffix matches of every alternative
+#               (bool, ~14 temporaries of [M, P, A, T], one int32) and its progress;
+#   suffixes    K × P × A × T × (4 T + 48) + 6 K × Q × U² + 32 K × (T² + U²): the alive beams'
+#               matches of every window length (bool [K, P, A, T, T], [K, Q, U, U]) and the
+#               phrases tiled per beam;
+#   candidates  M × (12 × (decode length + 1) + 32 P + P² + 320): each candidate's sequence,
+#               met phrases, the crediting of identical phrases and its scalars;
+#   forced      K × P × A × (160 + 8 K) + 48 K × C: the forced tokens, their dedup and top C;
+#   masks       22 K × V + 1024 K + 8192: the word rules' [K, V] masks and barred logits.
+# Each term is the sum of every tensor of its kind a step makes (measured with TensorFlow's debug
+# dump: tests/inference/test_constraint_memory.py), an upper bound on what it holds at once. On
+# the demo's model (beam 4, vocabulary 8,000) a line with 1-3 short phrases makes ~0.75 MiB, most
+# of it the masks (its logits: 0.25 MiB); the largest shape the caps allow (16 phrases padded to
+# 16 alternatives of 17 tokens, 128 negative phrases of 18) ~9.4 MiB, at beam 64 ~160 MiB. No
+# line is refused for its constraints: one whose state alone is over the budget is a batch
+# alone.
+#
 # One line alone may hold the bytes of max(batch_tokens, 4096) tokens (a small --batch_tokens
 # makes small batches, it does not refuse lines the default decodes); a line over that is refused
 # before its chunk is searched (SearchBudget.check_line), naming the setting to change. A line
@@ -57,12 +86,44 @@ def _size(size):
     return f"{size / 2 ** 30:,.1f} GiB"
 
 
-class Budget:
-    """What plan_batches holds each batch to besides batch_tokens: fits(rows, width), the budget
-    called, and check_line(width), which plan_batches calls on the widest line before any batch
-    is planned. Here check_line refuses nothing: a row too big for the budget is a batch alone."""
+class ConstraintShape(NamedTuple):
+    """A line's constraint arrays' extents (encode_constraints' positive [P, A, T], negative
+    [Q, U]); a batch's are the largest of its lines' (merged). All 0: no constraints."""
+    phrases: int = 0
+    alternatives: int = 0
+    tokens: int = 0
+    negatives: int = 0
+    negative_tokens: int = 0
 
-    def __call__(self, rows, width):
+    def merged(self, other):
+        return ConstraintShape(*(max(a, b) for a, b in zip(self, other)))
+
+
+def _extent(array, axis):
+    """int [N]: per row, 1 + the last index along `axis` with a nonzero entry (0: none)."""
+    other = tuple(a for a in range(1, array.ndim) if a != axis)
+    used = array.any(axis=other) if other else array != 0
+    if used.shape[1] == 0:  # an empty axis (no negative phrases in any line)
+        return np.zeros(len(array), int)
+    last = used.shape[1] - np.argmax(used[:, ::-1], axis=1)
+    return np.where(used.any(axis=1), last, 0)
+
+
+def constraint_shapes(positive, negative):
+    """[ConstraintShape per row] of encode_constraints' arrays (positive [N, P, A, T], negative
+    [N, Q, U]), each row's own extents, as batch_decode trims a batch's to its rows' largest."""
+    extents = [_extent(positive, axis) for axis in (1, 2, 3)]
+    extents += [_extent(negative, axis) for axis in (1, 2)]
+    return [ConstraintShape(*(int(e[row]) for e in extents)) for row in range(len(positive))]
+
+
+class Budget:
+    """What plan_batches holds each batch to besides batch_tokens: fits(rows, width,
+    constraints), the budget called (constraints: the batch's ConstraintShape, or None), and
+    check_line(width), which plan_batches calls on the widest line before any batch is planned.
+    Here check_line refuses nothing: a row too big for the budget is a batch alone."""
+
+    def __call__(self, rows, width, constraints=None):
         raise NotImplementedError
 
     def check_line(self, width):
@@ -87,9 +148,10 @@ class SearchBudget(Budget):
         """The decode length of a batch `width` source tokens wide (EOS included)."""
         return max(1, min(width + self.extra_length, self.max_length))
 
-    def search_bytes(self, rows, width):
-        """{"logits", "cache", "attention"}: bytes a search step of `rows` lines `width` wide
-        holds at its last (longest) step."""
+    def search_bytes(self, rows, width, constraints=None):
+        """{"logits", "cache", "attention", "constraints"}: bytes a search step of `rows` lines
+        `width` wide holds at its last (longest) step; constraints: their ConstraintShape
+        (None: the plain search)."""
         beams, steps = rows * self.beam_size, self.steps(width)
         logits = 2 * beams * self.vocab_size * FLOAT_BYTES
         cache = attention = 0
@@ -99,10 +161,27 @@ class SearchBudget(Budget):
         if self.num_heads:
             attention = (beams * (steps + width) + rows * width * width) * self.num_heads \
                 * FLOAT_BYTES
-        return {"logits": logits, "cache": cache, "attention": attention}
+        return {"logits": logits, "cache": cache, "attention": attention,
+                "constraints": rows * self.constraint_bytes(width, constraints)}
 
-    def __call__(self, rows, width):
-        return (sum(self.search_bytes(rows, width).values()) <= self.limit
+    def constraint_bytes(self, width, constraints):
+        """Bytes one line's constrained search step makes beyond the plain search's (the terms
+        above) under a batch's ConstraintShape; 0 for None or no constraints."""
+        if constraints is None or not any(constraints):
+            return 0
+        # The search pads every axis to at least 1 (batch_decode._trimmed).
+        p, a, t, q, u = (max(extent, 1) for extent in constraints)
+        k, alternatives = self.beam_size, p * a
+        forced = min(FORCED_PER_BEAM, 2 * alternatives)
+        candidates = k * (3 + forced)
+        return (candidates * alternatives * (16 * t + 16)
+                + k * alternatives * t * (4 * t + 48) + 6 * k * q * u * u + 32 * k * (t * t + u * u)
+                + candidates * (12 * (self.steps(width) + 1) + 32 * p + p * p + 320)
+                + k * alternatives * (160 + 8 * k) + 48 * k * forced
+                + 22 * k * self.vocab_size + 1024 * k + 8192)
+
+    def __call__(self, rows, width, constraints=None):
+        return (sum(self.search_bytes(rows, width, constraints).values()) <= self.limit
                 and rows * self.beam_size * self.steps(width)
                 <= self.batch_tokens * BEAM_STEPS_PER_TOKEN)
 
@@ -148,7 +227,7 @@ class LogitsBudget(Budget):
     def __init__(self, batch_tokens, vocab_size):
         self.batch_tokens, self.vocab_size = batch_tokens, vocab_size
 
-    def __call__(self, rows, width):
+    def __call__(self, rows, width, constraints=None):
         return rows * width * self.vocab_size <= self.batch_tokens * LOGITS_PER_TOKEN
 
 
@@ -157,25 +236,31 @@ def logits_budget(batch_tokens, vocab_size):
     return LogitsBudget(batch_tokens, vocab_size)
 
 
-def plan_batches(lengths, batch_tokens, max_batch_size=1024, fits=None):
+def plan_batches(lengths, batch_tokens, max_batch_size=1024, fits=None, constraints=None):
     """Index lists, longest sources first, each with about batch_tokens padded source tokens and,
     with `fits` (a Budget: search_budget, logits_budget; or None), within its budgets. A row too
     big for them alone is a batch alone, as a source longer than batch_tokens is; but a line the
-    budget refuses (check_line: the widest, first) is a UserError before any batch is planned."""
+    budget refuses (check_line: the widest, first) is a UserError before any batch is planned.
+    constraints: a ConstraintShape per line (constraint_shapes), or None: a batch is held to the
+    state of its lines' largest extents."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     if order and fits is not None:
         fits.check_line(lengths[order[0]] + 1)
-    batches, current, width = [], [], 0
+    batches, current, width, shape = [], [], 0, ConstraintShape()
     for index in order:
         row_width = lengths[index] + 1  # EOS
-        new_width = max(width, row_width)
+        row_shape = constraints[index] if constraints is not None else ConstraintShape()
+        new_width, new_shape = max(width, row_width), shape.merged(row_shape)
+        # A budget is asked about constraints only when there are any to plan for.
+        shape_argument = () if constraints is None else (new_shape,)
         if current and (new_width * (len(current) + 1) > batch_tokens
                         or len(current) >= max_batch_size
-                        or (fits is not None and not fits(len(current) + 1, new_width))):
+                        or (fits is not None
+                            and not fits(len(current) + 1, new_width, *shape_argument))):
             batches.append(current)
-            current, new_width = [], row_width
+            current, new_width, new_shape = [], row_width, row_shape
         current.append(index)
-        width = new_width
+        width, shape = new_width, new_shape
     if current:
         batches.append(current)
     return batches

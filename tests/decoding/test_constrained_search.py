@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.decoding.beam_search import beam_search
+from t2t_lite.decoding import constrained_search
 from t2t_lite.decoding.constrained_search import constrained_beam_search
 
 
@@ -217,3 +218,41 @@ def test_a_phrase_that_cannot_fit_returns_the_best_that_meets_the_most(toys):
     best = toys.strip(sequences[0, 0])
     assert unmet[0, 0] == 1 and len(best) <= 3 and np.isfinite(scores[0, 0])
     assert contains(best, [5, 6]) or contains(best, [7, 8])
+
+
+def random_phrases(rng, batch_size, count, alternatives, vocab_size):
+    """int32 [B, count, alternatives, 2]: 1-2 token alternatives of random tokens."""
+    positive = np.zeros([batch_size, count, alternatives, 2], np.int32)
+    positive[..., 0] = rng.integers(2, vocab_size, size=positive.shape[:3])
+    positive[..., 1] = np.where(rng.random(positive.shape[:3]) < 0.5,
+                                rng.integers(2, vocab_size, size=positive.shape[:3]), 0)
+    return positive
+
+
+def test_a_beam_with_few_phrase_tokens_offers_them_all(toys, monkeypatch):
+    # 3 phrases of 2 alternatives: at most 12 forced tokens a beam, within the bound, so the
+    # search is the one that offers every phrase token.
+    model = toys.RnnModel(vocab_size=20, seed=3, eos_bias=0.5)
+    cache, static = model.initial_state(3)
+    positive = random_phrases(np.random.default_rng(0), 3, 3, 2, 20)
+    settings = dict(beam_size=4, alpha=0.6, max_decode_length=12)
+    bounded = run_constrained(model, cache, static, 3, positive, **settings)
+    monkeypatch.setattr(constrained_search, "FORCED_PER_BEAM", 10 ** 6)
+    unbounded = run_constrained(model, cache, static, 3, positive, **settings)
+    for got, want in zip(bounded, unbounded):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_more_phrase_tokens_than_a_beam_offers_are_all_met(toys):
+    # 12 phrases of 3 alternatives: up to 72 forced tokens a beam, 16 offered a step.
+    model = toys.RnnModel(vocab_size=40, seed=2, eos_bias=0.5)
+    cache, static = model.initial_state(4)
+    positive = random_phrases(np.random.default_rng(2), 4, 12, 3, 40)
+    sequences, scores, unmet = run_constrained(model, cache, static, 4, positive, beam_size=4,
+                                               alpha=0.6, max_decode_length=40)
+    assert not unmet[:, 0].any()
+    for b in range(4):
+        best = toys.strip(sequences[b, 0])
+        for phrase in positive[b]:
+            assert any(contains(best, [t for t in alternative if t])
+                       for alternative in phrase), (best, phrase)

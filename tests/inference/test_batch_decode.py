@@ -155,8 +155,97 @@ def test_the_byte_formula():
     assert budget.search_bytes(rows, width) == {
         "logits": 2 * beams * 8000 * 4,
         "cache": (beams * steps + rows * width) * 3 * 2 * 256 * 4,
-        "attention": (beams * 4 * (steps + width) + rows * 4 * width * width) * 4}
+        "attention": (beams * 4 * (steps + width) + rows * 4 * width * width) * 4,
+        "constraints": 0}
     assert budget.limit == 4096 * batching.SEARCH_BYTES_PER_TOKEN == 2 * 2 ** 30
+
+
+# ---- the constrained search's state in the budget (constraint_bytes) --------------------------------
+def test_a_lines_constraint_shape_is_its_own_extents():
+    import numpy as np
+
+    positive, negative = np.zeros([3, 4, 3, 5], np.int32), np.zeros([3, 2, 3], np.int32)
+    positive[0, 1, 0, :2] = 7  # 2 phrases (the first absent), 1 alternative, 2 tokens
+    positive[1, 3, 2, 4] = 9
+    negative[1, 1, 2] = 5
+    assert batching.constraint_shapes(positive, negative) == [
+        (2, 1, 2, 0, 0), (4, 3, 5, 2, 3), (0, 0, 0, 0, 0)]
+    # No line with a negative phrase: encode_constraints' negative is [N, 0, U].
+    assert batching.constraint_shapes(positive, np.zeros([3, 0, 1], np.int32))[1] == (
+        4, 3, 5, 0, 0)
+
+
+def test_large_constraint_sets_split_a_batch_that_fits_without_them():
+    budget = batching.search_budget(4096, **DEMO, **DEMO_DIMS)
+    lengths = [3] * 800
+    plain = batching.plan_batches(lengths, 4096, fits=budget)
+    assert plain == [list(range(800))]
+    # 3 phrases of one alternative of 3 tokens and a word end: the batch stays whole.
+    small = [batching.ConstraintShape(3, 1, 4, 1, 2)] * 800
+    assert batching.plan_batches(lengths, 4096, fits=budget, constraints=small) == plain
+    # The largest shape the caps allow: the state splits the batch, each part within budget.
+    large = batching.ConstraintShape(16, 16, 17, 128, 18)
+    split = batching.plan_batches(lengths, 4096, fits=budget, constraints=[large] * 800)
+    assert len(split) > 1 and sorted(sum(split, [])) == list(range(800))
+    assert all(budget(len(batch), 4, large) for batch in split)
+    assert budget.search_bytes(800, 4, large)["constraints"] > budget.limit
+    # One such line among unconstrained ones: its batch holds the state for every line, the
+    # batches after it none.
+    mixed = [large] + [batching.ConstraintShape()] * 799
+    first, *rest = batching.plan_batches(lengths, 4096, fits=budget, constraints=mixed)
+    assert first == split[0] and rest == [list(range(len(first), 800))]
+
+
+def test_the_demos_constrained_batches_are_as_before():
+    realistic = [n for n, count in DEMO_TEST_LENGTHS.items() for _ in range(count)]
+    budget = batching.search_budget(4096, **DEMO, **DEMO_DIMS)
+    shapes = [batching.ConstraintShape(3, 1, 4, 1, 2)] * len(realistic)
+    assert (batching.plan_batches(realistic, 4096, fits=budget, constraints=shapes)
+            == batching.plan_batches(realistic, 4096, fits=budget))
+
+
+class _ConstrainedDemoTranslator:
+    """The demo's settings, every line 3 tokens, each constraint line "big" the largest shape the
+    caps allow; records the lines of each search."""
+
+    settings = DecodeSettings(**DEMO, alpha=0.6, **DEMO_DIMS)
+    supports_constraints = True
+
+    def __init__(self):
+        self.searched = []
+
+    def tokenize(self, texts):
+        rows = len(texts.numpy())
+        return {"ids": tf.constant([[5, 5, 5, 1]] * rows, tf.int32),
+                "token_counts": tf.fill([rows], 3)}
+
+    def encode_constraints(self, lines):
+        import numpy as np
+
+        big = np.array([line == b"big" for line in lines.numpy()])
+        positive = np.zeros([len(big), 16, 16, 17], np.int32)
+        positive[big] = 7
+        negative = np.zeros([len(big), 128, 18], np.int32)
+        negative[big] = 9
+        return {"positive": tf.constant(positive), "negative": tf.constant(negative)}
+
+    def translate_ids(self, ids, alpha, extra_length):
+        self.searched.append(int(ids.shape[0]))
+        return {"outputs": tf.fill([ids.shape[0], 4], "x"), "scores": tf.zeros([ids.shape[0], 4])}
+
+    def translate_constrained_ids(self, ids, positive, negative, alpha, extra_length):
+        result = self.translate_ids(ids, alpha, extra_length)
+        return dict(result, unmet=tf.zeros([ids.shape[0], 4], tf.int32))
+
+
+def test_the_decoder_plans_constrained_lines_with_their_state():
+    translator = _ConstrainedDemoTranslator()
+    texts = ["a b c"] * 800
+    batch_decode.translate_texts(translator, texts, 0.6, 50, constraints=[""] * 800)
+    assert translator.searched == [800]
+    translator.searched = []
+    batch_decode.translate_texts(translator, texts, 0.6, 50, constraints=["big"] * 800)
+    assert len(translator.searched) > 1 and sum(translator.searched) == 800
 
 
 # The issue's export: each setting within its bound, the product not.
