@@ -87,6 +87,7 @@ def test_without_constraints_it_is_the_plain_search_token_for_token(toys, seed, 
     assert not unmet.any()
 
 
+@pytest.mark.slow  # traces a search of its own: the whole suite runs it
 def test_wide_beam_finds_the_best_sequence_that_holds_the_phrase(toys):
     # Vocab 5 (3 real tokens), 4 positions: 40 sequences, all kept by a 40-wide beam; the
     # n-best is every sequence holding [2, 3] by score, then the others.
@@ -143,6 +144,7 @@ def test_alternatives_any_one_satisfies(toys):
     assert unmet[0, 0] == 0 and (contains(best, [7, 8]) or contains(best, [6]))
 
 
+@pytest.mark.slow  # traces a search of its own: the whole suite runs it
 def test_many_phrases_fit_a_fixed_beam_and_all_are_met(toys):
     # Five phrases (one of them twice) on a beam of 2: the beam does not grow, and a phrase
     # given twice appears twice.
@@ -229,6 +231,7 @@ def random_phrases(rng, batch_size, count, alternatives, vocab_size):
     return positive
 
 
+@pytest.mark.slow  # traces a search of its own: the whole suite runs it
 def test_a_beam_with_few_phrase_tokens_offers_them_all(toys, monkeypatch):
     # 3 phrases of 2 alternatives: at most 12 forced tokens a beam, within the bound, so the
     # search is the one that offers every phrase token.
@@ -243,6 +246,7 @@ def test_a_beam_with_few_phrase_tokens_offers_them_all(toys, monkeypatch):
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.slow  # traces a search of its own: the whole suite runs it
 def test_more_phrase_tokens_than_a_beam_offers_are_all_met(toys):
     # 12 phrases of 3 alternatives: up to 72 forced tokens a beam, 16 offered a step.
     model = toys.RnnModel(vocab_size=40, seed=2, eos_bias=0.5)

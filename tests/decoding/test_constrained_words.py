@@ -61,6 +61,7 @@ def test_a_phrase_met_only_where_the_word_ends_and_never_run_on(toys):
         assert STARTS[best[first + 1]], best
 
 
+@pytest.mark.slow  # traces a search of its own: the whole suite runs it
 def test_eos_ends_the_phrases_word(toys):
     model = _table(toys, [4, 2, toys.EOS])
     sequences, _, unmet = _run(model, [[[[2, END]]]], beam_size=2, alpha=0.0,
@@ -68,6 +69,7 @@ def test_eos_ends_the_phrases_word(toys):
     assert toys.strip(sequences[0, 0]) == [4, 2, toys.EOS] and unmet[0, 0] == 0
 
 
+@pytest.mark.slow  # traces a search of its own: the whole suite runs it
 def test_a_phrase_ending_in_punctuation_needs_no_word_end(toys):
     # "Datei:" ends a word by its own last token.
     model = _table(toys, [2, 6, 3, toys.EOS])
@@ -116,6 +118,7 @@ def test_a_prefix_form_negative_bars_every_word_it_begins(toys):
             assert 2 not in toys.strip(row)
 
 
+@pytest.mark.slow  # traces a search of its own: the whole suite runs it
 def test_the_wide_beam_n_best_holds_the_phrase_as_a_word_first(toys):
     # Vocab 5 (3 real tokens, 3 continuing a word), 4 positions: every sequence fits the beam.
     # Hypotheses that would continue "▁2" into a word before the phrase is met are never made;
@@ -183,6 +186,7 @@ def test_eos_until_met_keeps_a_hypothesis_going_until_its_phrases_are_met(toys):
         assert np.isfinite(scores[0, 0]) and best[-1] == toys.EOS
 
 
+@pytest.mark.slow  # traces a search of its own: the whole suite runs it
 def test_a_negative_glued_to_punctuation_is_barred_after_a_word_end(toys):
     # The model wants ": format" glued (":format", [6, 3]) as a word; the glued negative
     # [WORD_START, 3, END] bars 3 as a whole word after a token that ends one.
@@ -200,6 +204,7 @@ def test_a_negative_glued_to_punctuation_is_barred_after_a_word_end(toys):
                            for a, b, c in zip([0] + best, best, best[1:])), best
 
 
+@pytest.mark.slow  # traces a search of its own: the whole suite runs it
 def test_prefix_bars_bar_their_tokens_where_a_hypothesis_ends_with_their_row(toys):
     # Vocabulary: 7 "▁Dateien" (one piece), 8 "▁Date", 9 "ien" (continues a word). Example 0
     # bars 7 everywhere (an empty row) and 9 after 8; example 1 has no bars and keeps what the

@@ -72,6 +72,7 @@ def test_whitespace_around_the_marks_reads_as_in_files(module):
     assert encoded["positive"].numpy()[1].sum() == 0 and encoded["positive"].numpy()[0].any()
 
 
+@pytest.mark.slow  # traces a search of its own: the whole suite runs it
 def test_unmet_is_counted_on_the_returned_text_for_every_row(module):
     result = module.translate_constrained(
         tf.constant(["the house is small .", "", "we read books"]),
