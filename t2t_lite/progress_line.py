@@ -1,4 +1,5 @@
-"""Progress lines on stderr: one rate-limited printer with a rate and an ETA, for every tool."""
+"""Progress lines on stderr: one rate-limited printer with a rate and an ETA, for every tool, and
+the counts a tool's summary prints ("1 line", "2 lines")."""
 import sys
 import time
 
@@ -8,6 +9,11 @@ def format_duration(seconds):
     seconds = int(max(seconds, 0))
     hours, rest = divmod(seconds, 3600)
     return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+def counted(count, noun, plural=None):
+    """"1 line", "0 lines", "3 entries" (plural: the noun's plural when not noun + "s")."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 class ProgressLine:

@@ -32,3 +32,11 @@ def test_unknown_total_shows_what_is_known_and_no_eta():
     assert line(10, detail="1,024 bytes read", force=True)
     assert stream.getvalue() == "scored 10 pairs (5.0 pairs/s, elapsed 0m02s, 1,024 bytes read)\n"
     assert format_duration(3725) == "1h02m" and format_duration(-5) == "0m00s"
+
+
+def test_counts_take_the_singular_for_one():
+    from t2t_lite.progress_line import counted
+
+    assert [counted(n, "line") for n in (0, 1, 2)] == ["0 lines", "1 line", "2 lines"]
+    assert counted(1, "entry", "entries") == "1 entry"
+    assert counted(3, "entry", "entries") == "3 entries"

@@ -50,7 +50,7 @@ def test_the_glossary_command_runs(export_version_dir, tmp_path):
     command, = _commands("## A glossary")
     result = _run(command, tmp_path, export_version_dir)
     assert len((tmp_path / "out.de").read_text(encoding="utf-8").splitlines()) == 2
-    assert "2 glossary terms applied; 1 lines constrained" in result.stderr.decode()
+    assert "2 glossary terms applied; 1 line constrained" in result.stderr.decode()
 
 
 @pytest.mark.skipif(not os.path.exists(LOCAL_CATALOG), reason=f"no {LOCAL_CATALOG} here")

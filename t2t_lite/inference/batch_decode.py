@@ -47,6 +47,7 @@ from t2t_lite.errors import UserError
 from t2t_lite.ids import PAD_ID
 from t2t_lite.inference import batching, line_checks, parallel_search, records, streaming
 from t2t_lite.model_dir import limits
+from t2t_lite.progress_line import counted
 
 TOKENIZE_CHUNK = 4096  # lines per `tokenize` call
 
@@ -77,29 +78,30 @@ class DecodeStats:
 
     def summary(self):
         rate = self.lines_per_second
-        return (f"decoded {self.lines} lines in {self.seconds:.1f}s ({rate:.1f} lines/s); "
-                f"{self.empty} empty, {self.truncated} truncated to {self.max_source_tokens} "
-                f"tokens, {self.invalid_utf8} with invalid UTF-8 replaced, {self.split} split "
-                f"into sentences" + (f", {self.bom_stripped} UTF-8 byte-order mark dropped"
-                                     if self.bom_stripped else "") + self._constraint_summary())
+        return (f"decoded {counted(self.lines, 'line')} in {self.seconds:.1f}s ({rate:.1f} "
+                f"lines/s); {self.empty} empty, {self.truncated} truncated to "
+                f"{self.max_source_tokens} tokens, {self.invalid_utf8} with invalid UTF-8 "
+                f"replaced, {self.split} split into sentences"
+                + (f", {self.bom_stripped} UTF-8 byte-order mark dropped"
+                   if self.bom_stripped else "") + self._constraint_summary())
 
     def _constraint_summary(self):
         parts = []
         if self.glossary_terms:
-            parts.append(f"{self.glossary_terms} glossary terms applied")
+            parts.append(f"{counted(self.glossary_terms, 'glossary term')} applied")
         if self.glossary_terms_dropped:
             from t2t_lite.inference.constraints import MAX_LINE_TOKENS, MAX_PHRASES
 
-            parts.append(f"{self.glossary_terms_dropped} glossary terms not applied (no room "
-                         f"in their lines for more than {MAX_PHRASES} phrases or "
+            parts.append(f"{counted(self.glossary_terms_dropped, 'glossary term')} not applied "
+                         f"(no room in their lines for more than {MAX_PHRASES} phrases or "
                          f"{MAX_LINE_TOKENS} tokens, or they contradict a line's own phrases)")
         if self.constrained:
-            parts.append(f"{self.constrained} lines constrained, "
+            parts.append(f"{counted(self.constrained, 'line')} constrained, "
                          f"{self.constrained - self.constraints_unmet} met all their phrases, "
                          f"{self.constraints_unmet} could not, "
                          f"{self.lines - self.constrained} not constrained")
         if self.protected:
-            parts.append(f"{self.protected} lines with protected spans, "
+            parts.append(f"{counted(self.protected, 'line')} with protected spans, "
                          f"{self.protect_repaired} of them repaired")
         return "".join(f"; {part}" for part in parts)
 

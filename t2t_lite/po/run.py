@@ -30,6 +30,7 @@ import time
 from typing import Dict, Optional, Sequence
 
 from t2t_lite import atomic, file_lock
+from t2t_lite.progress_line import counted
 from t2t_lite.errors import UserError
 from t2t_lite.inference import protected_spans, resume
 from t2t_lite.model_source import ModelSource
@@ -96,10 +97,10 @@ class PoStats:
         parts = [f"translated {self.translated} of {self.entries} entries ({self.plural} plural)"
                  f" in {self.seconds:.1f}s", f"{self.kept} already translated kept",
                  f"{self.fuzzy_kept} fuzzy kept", f"{self.fuzzy_marked} marked fuzzy"]
-        parts += [f"{count} {'entry' if count == 1 else 'entries'} left untranslated: {why}"
+        parts += [f"{counted(count, 'entry', 'entries')} left untranslated: {why}"
                   for why, count in sorted(self.left_untranslated.items())] or \
             ["0 entries left untranslated"]
-        parts.append(f"{self.lines} lines decoded"
+        parts.append(f"{counted(self.lines, 'line')} decoded"
                      + (f" ({self.lines_retried} retried)" if self.lines_retried else "")
                      + (f" ({self.lines_resumed} by the interrupted run resumed)"
                         if self.lines_resumed else ""))

@@ -84,7 +84,7 @@ def test_glossary_terms_past_a_lines_phrase_limit_are_counted_not_lost(model_dir
     result = _decode(model_dir, f"--decode_from_file={source}", f"--glossary={glossary}",
                      f"--constraints_file={constraints}", f"--summary_file={summary}")
     assert result.returncode == 0, result.stderr.decode()[-3000:]
-    assert ("1 glossary terms applied; 2 glossary terms not applied (no room in their lines "
+    assert ("1 glossary term applied; 2 glossary terms not applied (no room in their lines "
             "for more than 16 phrases or 128 tokens") in result.stderr.decode()
     stats = json.loads(summary.read_text())
     assert (stats["glossary_terms"], stats["glossary_terms_dropped"]) == (1, 2)
