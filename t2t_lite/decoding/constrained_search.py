@@ -12,13 +12,14 @@ Phrases are words, not token strings. An alternative that must end a word ends i
 punctuation, EOS) meets: so a positive phrase is met only when the word ends with it, and a
 negative one ending in WORD_END bars the word, not the compounds that begin with it (without
 WORD_END it bars its tokens whatever follows them; a `*` prefix form also bars, through
-prefix_bars, the pieces that would write a word beginning with it otherwise). While a hypothesis holds every
-token of an unmet phrase's alternative but its WORD_END, it may not continue the word (only a
-word-starting token, or the next token of another phrase it is matching); a hypothesis that ends
-with a whole-word negative phrase may not start a new word, and one step before its length limit
-the phrase's last token is barred itself (EOS cannot be refused). A negative phrase may begin
-with WORD_START, met by a token that ends a word (word_ends [V]) or the sequence start: the
-phrase written glued to punctuation ("»Ordner«"). Without word tables every token is a word.
+prefix_bars, the pieces that would write a word beginning with it otherwise). While a hypothesis
+holds every token of an unmet phrase's alternative but its WORD_END, it may not continue the
+word (only a word-starting token, or the next token of another phrase it is matching); a
+hypothesis that ends with a whole-word negative phrase may not start a new word, and one step
+before its length limit the phrase's last token is barred itself (EOS cannot be refused). A
+negative phrase may begin with WORD_START, met by a token that ends a word (word_ends [V]) or the
+sequence start: the phrase written glued to punctuation ("»Ordner«"). Without word tables every
+token is a word.
 
 A phrase given twice must appear twice: an occurrence is credited to one phrase only (the first
 unmet one of identical phrases). Nothing is added to any score: scores stay the model's log
@@ -100,8 +101,8 @@ def _word_rules(beams, prefix, negative_words, must_end, word_starts, eos_id,
     """bool [B*K, V]: the tokens barred by the word rules. A row that ends with every token of
     an unmet positive phrase's alternative but its WORD_END may not continue the word (only a
     token that starts a word, or the next token of another phrase it is matching); a row in
-    negative_words (see phrase_matching.banned) may not start one; with eos_until_met, a row with an unmet
-    phrase may not end. EOS stays open where it is the only token left (must_end)."""
+    negative_words (see phrase_matching.banned) may not start one; with eos_until_met, a row
+    with an unmet phrase may not end. EOS stays open where it is the only token left (must_end)."""
     positive = beams.constraints.positive
     per_beam = tf.broadcast_to(positive[:, None], tf.concat([tf.shape(prefix),
                                                              [tf.shape(positive)[3]]], axis=0))
@@ -227,8 +228,8 @@ def _candidates(logits, normaliser, must_end, beams, prefix, beam_size, vocab_si
 
 def _step_state(beams, cand_beams, tokens, matches, word_starts):
     """Each candidate's met phrases and bank after its token: (met [B, M, P], banks [B, M]).
-    matches: the alive beams' suffix matches (phrase_matching.progress). EOS may complete a phrase too: it
-    ends the phrase's last word."""
+    matches: the alive beams' suffix matches (phrase_matching.progress). EOS may complete a
+    phrase too: it ends the phrase's last word."""
     constraints = beams.constraints
     parent_matches = tf.gather(matches, cand_beams, batch_dims=1)
     prefix, complete = matching.progress_of(

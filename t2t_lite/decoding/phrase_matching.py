@@ -1,8 +1,9 @@
 """Matching phrases against hypotheses, for the constrained search (constrained_search.py): the
 phrase tables' word marks (WORD_END, WORD_START), the suffix matches of a hypothesis' last tokens
 against every phrase alternative, the progress, credit and bank they give, and the tokens a
-negative phrase and a `*` prefix form's rows (prefix_banned) bar. Pure tensor functions of the generated tokens and the phrases; the search's
-state and its choice of beams stay in constrained_search.py.
+negative phrase and a `*` prefix form's rows (prefix_banned) bar. Pure tensor functions of the
+generated tokens and the phrases; the search's state and its choice of beams stay in
+constrained_search.py.
 """
 import tensorflow as tf
 

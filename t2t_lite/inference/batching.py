@@ -133,8 +133,8 @@ class Budget:
 class SearchBudget(Budget):
     """fits(rows, width) for beam search batches (see search_bytes, and the shares above);
     check_line(width) refuses one line too big for a step alone. num_layers, d_model, num_heads:
-    the model's (DecodeSettings.model_dims()); None when unknown, when the cache and attention are not
-    counted in bytes (the beam steps still hold them)."""
+    the model's (DecodeSettings.model_dims()); None when unknown, when the cache and attention
+    are not counted in bytes (the beam steps still hold them)."""
 
     def __init__(self, batch_tokens, beam_size, vocab_size, extra_length, max_length,
                  num_layers=None, d_model=None, num_heads=None):
@@ -251,12 +251,10 @@ def plan_batches(lengths, batch_tokens, max_batch_size=1024, fits=None, constrai
         row_width = lengths[index] + 1  # EOS
         row_shape = constraints[index] if constraints is not None else ConstraintShape()
         new_width, new_shape = max(width, row_width), shape.merged(row_shape)
-        # A budget is asked about constraints only when there are any to plan for.
-        shape_argument = () if constraints is None else (new_shape,)
         if current and (new_width * (len(current) + 1) > batch_tokens
                         or len(current) >= max_batch_size
-                        or (fits is not None
-                            and not fits(len(current) + 1, new_width, *shape_argument))):
+                        or (fits is not None and not fits(len(current) + 1, new_width,
+                                                          new_shape))):
             batches.append(current)
             current, new_width, new_shape = [], row_width, row_shape
         current.append(index)

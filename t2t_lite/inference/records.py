@@ -7,8 +7,8 @@ The search and the line checks fill a Translation per input line
 (batch_decode.translation_records): t2t-lite-po reads them in process (po/engine.py), and the
 decoder (batch_decode.decode_lines) hands them to the writer chosen by --output_format: "text"
 the best translation (n-best and scores tab-separated, as format_hypotheses writes them),
-"jsonl" one JSON object per line with every field (docs/decoding.md lists them). Either way one output line per input line, so resuming and
-sharding work alike.
+"jsonl" one JSON object per line with every field (docs/decoding.md lists them). Either way one
+output line per input line, so resuming and sharding work alike.
 """
 import dataclasses
 import json

@@ -34,6 +34,13 @@ def is_word_character(character):
     return unicodedata.category(character)[0] in "LMN"
 
 
+def _special(index, piece, kind):
+    """A reserved token, or a SentencePiece control or byte piece ("<unk>", "<0x0A>"): no
+    word's text, a boundary on both sides."""
+    return index < len(RESERVED_TOKENS) or (kind == "sentencepiece" and piece.startswith("<")
+                                            and piece.endswith(">") and len(piece) > 2)
+
+
 def boundaries_of_pieces(pieces, kind):
     """(starts, ends) bool [V] for a vocabulary's piece strings in id order; kind:
     "sentencepiece", "wordpiece" or "symbols"."""
@@ -42,9 +49,8 @@ def boundaries_of_pieces(pieces, kind):
     if kind == "symbols":
         return starts, ends
     for i, piece in enumerate(pieces):
-        if i < len(RESERVED_TOKENS) or (piece.startswith("<") and piece.endswith(">")
-                                        and len(piece) > 2 and kind == "sentencepiece"):
-            continue  # reserved, control and byte pieces: a boundary on both sides
+        if _special(i, piece, kind):
+            continue
         if kind == "sentencepiece":
             marked = piece.startswith(SENTENCEPIECE_SPACE)
             body = piece.lstrip(SENTENCEPIECE_SPACE)
@@ -62,8 +68,7 @@ def surfaces_of_pieces(pieces, kind):
     """surfaces [V] (see the module docstring) for a vocabulary's piece strings in id order."""
     surfaces = []
     for i, piece in enumerate(pieces):
-        if i < len(RESERVED_TOKENS) or (kind == "sentencepiece" and piece.startswith("<")
-                                        and piece.endswith(">") and len(piece) > 2):
+        if _special(i, piece, kind):
             surfaces.append("")
         elif kind == "sentencepiece":
             surfaces.append(piece)

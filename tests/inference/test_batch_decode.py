@@ -105,7 +105,7 @@ class _OldFits(batching.Budget):
         self.batch_tokens, self.beam_size, self.vocab_size = batch_tokens, beam_size, vocab_size
         self.extra_length, self.max_length = extra_length, max_length
 
-    def __call__(self, rows, width):
+    def __call__(self, rows, width, constraints=None):
         beams = rows * self.beam_size
         steps = max(1, min(width + self.extra_length, self.max_length))
         return (beams * self.vocab_size <= self.batch_tokens * (1 << 16)
@@ -160,7 +160,7 @@ def test_the_byte_formula():
     assert budget.limit == 4096 * batching.SEARCH_BYTES_PER_TOKEN == 2 * 2 ** 30
 
 
-# ---- the constrained search's state in the budget (constraint_bytes) --------------------------------
+# ---- the constrained search's state in the budget (constraint_bytes) ----------------------------
 def test_a_lines_constraint_shape_is_its_own_extents():
     import numpy as np
 
