@@ -98,18 +98,25 @@ def _gather_flat_beams(nested, beam_indices, beam_size, examples):
     return tf.nest.map_structure(lambda t: tf.gather(t, flat_indices), nested)
 
 
-def _examples_done(beams, early_stopping):
+def _examples_done(beams, early_stopping, stop_penalty):
     """bool [B]: the example's n-best are final. No alive beam is left (it reached its limit),
-    or with early_stopping, none can still enter the n-best, even at the most favourable length
-    penalty."""
+    or with early_stopping, none can still enter the n-best: none beats the worst finished
+    score when its log probability (which can only fall) is divided by stop_penalty [B]."""
     best_alive = tf.reduce_max(beams.alive_log_probs, axis=1)
     none_alive = best_alive < _DEAD
     if not early_stopping:
         return none_alive
-    best_possible = best_alive / beams.max_penalty
+    best_possible = best_alive / stop_penalty
     worst_finished = tf.reduce_min(beams.finished.scores, axis=1)
     full = tf.reduce_all(beams.finished.flags, axis=1)
     return none_alive | (full & (worst_finished > best_possible))
+
+
+def most_favourable_penalty(beams, index):
+    """float32 [B]: the largest length penalty any future finished hypothesis can get, the
+    bound that makes early stopping exact (index: the position just fed)."""
+    del index
+    return beams.max_penalty
 
 
 def _block_size(vocab_size, k):
@@ -324,11 +331,12 @@ def _start(cache, static, batch_size, beam_size, alpha, max_decode_length, decod
 
 
 def _loop(state, tokens_to_logits, choose, beam_size, max_decode_length, early_stopping,
-          tile_static):
+          tile_static, stop_penalty=most_favourable_penalty):
     """The loop both searches run; returns its last state. Each step feeds every alive beam's
     token, `choose(beams, logits, index, must_end)` returns the beams with their new alive and
     finished hypotheses and the alive ones' parent beams, and the examples that are done
-    leave."""
+    leave: with early_stopping, those whose best alive log probability divided by
+    `stop_penalty(beams, index)` [B] falls below their worst finished score."""
 
     def not_done(state):
         # Done examples have already left: go on while any is left.
@@ -342,7 +350,7 @@ def _loop(state, tokens_to_logits, choose, beam_size, max_decode_length, early_s
         beams, cache_beams = choose(beams, logits, state.index, must_end)
         # A done example leaves: the beam reorder's one gather of the cache keeps only the
         # examples still searching.
-        done = _examples_done(beams, early_stopping)
+        done = _examples_done(beams, early_stopping, stop_penalty(beams, state.index))
         keep = tf.cast(tf.where(tf.logical_not(done))[:, 0], tf.int32)
         cache = _gather_flat_beams(cache, cache_beams, beam_size, keep)
         beams, static, results = _leave(beams, state.static, state.results, done, keep,

@@ -50,7 +50,9 @@ is met (fairseq's and Sockeye's rule; off by default, docs/design.md).
 A finished hypothesis that has not met every positive phrase ranks below every one that has (by
 how many it misses, then by score): the search returns a complete hypothesis whenever one is found
 by the length limit, else the best one that meets the most, and reports per hypothesis how many
-phrases it misses. Matching is on the generated tokens themselves (the last T of each hypothesis;
+phrases it misses. An example with a positive phrase stops once no alive beam beats its worst
+finished one at the length penalty of the next length (_next_length_penalty); one without stops
+as in beam_search. Matching is on the generated tokens themselves (the last T of each hypothesis;
 a candidate's matches extend its parent's by its one token), so no automaton has to be built
 from the phrases, in the graph or outside it. The caller caps the phrases, alternatives and
 tokens (inference/constraints.py). What still grows with them per step is linear in the
@@ -70,7 +72,7 @@ from t2t_lite.decoding.phrase_matching import WORD_END, WORD_START  # noqa: F401
 # alike.
 from t2t_lite.decoding.beam_search import (
     _DEAD, NEG_INF, _gather_beams, _loop, _NBest, _start, _top_candidates, _write_position,
-    _write_results, length_penalty, log_normaliser)
+    _write_results, length_penalty, log_normaliser, most_favourable_penalty)
 
 # Ranks a finished hypothesis that misses a phrase below any that meets all, whatever the scores
 # (real scores stay far above -UNMET_PENALTY; 16 misses stay far above the search's _DEAD).
@@ -263,6 +265,23 @@ def _merge_finished(finished, seqs, log_probs, met, finishing, new_length, alpha
     return tf.nest.map_structure(lambda t: tf.gather(t, picks, batch_dims=1), merged)
 
 
+def _next_length_penalty(alpha):
+    """The constrained search's stop_penalty (beam_search._loop): an example with a positive
+    phrase divides by the length penalty of the next length a hypothesis can finish at, an
+    example without one by the most favourable penalty, so that it stops exactly as in
+    beam_search. Exact for alpha <= 0 (the penalty cannot grow); for alpha > 0 it is Hugging
+    Face's default bound: a hypothesis that met its phrases late scores low, and the exact bound
+    would keep the example searching to its length limit for alive beams that can only win if
+    their next tokens all cost nothing (docs/design.md has the numbers both ways)."""
+
+    def stop_penalty(beams, index):
+        has_phrase = tf.reduce_any(beams.constraints.sizes > 0, axis=1)
+        return tf.where(has_phrase, length_penalty(index + 2, alpha),
+                        most_favourable_penalty(beams, index))
+
+    return stop_penalty
+
+
 def _at_least_one_token(phrases):
     """phrases int32 [..., T] padded to T >= 1, so windows and matches always have a width."""
     phrases = tf.cast(phrases, tf.int32)
@@ -370,7 +389,7 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
                            vocab_size, alpha, eos_id, word_starts)
 
     final = _loop(state, tokens_to_logits, choose, beam_size, max_decode_length, early_stopping,
-                  tile_static)
+                  tile_static, stop_penalty=_next_length_penalty(alpha))
     results = _write_results(final.results, final.beams, tf.range(tf.shape(final.beams.rows)[0]))
     sequences = tf.where(results.flags[:, :, None], results.seqs[:, :, 1:], 0)
     scores = tf.where(results.flags, results.extra.scores, float("-inf"))

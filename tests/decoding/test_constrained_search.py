@@ -1,9 +1,11 @@
 """Constrained beam search on toy decoders whose best constrained sequences can be enumerated."""
+import types
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite.decoding.beam_search import beam_search
+from t2t_lite.decoding.beam_search import beam_search, length_penalty, most_favourable_penalty
 from t2t_lite.decoding import constrained_search
 from t2t_lite.decoding.constrained_search import constrained_beam_search
 
@@ -260,3 +262,50 @@ def test_more_phrase_tokens_than_a_beam_offers_are_all_met(toys):
         for phrase in positive[b]:
             assert any(contains(best, [t for t in alternative if t])
                        for alternative in phrase), (best, phrase)
+
+
+def test_an_example_with_a_phrase_stops_at_the_next_length_penalty(toys, monkeypatch):
+    # The phrase [4] is met early ([4, EOS], [5, 4, EOS], ...), while the alive beams that loop
+    # on token 3 lose 0.51 a step: divided by the penalty of the next length they fall below
+    # the third finished score after 10 steps; divided by the penalty at the length limit (the
+    # exact bound) only after 19. The n-best is the one the search finds without stopping early.
+    table = np.full((6, 6), 1e-3)
+    table[:, toys.PAD] = 0.0
+    table[toys.PAD] = [0, 0.05, 0.05, 0.6, 0.2, 0.1]
+    table[2] = [0, 0.5, 0.2, 0.1, 0.001, 0.2]
+    table[3] = [0, 0.01, 0.19, 0.6, 0.001, 0.2]
+    table[4] = [0, 0.9, 0.05, 0.05, 0.001, 0.001]
+    table[5] = [0, 0.1, 0.1, 0.1, 0.6, 0.1]
+    model = toys.TableModel(table)
+
+    def search(**settings):
+        steps = []
+
+        def tokens_to_logits(ids, index, cache, static):
+            steps.append(index)  # eager: once a step
+            return model.tokens_to_logits(ids, index, cache, static)
+
+        results = constrained_beam_search(
+            tokens_to_logits, {}, {}, 1, model.vocab_size, phrases([[[4]]]),
+            np.zeros([1, 0, 1], np.int32), beam_size=3, alpha=0.6, max_decode_length=40,
+            **settings)
+        return len(steps), [t.numpy() for t in results]
+
+    steps, results = search()
+    full_steps, full_results = search(early_stopping=False)
+    monkeypatch.setattr(constrained_search, "_next_length_penalty",
+                        lambda alpha: most_favourable_penalty)
+    exact_steps, exact_results = search()
+    assert (steps, exact_steps, full_steps) == (10, 19, 40)
+    for got, exact, full in zip(results, exact_results, full_results):
+        np.testing.assert_array_equal(got, full)
+        np.testing.assert_array_equal(exact, full)
+
+
+def test_only_an_example_with_a_positive_phrase_stops_at_the_next_length_penalty():
+    sizes = tf.constant([[0, 0], [2, 0], [0, 1]])
+    beams = types.SimpleNamespace(constraints=types.SimpleNamespace(sizes=sizes),
+                                  max_penalty=tf.constant([9.0, 9.0, 9.0]))
+    penalty = constrained_search._next_length_penalty(tf.constant(0.6))(beams, tf.constant(3))
+    next_length = length_penalty(5, 0.6).numpy()
+    np.testing.assert_allclose(penalty.numpy(), [9.0, next_length, next_length])
