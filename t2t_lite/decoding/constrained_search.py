@@ -88,8 +88,7 @@ class _Constraints(NamedTuple):
     sizes: tf.Tensor  # int32 [B, P], a phrase's shortest alternative (0: no phrase)
     duplicate_of_earlier: tf.Tensor  # bool [B, P, P]: [p, q] phrase q < p is the same as p
     met: tf.Tensor  # bool [B, K, P], per alive beam (an absent phrase counts as met)
-    bar_rows: tf.Tensor  # int32 [B, R, W], 0-padded: prefix_bars' rows
-    bar_tokens: tf.Tensor  # int32 [B, R, E], 0-padded: the tokens each row bars
+    prefix_texts: tf.Tensor  # string [B, F]: prefix_bars' texts ("" to pad)
 
 
 class _Extra(NamedTuple):
@@ -296,12 +295,10 @@ def _with_constraints(state, positive, negative, prefix_bars, batch_size, beam_s
     sizes = matching.phrase_sizes(positive)
     met = tf.broadcast_to(tf.equal(sizes, 0)[:, None, :],
                           [batch_size, beam_size, tf.shape(positive)[1]])
-    if prefix_bars is None:
-        prefix_bars = (tf.zeros([batch_size, 0, 1], tf.int32), tf.zeros([batch_size, 0, 1],
-                                                                         tf.int32))
-    bar_rows, bar_tokens = (_at_least_one_token(t) for t in prefix_bars)
+    prefix_texts = (tf.fill([batch_size, 0], "") if prefix_bars is None
+                    else tf.convert_to_tensor(prefix_bars[0], tf.string))
     constraints = _Constraints(positive, negative, sizes, matching.duplicates(positive, sizes),
-                               met, bar_rows, bar_tokens)
+                               met, prefix_texts)
 
     def no_extra(nbest):
         shape = tf.shape(nbest.scores)
@@ -352,11 +349,12 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
     start a word (inference/word_pieces.py; None: every token); word_ends: those that end one
     (for a negative phrase's WORD_START). eos_until_met: a hypothesis
     may not end before it meets every phrase (fairseq's and Sockeye's rule) but at its length
-    limit; off by default (docs/design.md). prefix_bars: (rows int32 [B, R, W], tokens int32
-    [B, R, E]), both 0-padded, or None: a hypothesis that ends with rows[b, r] (an empty row:
-    every hypothesis; a WORD_START: as in a negative phrase) may not take tokens[b, r], the
-    pieces that would write a word a `*` prefix form bars (inference/graph_prefixes.py). The
-    other arguments are beam_search's.
+    limit; off by default (docs/design.md). prefix_bars: None, or (texts [B, F], barred):
+    per-example values the search carries with its examples, and barred(seqs, index, texts,
+    word_starts, word_ends) -> int32 [N, 2] (row, token) indices into the flat [B*K, V] log
+    probs of the tokens barred now, given the alive hypotheses seqs [B, K, L+1] up to column
+    index: the pieces that would write a word a `*` prefix form bars
+    (inference/graph_prefixes.py). The other arguments are beam_search's.
 
     Returns sequences int32 [B, K, L], scores float32 [B, K] (log probability / length penalty,
     -inf for empty slots) and unmet int32 [B, K] (positive phrases each hypothesis misses).
@@ -374,10 +372,10 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
         banned, negative_words = matching.banned(
             matching.windows(beams.alive_seqs, index, tf.shape(negative)[2]), negative,
             word_starts, word_ends, index + 2 >= beams.decode_lengths)
-        bar_rows = constraints.bar_rows
-        banned = tf.concat([banned, matching.prefix_banned(
-            matching.windows(beams.alive_seqs, index, tf.shape(bar_rows)[2]), bar_rows,
-            constraints.bar_tokens, word_starts, word_ends)], axis=0)
+        if prefix_bars is not None:
+            banned = tf.concat([banned, prefix_bars[1](
+                beams.alive_seqs, index, constraints.prefix_texts, word_starts, word_ends)],
+                axis=0)
         positive = constraints.positive
         progress = matching.progress(  # prefix [B, K, P, A], ...
             matching.windows(beams.alive_seqs, index, tf.shape(positive)[3]), positive,

@@ -1,7 +1,7 @@
 """Matching phrases against hypotheses, for the constrained search (constrained_search.py): the
 phrase tables' word marks (WORD_END, WORD_START), the suffix matches of a hypothesis' last tokens
 against every phrase alternative, the progress, credit and bank they give, and the tokens a
-negative phrase and a `*` prefix form's rows (prefix_banned) bar. Pure tensor functions of the
+negative phrase bars. Pure tensor functions of the
 generated tokens and the phrases; the search's state and its choice of beams stay in
 constrained_search.py.
 """
@@ -178,20 +178,3 @@ def banned(windows, negative, word_starts, word_ends, near_end):
                        tf.gather_nd(barred, where)], axis=1)
     return tokens, words
 
-
-def prefix_banned(windows, rows, tokens, word_starts, word_ends):
-    """What a `*` prefix form bars now, as banned's tokens (int32 [N, 2] (row, token) indices
-    into the flat [B*K, V] log probs): tokens[b, r] (int32 [B, R, E], 0-padded) for every beam
-    of example b whose window ends with rows[b, r] (int32 [B, R, W], 0-padded; an empty row: every
-    beam; WORD_START: a token that ends a word, or the start). windows [B, K, W] end at the
-    current position. The rows and their tokens: inference/graph_prefixes.py."""
-    lengths = phrase_lengths(rows)  # [B, R]
-    matches = suffix_matches(windows, rows, word_starts, word_ends)  # [B, K, R, W]
-    k = tf.range(1, tf.shape(matches)[-1] + 1)
-    ready = (tf.reduce_any(matches & tf.equal(k, lengths[:, None, :, None]), axis=-1)
-             | tf.equal(lengths, 0)[:, None])
-    where = tf.cast(tf.where(ready), tf.int32)  # [N, 3]: b, k, r
-    barred = tf.gather_nd(tokens, tf.stack([where[:, 0], where[:, 2]], axis=1))  # [N, E]
-    beam_rows = where[:, 0] * tf.shape(windows)[1] + where[:, 1]
-    pairs = tf.stack([tf.broadcast_to(beam_rows[:, None], tf.shape(barred)), barred], axis=-1)
-    return tf.boolean_mask(pairs, barred > 0)

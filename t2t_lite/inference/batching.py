@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from t2t_lite.decoding.constrained_search import FORCED_PER_BEAM
+from t2t_lite.inference.graph_prefixes import PREFIX_END
 from t2t_lite.errors import UserError
 
 # What a batch may hold besides its source tokens, per token of batch_tokens.
@@ -77,6 +78,13 @@ BEAM_STEPS_PER_TOKEN = 64
 SEARCH_BYTES_PER_TOKEN = 1 << 19
 LINE_BUDGET_TOKENS = 4096  # the default --batch_tokens
 FLOAT_BYTES = 4
+# A tf.string element's own bytes (a text up to 22 bytes long is held inside it).
+TSTRING_BYTES = 32
+# What the search's ops make for each (row, token) pair a prefix form bars, summed over the ops
+# (fitted to TensorFlow's debug dump: tests/inference/test_constraint_memory.py).
+PREFIX_PAIR_BYTES = 128
+# SentencePiece's longest piece by default (max_sentencepiece_length), in characters.
+MAX_PIECE_CHARACTERS = 16
 
 
 def _size(size):
@@ -88,12 +96,14 @@ def _size(size):
 
 class ConstraintShape(NamedTuple):
     """A line's constraint arrays' extents (encode_constraints' positive [P, A, T], negative
-    [Q, U]); a batch's are the largest of its lines' (merged). All 0: no constraints."""
+    [Q, U]) and its `*` prefix forms (negative rows ending in graph_prefixes.PREFIX_END); a
+    batch's are the largest of its lines' (merged). All 0: no constraints."""
     phrases: int = 0
     alternatives: int = 0
     tokens: int = 0
     negatives: int = 0
     negative_tokens: int = 0
+    prefixes: int = 0
 
     def merged(self, other):
         return ConstraintShape(*(max(a, b) for a, b in zip(self, other)))
@@ -114,6 +124,7 @@ def constraint_shapes(positive, negative):
     [N, Q, U]), each row's own extents, as batch_decode trims a batch's to its rows' largest."""
     extents = [_extent(positive, axis) for axis in (1, 2, 3)]
     extents += [_extent(negative, axis) for axis in (1, 2)]
+    extents.append(np.sum(negative == PREFIX_END, axis=tuple(range(1, negative.ndim))))
     return [ConstraintShape(*(int(e[row]) for e in extents)) for row in range(len(positive))]
 
 
@@ -170,7 +181,7 @@ class SearchBudget(Budget):
         if constraints is None or not any(constraints):
             return 0
         # The search pads every axis to at least 1 (batch_decode._trimmed).
-        p, a, t, q, u = (max(extent, 1) for extent in constraints)
+        p, a, t, q, u = (max(extent, 1) for extent in constraints[:5])
         k, alternatives = self.beam_size, p * a
         forced = min(FORCED_PER_BEAM, 2 * alternatives)
         candidates = k * (3 + forced)
@@ -178,7 +189,21 @@ class SearchBudget(Budget):
                 + k * alternatives * t * (4 * t + 48) + 6 * k * q * u * u + 32 * k * (t * t + u * u)
                 + candidates * (12 * (self.steps(width) + 1) + 32 * p + p * p + 320)
                 + k * alternatives * (160 + 8 * k) + 48 * k * forced
-                + 22 * k * self.vocab_size + 1024 * k + 8192)
+                + 22 * k * self.vocab_size + 1024 * k + 8192
+                + self.prefix_bytes(constraints.prefixes, u))
+
+    def prefix_bytes(self, prefixes, tokens):
+        """Bytes the `*` prefix forms of one line add to a step (graph_prefixes.barred): per beam
+        and form, the ops' bytes for each barred (row, token) pair (a form bars at most the
+        vocabulary at once: the pieces that begin it begin with the word mark, those that
+        complete a beginning do not) and a few strings; per beam, the window of surfaces it
+        reads (a form of `tokens` tokens writes at most MAX_PIECE_CHARACTERS a token)."""
+        if not prefixes:
+            return 0
+        window = MAX_PIECE_CHARACTERS * tokens + 1
+        return self.beam_size * (prefixes * (PREFIX_PAIR_BYTES * self.vocab_size
+                                             + 8 * TSTRING_BYTES)
+                                 + 2 * window * TSTRING_BYTES)
 
     def __call__(self, rows, width, constraints=None):
         return (sum(self.search_bytes(rows, width, constraints).values()) <= self.limit

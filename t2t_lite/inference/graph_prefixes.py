@@ -1,33 +1,35 @@
-"""The pieces a `*` prefix form bars, found in the graph from the vocabulary: the constrained
-search's prefix_bars (decoding/constrained_search.py).
+"""The pieces a `*` prefix form bars, found in the graph from the vocabulary and the word being
+written: the constrained search's prefix_bars (decoding/constrained_search.py).
 
 `!Datei*` bars every word that begins with "Datei", however the vocabulary spells it: on the
 demo's vocabulary "Dateien" and "Dateisystem" are single pieces (`▁Dateien`), "Dateityp" is
-`▁Dateit` `yp`, so barring the prefix's own tokens is not enough. graph_constraints.encode ends
-a prefix form's tokens in PREFIX_END; PrefixPieces.bars turns each such row, S being the text its
-tokens write (word_pieces.surfaces: "▁Datei" for the spaced form, "Datei" for the glued one
-that follows a WORD_START), into rows of tokens, each with the pieces barred once a hypothesis
-ends with it: those whose text begins with what S has left after the row.
+`▁Dateit` `yp`, "Dateien" may also be `▁Da` `te` `ien`, so barring the prefix's own tokens is
+not enough. graph_constraints.encode ends a prefix form's tokens in PREFIX_END; PrefixPieces.texts
+turns each such row into S, the text its tokens write (word_pieces.surfaces: "▁Datei" for the
+spaced form; "Datei" for the glued one, whose row begins with a WORD_START). At every step,
+PrefixPieces.barred reads each hypothesis's current word as text: for the spaced form, the
+surfaces from its last token that starts a word; for the glued form, those after its last token
+that ends a word (or the start). Where that word is a proper beginning of S (say "▁Da" `te`:
+"▁Date"), the pieces whose text begins with the rest of S ("i", "ien", "isystem") are barred;
+pieces that only go on along S ("i" of a longer rest) stay open, so the bar moves with the word.
+The spaced form also bars, at every step, the pieces that begin with S itself ("▁Dateien").
 
-    the prefix's own first i tokens, i < its length   pieces that begin with the rest of S
-      (i = 0: the spaced form at any position, the     ("▁Dateien", "▁Dateit"; after "▁Datei"
-      glued form where a word has just ended)          of "▁Dateiformat": "formate")
-    one other piece that S begins with ("▁Date")       pieces that begin with the rest ("ien")
-
-So every spelling in at most two pieces of a word that begins with the prefix is barred, and
-every longer one that follows the prefix's own tokens. A spelling in three or more other pieces
-(`▁Da` `te` `ien`) is not: the line's count (constraints.unmet_phrases, graph_constraints.unmet)
-reports the word. Pieces are matched on their text as the vocabulary writes it (after its
-normalization), case-sensitively, as the whole-word negatives are.
+So every spelling of a word that begins with the prefix is barred, in any number of pieces: the
+window read covers S's length in characters, and every piece writes at least one. Pieces are
+matched on their text as the vocabulary writes it (after its normalization), case-sensitively,
+as the whole-word negatives are.
 """
 import numpy as np
 import tensorflow as tf
 
-from t2t_lite.decoding.phrase_matching import WORD_START, phrase_lengths
+from t2t_lite.decoding import phrase_matching as matching
+from t2t_lite.decoding.phrase_matching import phrase_lengths
 
 # A negative phrase's last "token" in encode's tables when it is a `*` prefix form. Never reaches
 # the search: bars() turns it into the search's prefix_bars and drops it.
 PREFIX_END = -4
+# SentencePiece's word mark, with which a spaced form's text begins.
+SPACE = "\u2581"
 
 
 def _lookup(keys, values):
@@ -64,88 +66,96 @@ class PrefixPieces(tf.Module):
         self.token_of = _lookup(list(first), list(first.values()))
         self.run_of = _lookup(heads, list(range(len(heads))))
 
-    def bars(self, negative):
+    def texts(self, negative):
         """negative int32 [B, Q, T] as graph_constraints.encode gives it -> (negative with its
-        PREFIX_ENDs dropped, rows int32 [B, R, W], tokens int32 [B, R, E]): tokens[b, r] are
-        barred once a hypothesis of example b ends with rows[b, r] (see the module docstring);
-        both 0-padded, only rows that bar a token."""
+        PREFIX_ENDs dropped, texts string [B, F]: S of each prefix form of each example, "" to
+        pad; see the module docstring). A dropped mark leaves the form's tokens a negative
+        phrase of their own, barred whatever follows them."""
         negative = tf.convert_to_tensor(negative, tf.int32)
-        # At least one column, so that a row's first token can be read.
+        # At least one column, so that a row's last token can be read.
         negative = tf.pad(negative, [[0, 0], [0, 0], [0, tf.maximum(1 - tf.shape(negative)[2], 0)]])
         lengths = phrase_lengths(negative)
         last = tf.gather(negative, tf.maximum(lengths - 1, 0), batch_dims=2)
-        marked = tf.where(tf.equal(last, PREFIX_END) & (lengths > 0))
-        ids = tf.gather_nd(negative, marked)  # [N, T]
-        ids = tf.where(tf.equal(ids, PREFIX_END), 0, ids)
+        marked = tf.equal(last, PREFIX_END) & (lengths > 0)  # [B, Q]
+        ids = tf.boolean_mask(negative, marked)  # [N, T]
         surfaces = tf.where(ids > 0, tf.gather(tf.constant(self._surfaces, tf.string),
                                                tf.maximum(ids, 0)), "")
-        texts = tf.strings.reduce_join(surfaces, axis=1)  # S [N]
-        glued = tf.equal(ids[:, 0], WORD_START)
-        width = tf.maximum(tf.shape(ids)[1], 2)
-        own_rows, own_rests, own_of = self._own_rows(ids, surfaces, texts, glued, marked[:, 0])
-        other_rows, other_rests, other_of = self._other_rows(texts, glued, marked[:, 0])
-        rows = tf.concat([_widened(own_rows, width), _widened(other_rows, width)], axis=0)
-        examples = tf.concat([own_of, other_of], axis=0)
-        tokens = self._beginning_with(tf.concat([own_rests, other_rests], axis=0))
-        barring = tokens.row_lengths() > 0
-        rows, examples = tf.boolean_mask(rows, barring), tf.boolean_mask(examples, barring)
-        tokens = tf.ragged.boolean_mask(tokens, barring)
-        order = tf.argsort(examples, stable=True)
-        examples = tf.gather(examples, order)
-        batch = tf.shape(negative, out_type=tf.int64)[0]
-
-        def per_example(values):
-            return tf.RaggedTensor.from_value_rowids(tf.gather(values, order), examples,
-                                                     nrows=batch)
-
+        texts = tf.strings.reduce_join(surfaces, axis=1)  # [N]
+        examples = tf.cast(tf.where(marked)[:, 0], tf.int64)
+        per_example = tf.RaggedTensor.from_value_rowids(
+            texts, examples, nrows=tf.shape(negative, out_type=tf.int64)[0])
         return (tf.where(tf.equal(negative, PREFIX_END), 0, negative),
-                per_example(rows).to_tensor(),
-                per_example(tokens).to_tensor())
+                per_example.to_tensor(default_value=""))
 
-    def _own_rows(self, ids, surfaces, texts, glued, examples):
-        """The rows along the prefix's own tokens: (rows int32 [M, T], rests string [M],
-        examples int64 [M]). A row holds the first `cut` columns of ids: the WORD_START of a
-        glued form, then i < the prefix's length of its tokens."""
-        columns = tf.shape(ids)[1]
-        lead = tf.cast(glued, tf.int32)[:, None]
-        real = tf.reduce_sum(tf.cast(ids > 0, tf.int32), axis=1)[:, None]
-        cut = tf.range(columns)[None, :]  # [1, T]
-        valid = (cut >= lead) & (cut < lead + real)  # [N, T]
-        written = tf.cumsum(tf.strings.length(surfaces), axis=1, exclusive=True)  # [N, T]
-        whole = tf.broadcast_to(texts[:, None], tf.shape(written))
-        rests = tf.strings.substr(whole, written, tf.strings.length(whole) - written)
-        rows = tf.where(tf.range(columns)[None, None, :] < cut[:, :, None], ids[:, None, :], 0)
-        return (tf.boolean_mask(rows, valid), tf.boolean_mask(rests, valid),
-                tf.boolean_mask(tf.broadcast_to(examples[:, None], tf.shape(valid)), valid))
+    def barred(self, seqs, index, texts, word_starts, word_ends):
+        """What the prefix forms bar now, as the search's banned tokens (int32 [N, 2] (row,
+        token) indices into the flat [B*K, V] log probs). seqs int32 [B, K, L+1]: the alive
+        hypotheses up to column `index`; texts string [B, F] as `texts` gives them;
+        word_starts, word_ends bool [V]: the search's word tables."""
+        shape = tf.shape(seqs)
+        forms = tf.shape(texts)[1]
+        s_texts = tf.broadcast_to(texts[:, None, :], [shape[0], shape[1], forms])  # [B, K, F]
+        word = self._current_words(seqs, index, texts, word_starts, word_ends)  # [B, K, F]
+        written = tf.strings.length(word)
+        length = tf.strings.length(s_texts)
+        begins = (tf.strings.substr(s_texts, tf.zeros_like(written), written) == word) & (
+            written < length)
+        # substr refuses a position past the end: a longer word begins nothing.
+        cut = tf.minimum(written, length)
+        rests = tf.strings.substr(s_texts, cut, length - cut)
+        # A spaced form's word may begin at any step: S itself is barred everywhere.
+        spaced = _is_spaced(s_texts)
+        rows = tf.range(shape[0])[:, None, None] * shape[1] + tf.range(shape[1])[None, :, None]
+        rows = tf.broadcast_to(rows, tf.shape(s_texts))
+        all_rests = tf.concat([tf.boolean_mask(rests, begins),
+                               tf.boolean_mask(s_texts, spaced)], axis=0)
+        all_rows = tf.concat([tf.boolean_mask(rows, begins), tf.boolean_mask(rows, spaced)],
+                             axis=0)
+        which, tokens = self._beginning_with(all_rests)
+        return tf.stack([tf.gather(all_rows, which), tokens], axis=1)
 
-    def _other_rows(self, texts, glued, examples):
-        """The rows of one piece that S begins with (after a glued form's WORD_START): (rows
-        int32 [M, 2], rests string [M], examples int64 [M])."""
-        _, offsets = tf.strings.unicode_split_with_offsets(texts, "UTF-8")
-        inner = offsets.flat_values > 0  # a cut after S's first character
-        which = tf.boolean_mask(offsets.value_rowids(), inner)
-        cuts = tf.cast(tf.boolean_mask(offsets.flat_values, inner), tf.int32)
-        whole = tf.gather(texts, which)
-        heads = tf.strings.substr(whole, tf.zeros_like(cuts), cuts)
-        rests = tf.strings.substr(whole, cuts, tf.strings.length(whole) - cuts)
-        pieces = tf.cast(self.token_of.lookup(heads), tf.int32)
-        is_glued = tf.gather(glued, which)
-        rows = tf.stack([tf.where(is_glued, WORD_START, pieces),
-                         tf.where(is_glued, pieces, 0)], axis=1)
-        found = pieces >= 0
-        return (tf.boolean_mask(rows, found), tf.boolean_mask(rests, found),
-                tf.boolean_mask(tf.gather(examples, which), found))
+    def _current_words(self, seqs, index, texts, word_starts, word_ends):
+        """string [B, K, F]: each hypothesis's current word as a form of its example reads it
+        (see the module docstring); a word begun before the window (then no beginning of S: it
+        already has more pieces than S has characters) reads as a NUL, which no S begins with."""
+        most = tf.reduce_max(tf.concat([tf.reshape(
+            tf.strings.length(texts, unit="UTF8_CHAR"), [-1]), [0]], axis=0))
+        window = matching.windows(seqs, index, most + 1)  # [B, K, W]
+        written = tf.where(window > 0, tf.gather(tf.constant(self._surfaces, tf.string),
+                                                  tf.maximum(window, 0)), "")
+        positions = tf.range(most + 1)
+
+        def from_position(first):
+            """The window's text from column first [B, K] on; a NUL where first < 0."""
+            text = tf.strings.reduce_join(
+                tf.where(positions >= first[..., None], written, ""), axis=-1)
+            return tf.where(first >= 0, text, "\0")
+
+        starts = matching.starts_word(window, word_starts)
+        ends = matching.ends_word(window, word_ends)
+        spaced = from_position(tf.reduce_max(tf.where(starts, positions, -1), axis=-1))
+        glued = from_position(tf.reduce_max(tf.where(ends, positions + 1, -1), axis=-1))
+        return tf.where(_is_spaced(texts)[:, None, :], spaced[:, :, None], glued[:, :, None])
 
     def _beginning_with(self, rests):
-        """ragged int32 [M, (e)]: the tokens whose surface begins with each rest."""
+        """(which int32 [N], tokens int32 [N]): every token whose surface begins with a rest,
+        with the rest's index. Each rest's tokens are one run of the sorted surface starts; the
+        runs are laid end to end without a ragged tensor, whose ops make several times the
+        bytes (batching.SearchBudget.prefix_bytes)."""
         run = self.run_of.lookup(rests)
         found = run >= 0
         run = tf.maximum(run, 0)
-        starts = tf.gather(tf.constant(self._runs), run)
-        limits = tf.where(found, tf.gather(tf.constant(self._run_ends), run), starts)
-        return tf.gather(tf.constant(self._tokens), tf.ragged.range(starts, limits))
+        starts = tf.cast(tf.gather(tf.constant(self._runs), run), tf.int32)
+        ends = tf.cast(tf.where(found, tf.gather(tf.constant(self._run_ends), run),
+                                tf.gather(tf.constant(self._runs), run)), tf.int32)
+        offsets = tf.cumsum(ends - starts)  # where each rest's tokens end
+        positions = tf.range(tf.reduce_sum(ends - starts))
+        which = tf.searchsorted(offsets, positions, side="right", out_type=tf.int32)
+        first = tf.gather(offsets - (ends - starts), which)
+        return which, tf.gather(tf.constant(self._tokens),
+                                tf.gather(starts, which) + positions - first)
 
 
-def _widened(rows, width):
-    """rows int32 [M, w] 0-padded to [M, width] (width >= w)."""
-    return tf.pad(rows, [[0, 0], [0, width - tf.shape(rows)[1]]])
+def _is_spaced(texts):
+    """bool, texts' shape: a spaced form's S (it begins with the word mark "▁")."""
+    return tf.equal(tf.strings.substr(texts, 0, len(SPACE.encode())), SPACE)

@@ -228,12 +228,12 @@ class TranslationModule(tf.Module):
         [B, K], the positive phrases each hypothesis misses by the search's count (the file
         decoder counts what it writes, as words). A `*` prefix form's row (ending in
         graph_prefixes.PREFIX_END) also bars the pieces that write a word beginning with it."""
-        negative, *prefix_bars = self.prefix_pieces.bars(negative)
+        negative, prefix_texts = self.prefix_pieces.texts(negative)
         sequences, scores, unmet = translate_constrained(
             self.decoder_model, ids, positive, negative, beam_size=self.beam_size, alpha=alpha,
             extra_length=extra_length, word_starts=self._word_starts.value,
             word_ends=self._word_ends.value, eos_until_met=self.eos_until_met,
-            prefix_bars=prefix_bars)
+            prefix_bars=(prefix_texts, self.prefix_pieces.barred))
         result = self._texts(ids, sequences, scores)
         result["unmet"] = unmet
         return result

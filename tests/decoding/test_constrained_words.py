@@ -205,11 +205,23 @@ def test_a_negative_glued_to_punctuation_is_barred_after_a_word_end(toys):
 
 
 @pytest.mark.slow  # traces a search of its own: the whole suite runs it
-def test_prefix_bars_bar_their_tokens_where_a_hypothesis_ends_with_their_row(toys):
+def test_prefix_bars_bar_what_their_function_returns_for_the_examples_that_carry_them(toys):
     # Vocabulary: 7 "▁Dateien" (one piece), 8 "▁Date", 9 "ien" (continues a word). Example 0
-    # bars 7 everywhere (an empty row) and 9 after 8; example 1 has no bars and keeps what the
-    # model wants.
+    # carries a text and its function bars 7 everywhere and 9 after 8; example 1 carries none
+    # and keeps what the model wants. The texts travel with the examples as they leave.
     starts = np.array([True, True, True, False, True, False, True, True, True, False])
+
+    def barred(seqs, index, texts, word_starts, word_ends):
+        shape = tf.shape(seqs)
+        carries = tf.broadcast_to(tf.not_equal(texts[:, :1], ""), shape[:2])  # [B, K]
+        rows = tf.reshape(tf.range(shape[0] * shape[1]), shape[:2])
+        after_8 = carries & tf.equal(seqs[:, :, index], 8)
+        return tf.concat([
+            tf.stack([tf.boolean_mask(rows, carries),
+                      tf.fill([tf.reduce_sum(tf.cast(carries, tf.int32))], 7)], axis=1),
+            tf.stack([tf.boolean_mask(rows, after_8),
+                      tf.fill([tf.reduce_sum(tf.cast(after_8, tf.int32))], 9)], axis=1)], 0)
+
     for preferred in ([7, toys.EOS], [8, 9, toys.EOS]):
         table = np.full((len(starts), len(starts)), 0.02)
         table[:, toys.PAD] = 0.0
@@ -217,25 +229,13 @@ def test_prefix_bars_bar_their_tokens_where_a_hypothesis_ends_with_their_row(toy
         for token in preferred:
             table[previous, token] = 2.0
             previous = token
-        rows = np.array([[[0], [8]], [[0], [0]]], np.int32)  # [B, R, W]
-        tokens = np.array([[[7], [9]], [[0], [0]]], np.int32)  # [B, R, E]
         sequences, scores, _ = _run(toys.TableModel(table), np.zeros([2, 0, 1, 1]),
                                     np.zeros([2, 0, 1]), starts=starts, batch_size=2,
                                     beam_size=2, alpha=0.0, max_decode_length=5,
-                                    prefix_bars=(tf.constant(rows), tf.constant(tokens)))
+                                    prefix_bars=(tf.constant([["x"], [""]]), barred))
         assert toys.strip(sequences[1, 0]) == preferred
         for row, score in zip(sequences[0], scores[0]):
             best = toys.strip(row)
             if score > -np.inf:
                 assert 7 not in best and [8, 9] not in [best[i:i + 2] for i in range(len(best))]
 
-
-def test_a_prefix_bar_after_a_word_start_waits_for_a_word_end():
-    # Row [WORD_START] bars token 3 after a token that ends a word (6 ":") or at the start,
-    # not after 2, which does not end one.
-    ends = tf.constant([True, True, False, False, False, False, True])
-    windows = tf.constant([[[-1, -1], [2, 6], [6, 2]]], tf.int32)  # [1, K=3, 2]
-    pairs = phrase_matching.prefix_banned(
-        windows, tf.constant([[[WORD_START, 0]]]), tf.constant([[[3, 5]]]), tf.constant(STARTS),
-        ends)
-    assert sorted(map(tuple, pairs.numpy().tolist())) == [(0, 3), (0, 5), (1, 3), (1, 5)]

@@ -164,15 +164,18 @@ def test_the_byte_formula():
 def test_a_lines_constraint_shape_is_its_own_extents():
     import numpy as np
 
+    from t2t_lite.inference.graph_prefixes import PREFIX_END
+
     positive, negative = np.zeros([3, 4, 3, 5], np.int32), np.zeros([3, 2, 3], np.int32)
     positive[0, 1, 0, :2] = 7  # 2 phrases (the first absent), 1 alternative, 2 tokens
     positive[1, 3, 2, 4] = 9
     negative[1, 1, 2] = 5
+    negative[2, 0, :2] = [5, PREFIX_END]  # a `*` prefix form
     assert batching.constraint_shapes(positive, negative) == [
-        (2, 1, 2, 0, 0), (4, 3, 5, 2, 3), (0, 0, 0, 0, 0)]
+        (2, 1, 2, 0, 0, 0), (4, 3, 5, 2, 3, 0), (0, 0, 0, 1, 2, 1)]
     # No line with a negative phrase: encode_constraints' negative is [N, 0, U].
     assert batching.constraint_shapes(positive, np.zeros([3, 0, 1], np.int32))[1] == (
-        4, 3, 5, 0, 0)
+        4, 3, 5, 0, 0, 0)
 
 
 def test_large_constraint_sets_split_a_batch_that_fits_without_them():
@@ -194,6 +197,19 @@ def test_large_constraint_sets_split_a_batch_that_fits_without_them():
     mixed = [large] + [batching.ConstraintShape()] * 799
     first, *rest = batching.plan_batches(lengths, 4096, fits=budget, constraints=mixed)
     assert first == split[0] and rest == [list(range(len(first), 800))]
+
+
+def test_prefix_forms_count_in_a_batchs_state():
+    budget = batching.search_budget(4096, **DEMO, **DEMO_DIMS)
+    lengths = [3] * 800
+    without = batching.ConstraintShape(0, 0, 0, 16, 4)
+    with_prefixes = without._replace(prefixes=16)
+    assert (budget.constraint_bytes(4, with_prefixes) - budget.constraint_bytes(4, without)
+            == budget.prefix_bytes(16, 4) > 16 * 4 * DEMO["vocab_size"])
+    assert batching.plan_batches(lengths, 4096, fits=budget, constraints=[without] * 800) == [
+        list(range(800))]
+    split = batching.plan_batches(lengths, 4096, fits=budget, constraints=[with_prefixes] * 800)
+    assert len(split) > 1 and all(budget(len(batch), 4, with_prefixes) for batch in split)
 
 
 def test_the_demos_constrained_batches_are_as_before():

@@ -83,29 +83,37 @@ def test_a_phrase_is_not_met_inside_a_longer_word(module):
             assert constraints.occurrences(output.decode(), phrase) >= 1, output
 
 
-def _bars(module, line):
-    """{row as pieces: barred pieces} of a constraint line's prefix forms."""
-    surfaces = module.prefix_pieces._surfaces
-    negative = module.encode_constraints(tf.constant([line]))["negative"]
-    _, rows, tokens = module.prefix_pieces.bars(negative)
-    found = {}
-    for row, barred in zip(rows.numpy()[0], tokens.numpy()[0]):
-        key = tuple(surfaces[t] if t > 0 else t for t in row if t)
-        found.setdefault(key, set()).update(surfaces[t] for t in barred if t > 0)
-    return found, list(surfaces)
+def _barred(module, line, written):
+    """The pieces a constraint line's prefix forms bar after a hypothesis that wrote the
+    pieces `written`, and the vocabulary's surfaces."""
+    pieces = module.prefix_pieces
+    surfaces = list(pieces._surfaces)
+    ids = {surface: token for token, surface in reversed(list(enumerate(surfaces)))}
+    _, texts = pieces.texts(module.encode_constraints(tf.constant([line]))["negative"])
+    seqs = tf.constant([[[0] + [ids[s] for s in written]]], tf.int32)
+    pairs = pieces.barred(seqs, len(written), texts, module._word_starts.value,
+                          module._word_ends.value)
+    return {surfaces[t] for t in pairs.numpy()[:, 1]}, surfaces
 
 
 @pytest.mark.parametrize("prefix", ["Datei", "Verzeichnis"])
-def test_a_prefix_form_bars_every_piece_and_pair_of_pieces_that_begins_a_word_with_it(
-        module, prefix):
-    bars, surfaces = _bars(module, f"!{prefix}*")
-    # Spaced; glued, after a word end.
-    for start, after in (("▁" + prefix, ()), (prefix, (-3,))):
-        assert {s for s in surfaces if s.startswith(start)} <= bars.get(after, set())
-        for first in surfaces:
-            if first and start.startswith(first) and first != start:
-                wanted = {s for s in surfaces if s and (first + s).startswith(start)}
-                assert wanted <= bars.get(after + (first,), set()), first
+def test_a_prefix_form_bars_every_piece_that_would_begin_a_word_with_it(module, prefix):
+    line = f"!{prefix}*"
+    barred, surfaces = _barred(module, line, [])
+    start = "▁" + prefix
+    assert {s for s in surfaces if s.startswith(start) or s.startswith(prefix)} <= barred
+    # After every spelling in one and two pieces of a beginning of the word: what completes it.
+    beginnings = [[first] for first in surfaces if first and start.startswith(first)
+                  and first != start]
+    beginnings += [[first, second] for [first] in beginnings for second in surfaces
+                   if second and not second.startswith("▁")
+                   and start.startswith(first + second) and first + second != start]
+    assert any(len(spelling) == 2 for spelling in beginnings)
+    for spelling in beginnings:
+        written = "".join(spelling)
+        wanted = {s for s in surfaces if s and not s.startswith("▁")
+                  and (written + s).startswith(start)}
+        assert wanted <= _barred(module, line, spelling)[0], spelling
 
 
 def test_a_required_word_that_a_prefix_form_bars_is_refused(module):

@@ -20,6 +20,7 @@ import tensorflow as tf
 from tensorflow.python.debug.lib import debug_events_reader
 from t2t_lite.decoding.beam_search import beam_search
 from t2t_lite.decoding.constrained_search import constrained_beam_search
+from t2t_lite.inference.graph_prefixes import PrefixPieces
 
 folder, configs = sys.argv[1], json.loads(sys.argv[2])
 tf.debugging.experimental.enable_dump_debug_info(folder, tensor_debug_mode="SHAPE",
@@ -34,13 +35,18 @@ for n, c in enumerate(configs):
         return tf.cast(ids[:, None] * tf.range(vocab)[None] % 7, tf.float32), cache
 
     settings = dict(beam_size=c["K"], max_decode_length=c["L"], early_stopping=False)
+    bars = None
+    if c["F"]:
+        # Every piece begins with the prefix: each form bars the whole vocabulary every step.
+        pieces = PrefixPieces([""] * 3 + ["\u2581a" + str(i) for i in range(c["V"] - 3)])
+        bars = (tf.constant([["\u2581a"] * c["F"]] * c["B"]), pieces.barred)
 
     def plain():
         return beam_search(logits, {}, {}, c["B"], c["V"], **settings)
 
     def constrained():
         return constrained_beam_search(logits, {}, {}, c["B"], c["V"], positive, negative,
-                                       **settings)
+                                       prefix_bars=bars, **settings)
 
     for kind, search in (("plain", plain), ("constrained", constrained)):
         search.__name__ = f"search_{n}_{kind}"  # the graph's name says whose tensors
@@ -71,11 +77,13 @@ print(json.dumps([{kind: sum(b for name, b in made.items() if f"search_{n}_{kind
 
 CONFIGS = [
     # 1-3 short phrases on the demo's vocabulary: the masks dominate.
-    dict(B=2, K=4, V=8000, L=20, P=3, A=1, T=4, Q=1, U=2),
+    dict(B=2, K=4, V=8000, L=20, P=3, A=1, T=4, Q=1, U=2, F=0),
     # Many phrases and alternatives, a small vocabulary: the matches dominate.
-    dict(B=2, K=4, V=64, L=6, P=16, A=4, T=5, Q=4, U=5),
+    dict(B=2, K=4, V=64, L=6, P=16, A=4, T=5, Q=4, U=5, F=0),
     # Every extent different, long negatives, a wider beam.
-    dict(B=3, K=6, V=101, L=10, P=5, A=7, T=11, Q=13, U=17),
+    dict(B=3, K=6, V=101, L=10, P=5, A=7, T=11, Q=13, U=17, F=0),
+    # Two `*` prefix forms that begin every piece of the demo's vocabulary size.
+    dict(B=2, K=4, V=8000, L=8, P=1, A=1, T=2, Q=2, U=2, F=2),
 ]
 
 
@@ -92,7 +100,7 @@ def test_the_estimate_covers_every_tensor_a_constrained_step_makes(tmp_path):
         # steps(width) == L: the search's decode length.
         budget = batching.search_budget(4096, config["K"], config["V"], extra_length=0,
                                         max_length=config["L"])
-        shape = batching.ConstraintShape(*(config[k] for k in "PATQU"))
+        shape = batching.ConstraintShape(*(config[k] for k in "PATQUF"))
         estimate = budget.constraint_bytes(config["L"], shape)
         beyond_plain = made["constrained"] - made["plain"]
         # Every tensor a step makes, summed, bounds what it holds at once; the estimate is not

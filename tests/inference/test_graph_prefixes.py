@@ -1,6 +1,5 @@
 """A `*` prefix form's bars (graph_prefixes.py) on a toy vocabulary: every word that begins with
-the prefix is barred as one piece, as two pieces and along the prefix's own tokens, in the
-search too."""
+the prefix is barred however many pieces spell it, spaced or glued, in the search too."""
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -12,48 +11,81 @@ from t2t_lite.inference.graph_prefixes import PREFIX_END, PrefixPieces
 # As word_pieces.surfaces writes them; 0-2 reserved.
 SURFACES = ["", "", "", "▁Datei", "format", "▁ist", "en", ":", "▁Dateien", "▁Date", "ien",
             "Datei", "Dateien", "▁", "»", "▁Dat", "eisystem", "formate", "▁Dateiformatvorlage",
-            "▁datei", "i"]
+            "▁datei", "i", "▁Da", "te", "t", "e", "D", "a"]
 ID = {surface: token for token, surface in enumerate(SURFACES) if surface}
+SPACED = [ID["▁Datei"], PREFIX_END, 0]
+GLUED = [WORD_START, ID["Datei"], PREFIX_END]
 
 
-def _bars(negative):
-    """{row as surfaces: barred surfaces} of one example's bars."""
-    _, rows, tokens = PrefixPieces(SURFACES).bars(tf.constant([negative], tf.int32))
-    found = {}
-    for row, barred in zip(rows.numpy()[0], tokens.numpy()[0]):
-        key = tuple(SURFACES[t] if t > 0 else t for t in row if t)
-        found.setdefault(key, set()).update(SURFACES[t] for t in barred if t > 0)
-    return found
+def _boundaries():
+    starts, ends = word_pieces.boundaries_of_pieces(
+        [s if s else "<r>" for s in SURFACES], "sentencepiece")
+    starts[:3] = ends[:3] = True
+    return tf.constant(starts), tf.constant(ends)
 
 
-def test_a_prefix_bars_its_pieces_its_two_piece_spellings_and_its_glued_form():
-    bars = _bars([[ID["▁Datei"], PREFIX_END, 0], [WORD_START, ID["Datei"], PREFIX_END]])
-    assert bars[()] == {"▁Datei", "▁Dateien", "▁Dateiformatvorlage"}  # any position
-    assert bars[(WORD_START,)] == {"Datei", "Dateien"}  # where a word has just ended
-    assert bars[("▁Date",)] == {"ien", "i"}  # "▁Date" "ien"
-    assert bars[("▁Dat",)] == {"eisystem"}
-    assert bars[("▁",)] == {"Datei", "Dateien"}  # "▁" "Dateien"
-    assert "▁datei" not in set().union(*bars.values())  # case-sensitive
+def _barred(negative, written):
+    """The surfaces one example's prefix forms bar after a hypothesis that wrote `written`."""
+    pieces = PrefixPieces(SURFACES)
+    _, texts = pieces.texts(tf.constant([negative], tf.int32))
+    seqs = tf.constant([[[0] + [ID[s] for s in written]]], tf.int32)  # column 0: the start
+    pairs = pieces.barred(seqs, len(written), texts, *_boundaries())
+    assert set(pairs.numpy()[:, 0]) <= {0}
+    return {SURFACES[t] for t in pairs.numpy()[:, 1]}
 
 
-def test_a_prefix_of_several_tokens_bars_along_its_own_tokens():
-    bars = _bars([[ID["▁Datei"], ID["format"], PREFIX_END]])
-    assert bars[()] == {"▁Dateiformatvorlage"}
-    assert bars[("▁Datei",)] == {"format", "formate"}  # "▁Datei" "formate" too
+def test_a_spaced_prefix_bars_every_piece_that_begins_it_anywhere():
+    everywhere = {"▁Datei", "▁Dateien", "▁Dateiformatvorlage"}
+    assert _barred([SPACED], []) == everywhere
+    assert _barred([SPACED], ["▁ist"]) == everywhere  # a word that is no beginning of it
+    assert "▁datei" not in _barred([SPACED], [])  # case-sensitive
 
 
-def test_the_marks_are_dropped_and_other_phrases_bar_nothing_here():
-    negative = [[[ID["▁Datei"], -2, 0], [ID["▁Datei"], PREFIX_END, 0]], [[0, 0, 0], [0, 0, 0]]]
-    dropped, rows, tokens = PrefixPieces(SURFACES).bars(tf.constant(negative, tf.int32))
+@pytest.mark.parametrize("written, rest", [
+    (["▁Date"], {"ien", "i"}),  # "▁Date" "ien"
+    (["▁Dat"], {"eisystem"}),
+    (["▁"], {"Datei", "Dateien"}),  # "▁" "Dateien"
+    (["▁Da", "te"], {"ien", "i"}),  # three pieces
+    (["▁", "D", "a", "t", "e"], {"ien", "i"}),  # six pieces
+    (["▁ist", "▁Da", "t"], {"eisystem"}),  # the word being written counts; "e" goes on along
+    (["▁Datei"], set()),  # the bar came before: a word that already begins with it
+])
+def test_a_spaced_prefix_bars_what_would_complete_it_after_any_spelling_of_its_beginning(
+        written, rest):
+    everywhere = {"▁Datei", "▁Dateien", "▁Dateiformatvorlage"}
+    assert _barred([SPACED], written) == everywhere | rest
+
+
+def test_a_glued_prefix_bars_after_a_word_end_or_the_start():
+    assert _barred([GLUED], []) == {"Datei", "Dateien"}
+    assert _barred([GLUED], ["»"]) == {"Datei", "Dateien"}
+    assert _barred([GLUED], ["»", "D", "a", "te"]) == {"ien", "i"}
+    assert _barred([GLUED], ["▁ist"]) == set()  # "▁ist" ends no word: "istDatei" is allowed
+    assert _barred([GLUED], ["▁ist", ":", "▁Date"]) == set()  # a spaced word is not glued
+
+
+def test_a_prefix_of_several_tokens_bars_along_any_spelling():
+    several = [ID["▁Datei"], ID["format"], PREFIX_END]
+    everywhere = {"▁Dateiformatvorlage"}
+    assert _barred([several], []) == everywhere
+    assert _barred([several], ["▁Datei"]) == everywhere | {"format", "formate"}
+    assert _barred([several], ["▁Date", "i"]) == everywhere | {"format", "formate"}
+
+
+def test_the_marks_are_dropped_and_each_example_gets_its_texts():
+    negative = [[[ID["▁Datei"], -2, 0], SPACED], [[0, 0, 0], [0, 0, 0]]]
+    dropped, texts = PrefixPieces(SURFACES).texts(tf.constant(negative, tf.int32))
     assert dropped.numpy().tolist() == [[[ID["▁Datei"], -2, 0], [ID["▁Datei"], 0, 0]],
                                         [[0, 0, 0], [0, 0, 0]]]
-    assert not tokens.numpy()[1].any() and tokens.numpy()[0].any()
-    assert rows.shape[:2] == tokens.shape[:2]
+    assert texts.numpy().tolist() == [["▁Datei".encode()], [b""]]
 
 
-def test_without_prefix_forms_there_are_no_bars():
-    _, rows, tokens = PrefixPieces(SURFACES).bars(tf.zeros([2, 0, 0], tf.int32))
-    assert rows.shape[:2] == [2, 0] and tokens.shape[:2] == [2, 0]
+def test_without_prefix_forms_there_are_no_texts_and_no_bars():
+    pieces = PrefixPieces(SURFACES)
+    _, texts = pieces.texts(tf.zeros([2, 0, 0], tf.int32))
+    assert texts.shape == [2, 0]
+    pairs = pieces.barred(tf.zeros([2, 3, 4], tf.int32), 2, texts, *_boundaries())
+    assert pairs.shape[0] == 0
 
 
 def _table_model(preferred, vocab_size):
@@ -71,19 +103,16 @@ def _table_model(preferred, vocab_size):
 
 @pytest.mark.parametrize("preferred", [
     ["▁Dateien"], ["▁Date", "ien"], ["▁Dat", "eisystem"], ["»", "Dateien"],
-    ["▁", "Dateien"], ["▁Datei", "format"]])
+    ["▁", "Dateien"], ["▁Datei", "format"], ["▁Da", "te", "ien"], ["»", "D", "a", "te", "i"]])
 def test_the_search_writes_no_word_that_begins_with_the_prefix(preferred):
-    starts, ends = word_pieces.boundaries_of_pieces(
-        [s if s else "<r>" for s in SURFACES], "sentencepiece")
-    starts[:3] = ends[:3] = True
+    starts, ends = _boundaries()
     pieces = PrefixPieces(SURFACES)
-    negative, *prefix_bars = pieces.bars(tf.constant(
-        [[[ID["▁Datei"], PREFIX_END, 0], [WORD_START, ID["Datei"], PREFIX_END]]], tf.int32))
+    negative, texts = pieces.texts(tf.constant([[SPACED, GLUED]], tf.int32))
     model = _table_model([ID[s] for s in preferred] + [1], len(SURFACES))
     sequences, scores, _ = constrained_beam_search(
         model, {}, {}, 1, len(SURFACES), tf.zeros([1, 0, 1, 1], tf.int32), negative,
         beam_size=3, alpha=0.0, max_decode_length=6, word_starts=starts, word_ends=ends,
-        prefix_bars=prefix_bars)
+        prefix_bars=(texts, pieces.barred))
     for row, score in zip(sequences.numpy()[0], scores.numpy()[0]):
         if score > -np.inf:
             text = "".join(SURFACES[t] for t in row if t > 2).replace("▁", " ")
