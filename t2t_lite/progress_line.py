@@ -12,8 +12,9 @@ def format_duration(seconds):
 
 
 def counted(count, noun, plural=None):
-    """"1 line", "0 lines", "3 entries" (plural: the noun's plural when not noun + "s")."""
-    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+    """"1 line", "0 lines", "3 entries", "1,200 lines" (plural: the noun's plural when not
+    noun + "s")."""
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
 
 
 class ProgressLine:

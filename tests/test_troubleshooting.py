@@ -202,7 +202,7 @@ ALLOWED = {
     },
     "inference/scoring.py": {"tab-separated columns, not 2": "the line names the line and format"},
     "metrics/bleu.py": {
-        "translation has {} lines but reference has": "the line gives both counts",
+        "translation has {} but reference has": "the line gives both counts",
         "nothing to score": "both files are empty",
         "unknown tokenize=": "the line lists sacrebleu's tokenizers",
     },

@@ -22,6 +22,7 @@ import hashlib
 import re
 
 from t2t_lite.errors import UserError
+from t2t_lite.progress_line import counted
 
 # Caps, per constraint line, checked once where a line comes in (here for files, in
 # graph_constraints for the served signature): the search holds, per beam, every alternative's
@@ -151,7 +152,7 @@ def read_constraints_file(path, first_line=0, num_lines=None, total_lines=None,
     line count is not the input's (total_lines, when known)."""
     lines = _read_lines(path, flag)
     if total_lines is not None and len(lines) != total_lines:
-        raise UserError(f"{flag} {path} has {len(lines):,} lines but the input has "
+        raise UserError(f"{flag} {path} has {counted(len(lines), 'line')} but the input has "
                         f"{total_lines:,}: give one constraint line per input line (an empty "
                         "line for none)")
     end = len(lines) if num_lines is None else first_line + num_lines

@@ -22,6 +22,7 @@ import sys
 
 from t2t_lite.data.lines import NEWLINE
 from t2t_lite.errors import UserError
+from t2t_lite.progress_line import counted
 
 READ_BLOCK = 1 << 20
 HEAD_BYTES = 1 << 20  # the part of the input that is hashed to recognise it on resume
@@ -249,8 +250,9 @@ class ParallelInput:
             _say_streamed(streamed)
         counts = [i.total_lines for i in self.inputs]
         if None not in counts and counts[0] != counts[1] and not pad_shorter:
-            raise UserError(f"{flags[0]} {source_path} has {counts[0]:,} lines but {flags[1]} "
-                            f"{target_path} has {counts[1]:,}: the files are not parallel; "
+            raise UserError(f"{flags[0]} {source_path} has {counted(counts[0], 'line')} but "
+                            f"{flags[1]} {target_path} has {counts[1]:,}: the files are not "
+                            "parallel; "
                             f"{pad_flag} scores the missing side as empty")
         self.total_lines = None if None in counts else max(counts)
 
@@ -287,7 +289,8 @@ class ParallelInput:
                 # Each side comes in whole chunks until its end: the shorter one has ended.
                 shorter = sizes.index(min(sizes))
                 ended, longer = self.inputs[shorter], self.inputs[1 - shorter]
-                raise UserError(f"{ended.name} ended after {read + min(sizes):,} lines but "
+                raise UserError(f"{ended.name} ended after "
+                                f"{counted(read + min(sizes), 'line')} but "
                                 f"{longer.name} has more: the inputs are not parallel; "
                                 f"{self.pad_flag} scores the missing side as empty")
             read += max(sizes)

@@ -7,6 +7,7 @@ t2t-lite-bleu both call `corpus_scores`.
 from sacrebleu.metrics import BLEU, CHRF
 
 from t2t_lite.errors import UserError
+from t2t_lite.progress_line import counted
 
 # sacreBLEU's tokenizers that need nothing beyond sacreBLEU itself (no MeCab, no SentencePiece
 # model download), so they work on any machine.
@@ -18,7 +19,8 @@ def check_line_pairs(hypotheses, references):
     """Raises UserError unless there is one hypothesis per reference and at least one of each."""
     if len(hypotheses) != len(references):
         raise UserError(
-            f"translation has {len(hypotheses)} lines but reference has {len(references)}; "
+            f"translation has {counted(len(hypotheses), 'line')} but reference has "
+            f"{len(references)}; "
             "they must match line for line")
     if not hypotheses:
         raise UserError("nothing to score: translation and reference are empty")

@@ -32,6 +32,7 @@ import os
 
 from t2t_lite.data import trees
 from t2t_lite.errors import UserError
+from t2t_lite.progress_line import counted
 
 
 
@@ -241,8 +242,8 @@ def align_test_lines(gold_items, test_items, gold_path, test_path):
     scoreable = [gold_skip_reason(gold) is None for gold in gold_items]
     if len(test_items) != sum(scoreable):
         raise UserError(f"{gold_path} holds {len(gold_items)} trees ({sum(scoreable)} scoreable, "
-                        f"the rest bad) but {test_path} has {len(test_items)} lines; the test "
-                        "needs one line per gold tree, or one per scoreable tree, in order")
+                        f"the rest bad) but {test_path} has {counted(len(test_items), 'line')}; "
+                        "the test needs one line per gold tree, or one per scoreable tree, in order")
     lines = iter(test_items)
     return [next(lines) if ok else None for ok in scoreable]
 

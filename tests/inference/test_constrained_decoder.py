@@ -91,7 +91,7 @@ def test_glossary_terms_past_a_lines_phrase_limit_are_counted_not_lost(model_dir
 
 
 @pytest.mark.parametrize("content, message", [
-    ("der Hund\n", "has 1 lines but the input has 6"),
+    ("der Hund\n", "has 1 line but the input has 6"),
     ("a\n\nx\t\ty\n\n\n\n", ":3: an empty phrase or alternative"),
     ("\n" + "\t".join(["a"] * 17) + "\n\n\n\n\n", ":2: 17 phrases; at most 16"),
     ("\n\n\n\n\u200b\n\n", ":5: the phrase '\\u200b' has no tokens in the model's vocabulary"),

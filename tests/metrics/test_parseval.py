@@ -161,5 +161,5 @@ def test_test_file_may_leave_out_bad_gold_trees(tmp_path):
     assert dict(result.gold_skipped) == {"unbalanced": 1, "only_traces": 1}
     assert (result.all.sentences, result.all.matched, result.all.gold) == (2, 5, 5)
     test.write_text("(S (NP (XX a)) (VP (XX b)))\n")  # neither count: an error naming both
-    with pytest.raises(parseval.UserError, match="4 trees [(]2 scoreable.* has 1 lines"):
+    with pytest.raises(parseval.UserError, match="4 trees [(]2 scoreable.* has 1 line;"):
         parseval.evaluate_files(str(gold), str(test))
