@@ -211,6 +211,7 @@ NOT_A_MODEL_DIR = "error: M is not a t2t_lite model_dir (no run.json); train int
     ("table3", ["--problem=nope", "--data_dir=D", "--out_dir=O"], UNKNOWN_PROBLEM),
     ("demo", ["--problem=nope", "--run_dir=R"], UNKNOWN_PROBLEM),
     ("demo", ["--hparams_set=no_such_set", "--run_dir=R"], "error: unknown hparams set"),
+    ("print_params", ["--vocab_size=0"], "error: --vocab_size: vocab_size = 0 is outside"),
 ])
 def test_a_bad_flag_or_file_is_refused_before_tensorflow_loads(tmp_path, tool, args, message):
     """A user mistake the flags show costs the tool no TensorFlow start-up: one line, status 1,

@@ -2,6 +2,7 @@
 from absl import flags
 
 from t2t_lite import cli, hparams
+from t2t_lite.model_dir import limits
 from t2t_lite.models import params
 
 FLAGS = flags.FLAGS
@@ -12,6 +13,7 @@ flags.DEFINE_bool("build", False, "also build the Keras model and count its vari
 
 
 def main(argv):
+    limits.check_bounds({"vocab_size": FLAGS.vocab_size}, "--vocab_size")
     model_config = hparams.load(FLAGS.hparams_set, FLAGS.gin_param)[0]
     print(params.describe(FLAGS.hparams_set, model_config, FLAGS.vocab_size))
     if FLAGS.build:
