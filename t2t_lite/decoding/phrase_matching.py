@@ -1,9 +1,8 @@
 """Matching phrases against hypotheses, for the constrained search (constrained_search.py): the
 phrase tables' word marks (WORD_END, WORD_START), the suffix matches of a hypothesis' last tokens
 against every phrase alternative, the progress, credit and bank they give, and the tokens a
-negative phrase bars. Pure tensor functions of the
-generated tokens and the phrases; the search's state and its choice of beams stay in
-constrained_search.py.
+negative phrase bars. Pure tensor functions of the generated tokens and the phrases; the
+search's state and its choice of beams stay in constrained_search.py.
 """
 import tensorflow as tf
 

@@ -22,8 +22,8 @@ from typing import NamedTuple
 import numpy as np
 
 from t2t_lite.decoding.constrained_search import FORCED_PER_BEAM
-from t2t_lite.inference.graph_prefixes import PREFIX_END
 from t2t_lite.errors import UserError
+from t2t_lite.inference.graph_prefixes import PREFIX_END
 
 # What a batch may hold besides its source tokens, per token of batch_tokens.
 #

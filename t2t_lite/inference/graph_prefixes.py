@@ -26,7 +26,7 @@ from t2t_lite.decoding import phrase_matching as matching
 from t2t_lite.decoding.phrase_matching import phrase_lengths
 
 # A negative phrase's last "token" in encode's tables when it is a `*` prefix form. Never reaches
-# the search: bars() turns it into the search's prefix_bars and drops it.
+# the search: texts() turns its row into the search's prefix text and drops it.
 PREFIX_END = -4
 # SentencePiece's word mark, with which a spaced form's text begins.
 SPACE = "\u2581"
@@ -39,17 +39,13 @@ def _lookup(keys, values):
 
 
 class PrefixPieces(tf.Module):
-    """A vocabulary's lookups for bars: each token's surface, the token of a surface, and the
-    tokens whose surface begins with a text. Tracked by the module that holds it: an export
+    """A vocabulary's lookups for bars: each token's surface and the tokens whose surface begins
+    with a text. Tracked by the module that holds it: an export
     holds its tables."""
 
     def __init__(self, surfaces, name="prefix_pieces"):
         super().__init__(name=name)
         surfaces = [str(s) for s in surfaces]
-        first = {}
-        for token, surface in enumerate(surfaces):
-            if surface:
-                first.setdefault(surface, token)
         # Every text a surface begins with (whole characters), with the token: the tokens that
         # begin with a text are one run of these, sorted by text.
         starts = sorted((surface[:end], token) for token, surface in enumerate(surfaces)
@@ -63,7 +59,6 @@ class PrefixPieces(tf.Module):
         self._run_ends = np.searchsorted(np.array(texts, dtype=object),
                                          np.array(heads, dtype=object),
                                          side="right").astype(np.int64)
-        self.token_of = _lookup(list(first), list(first.values()))
         self.run_of = _lookup(heads, list(range(len(heads))))
 
     def texts(self, negative):
