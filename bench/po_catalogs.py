@@ -55,7 +55,7 @@ What `run` checks, per catalog, on the translator's output (out.po):
   become one `msgstr <translated>` (or `msgstr[k] <translated>`) line, so the plural forms' keys
   still count; a `#,` line of such an entry loses its `fuzzy` flag (and goes when nothing is left);
   the header's "PO-Revision-Date: ..." line goes (and each --header_field the translator documents
-  that it sets). So comments, flags, msgctxt, msgid, wrapping,
+  that it sets; for t2t-lite-po, the fields it documents, t2t_lite.po.header.FIELDS_SET). So comments, flags, msgctxt, msgid, wrapping,
   blank lines, entry order, untranslated entries and the rest of the header must come out as they
   went in.
 
@@ -818,6 +818,9 @@ def run(args):
         fail(f"not fetched into {args.work_dir}: {missing}; run `{sys.argv[0]} fetch` first")
     template, label = translator(args)
     header_fields = HEADER_FIELDS_SET + tuple(args.header_field)
+    if label == "model":  # t2t-lite-po: the fields it documents that it sets
+        from t2t_lite.po import header
+        header_fields += tuple(f for f in header.FIELDS_SET if f not in header_fields)
     flags, cpu, cpu_tag = cpu_class()
     load = harness.load_note()
     print(f"{len(rows)} catalogs, {sum(r['entries'] for r in rows)} entries; translator: "

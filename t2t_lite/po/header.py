@@ -12,6 +12,10 @@ import re
 from t2t_lite.errors import UserError
 from t2t_lite.po import plural
 
+# Every header field the tool may write (see the module docstring).
+FIELDS_SET = ("Language", "Plural-Forms", "Content-Type", "Content-Transfer-Encoding",
+              "MIME-Version", "PO-Revision-Date")
+
 # gettext's Plural-Forms for common languages (the GNU gettext manual, "Plural forms", and
 # msginit's table), keyed by language code; a code with a region (pt_BR) is looked up whole
 # first, then by its language.
