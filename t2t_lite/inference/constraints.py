@@ -29,7 +29,9 @@ from t2t_lite.progress_line import counted
 # tokens, so its cost per step grows with their sum.
 MAX_PHRASES = 16  # phrases per line
 MAX_ALTERNATIVES = 16  # alternatives per phrase
-MAX_PHRASE_TOKENS = 16  # target tokens per alternative
+# Target tokens per alternative: room for three words of markup or punctuation ("[next-hop]
+# [Metrik] [Attribut=Wert]..." is 17 tokens on the demo's vocabulary).
+MAX_PHRASE_TOKENS = 32
 MAX_LINE_TOKENS = 128  # target tokens per line, every alternative of every phrase
 NEGATIVE = "!"
 ALTERNATIVES = "|"

@@ -187,7 +187,7 @@ def test_large_constraint_sets_split_a_batch_that_fits_without_them():
     small = [batching.ConstraintShape(3, 1, 4, 1, 2)] * 800
     assert batching.plan_batches(lengths, 4096, fits=budget, constraints=small) == plain
     # The largest shape the caps allow: the state splits the batch, each part within budget.
-    large = batching.ConstraintShape(16, 16, 17, 128, 18)
+    large = batching.ConstraintShape(16, 16, 33, 128, 34)
     split = batching.plan_batches(lengths, 4096, fits=budget, constraints=[large] * 800)
     assert len(split) > 1 and sorted(sum(split, [])) == list(range(800))
     assert all(budget(len(batch), 4, large) for batch in split)
@@ -239,9 +239,9 @@ class _ConstrainedDemoTranslator:
         import numpy as np
 
         big = np.array([line == b"big" for line in lines.numpy()])
-        positive = np.zeros([len(big), 16, 16, 17], np.int32)
+        positive = np.zeros([len(big), 16, 16, 33], np.int32)
         positive[big] = 7
-        negative = np.zeros([len(big), 128, 18], np.int32)
+        negative = np.zeros([len(big), 128, 34], np.int32)
         negative[big] = 9
         return {"positive": tf.constant(positive), "negative": tf.constant(negative)}
 

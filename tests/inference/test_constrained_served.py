@@ -27,7 +27,7 @@ REFUSED = [
     ("Hund\t!Hu*", "the phrase 'Hu' is both required and forbidden"),
     ("文件", "the phrase '文件' has a token outside the model's vocabulary"),
     ("\u200b", "has no tokens in the model's vocabulary"),
-    (" ".join(["Katze"] * 20), "tokens; at most 16 per phrase"),
+    (" ".join(["Katze"] * 40), "tokens; at most 32 per phrase"),
     ("TOO_MANY_TOKENS", "constraint tokens; at most 128 per line"),
 ]
 
