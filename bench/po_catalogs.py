@@ -55,9 +55,9 @@ What `run` checks, per catalog, on the translator's output (out.po):
   become one `msgstr <translated>` (or `msgstr[k] <translated>`) line, so the plural forms' keys
   still count; a `#,` line of such an entry loses its `fuzzy` flag (and goes when nothing is left);
   the header's "PO-Revision-Date: ..." line goes (and each --header_field the translator documents
-  that it sets; for t2t-lite-po, the fields it documents, t2t_lite.po.header.FIELDS_SET). So comments, flags, msgctxt, msgid, wrapping,
-  blank lines, entry order, untranslated entries and the rest of the header must come out as they
-  went in.
+  that it sets; for t2t-lite-po, the fields it documents, t2t_lite.po.header.FIELDS_SET). So
+  comments, flags, msgctxt, msgid, wrapping, blank lines, entry order, untranslated entries and
+  the rest of the header must come out as they went in.
 
 `run` prints a Markdown table (package, entries, seconds, entries/s, left untranslated and why,
 msgfmt -c, accelerators, byte for byte) and writes a record (the table beside it, .md):

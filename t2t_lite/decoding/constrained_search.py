@@ -56,9 +56,10 @@ as in beam_search. Matching is on the generated tokens themselves (the last T of
 a candidate's matches extend its parent's by its one token), so no automaton has to be built
 from the phrases, in the graph or outside it. The caller caps the phrases, alternatives and
 tokens (inference/constraints.py). What still grows with them per step is linear in the
-constraint tokens P A T times at most T (<= 33, a word end included) or P (<= 16): the alive beams' suffix matches
-([B, K, P, A, T, T], phrase_matching.suffix_matches), every candidate's extended matches
-([B, M, P, A, T]) and the crediting of identical phrases ([B, M, P, P]), with M <= K (3 + 16).
+constraint tokens P A T times at most T (<= 33, a word end included) or P (<= 16): the alive
+beams' suffix matches ([B, K, P, A, T, T], phrase_matching.suffix_matches), every candidate's
+extended matches ([B, M, P, A, T]) and the crediting of identical phrases ([B, M, P, P]), with
+M <= K (3 + 16).
 """
 from typing import NamedTuple
 

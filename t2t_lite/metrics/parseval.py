@@ -243,7 +243,8 @@ def align_test_lines(gold_items, test_items, gold_path, test_path):
     if len(test_items) != sum(scoreable):
         raise UserError(f"{gold_path} holds {len(gold_items)} trees ({sum(scoreable)} scoreable, "
                         f"the rest bad) but {test_path} has {counted(len(test_items), 'line')}; "
-                        "the test needs one line per gold tree, or one per scoreable tree, in order")
+                        "the test needs one line per gold tree, or one per scoreable tree, in "
+                        "order")
     lines = iter(test_items)
     return [next(lines) if ok else None for ok in scoreable]
 
