@@ -98,28 +98,25 @@ class _Extra(NamedTuple):
     unmet: tf.Tensor  # int32 [B, K], positive phrases the hypothesis misses
 
 
-def _word_rules(beams, prefix, negative_words, must_end, word_starts, eos_id,
+def _word_rules(beams, prefix, following, negative_words, must_end, word_starts, eos_id,
                 eos_until_met=False):
     """bool [B*K, V]: the tokens barred by the word rules. A row that ends with every token of
     an unmet positive phrase's alternative but its WORD_END may not continue the word (only a
     token that starts a word, or the next token of another phrase it is matching); a row in
     negative_words (see phrase_matching.banned) may not start one; with eos_until_met, a row
-    with an unmet phrase may not end. EOS stays open where it is the only token left (must_end)."""
-    positive = beams.constraints.positive
-    per_beam = tf.broadcast_to(positive[:, None], tf.concat([tf.shape(prefix),
-                                                             [tf.shape(positive)[3]]], axis=0))
-    next_tokens = tf.gather(per_beam, prefix, batch_dims=4)  # [B, K, P, A]
+    with an unmet phrase may not end. EOS stays open where it is the only token left (must_end).
+    prefix, following: the alive beams' progress and next tokens (phrase_matching)."""
     started = (prefix > 0) & tf.logical_not(beams.constraints.met)[..., None]
-    pending = tf.reduce_any(started & tf.equal(next_tokens, WORD_END), axis=[2, 3])
+    pending = tf.reduce_any(started & tf.equal(following, WORD_END), axis=[2, 3])
     pending = tf.reshape(pending, [-1])
     starts = word_starts[None, :]
     barred = (pending[:, None] & tf.logical_not(starts)) | (negative_words[:, None] & starts)
     # Another phrase's next token stays open.
-    open_ = tf.where(started & (next_tokens > 0))  # [N, 4]: b, k, p, a
+    open_ = tf.where(started & (following > 0))  # [N, 4]: b, k, p, a
     beam_size = tf.shape(prefix)[1]
     rows = tf.cast(open_[:, 0], tf.int32) * beam_size + tf.cast(open_[:, 1], tf.int32)
     barred = tf.tensor_scatter_nd_update(
-        barred, tf.stack([rows, tf.gather_nd(next_tokens, open_)], axis=1),
+        barred, tf.stack([rows, tf.gather_nd(following, open_)], axis=1),
         tf.zeros_like(rows, tf.bool))
     is_eos = tf.equal(tf.range(tf.shape(word_starts)[0]), eos_id)[None, :]
     if eos_until_met:
@@ -169,7 +166,7 @@ def _repeated(keys):
     return tf.gather(again, _inverse(order), batch_dims=1)
 
 
-def _forced(logits, normaliser, must_end, beams, prefix, top_beams, top_tokens, beam_size,
+def _forced(logits, normaliser, must_end, beams, following, top_beams, top_tokens, beam_size,
             vocab_size):
     """Each beam's forced candidates (scores, tokens), each [B, K, C] with C = min(
     FORCED_PER_BEAM, 2 P A): of the tokens that continue or start an unmet phrase alternative,
@@ -177,11 +174,8 @@ def _forced(logits, normaliser, must_end, beams, prefix, top_beams, top_tokens, 
     order (so ties rank as with every one kept); the rest dead."""
     constraints = beams.constraints
     batch_size = tf.shape(beams.alive_log_probs)[0]
-    positive = constraints.positive
-    per_beam_phrases = tf.broadcast_to(positive[:, None], tf.concat(
-        [tf.shape(prefix), tf.shape(positive)[3:]], axis=0))
-    next_tokens = tf.gather(per_beam_phrases, prefix, batch_dims=4)
-    forced = tf.stack([next_tokens, per_beam_phrases[..., 0]], axis=-1)  # [B, K, P, A, 2]
+    first_tokens = tf.broadcast_to(constraints.positive[:, None, :, :, 0], tf.shape(following))
+    forced = tf.stack([following, first_tokens], axis=-1)  # [B, K, P, A, 2]
     usable = (forced > 0) & tf.logical_not(constraints.met)[:, :, :, None, None]
     usable &= tf.logical_not(must_end)[:, None, None, None, None]
     forced = tf.reshape(tf.maximum(forced, 0), [batch_size, beam_size, -1])  # no WORD_END
@@ -203,7 +197,8 @@ def _forced(logits, normaliser, must_end, beams, prefix, top_beams, top_tokens, 
     return (tf.gather(scores, picks, batch_dims=2), tf.gather(forced, picks, batch_dims=2))
 
 
-def _candidates(logits, normaliser, must_end, beams, prefix, beam_size, vocab_size, eos_id):
+def _candidates(logits, normaliser, must_end, beams, following, beam_size, vocab_size,
+                eos_id):
     """Every candidate of this step: (scores, beams, tokens, repeated), each [B, M]; invalid
     ones dead. The top 2K come first, best first, exactly as beam_search finds them, so an
     example without constraints ranks exactly as there; then each beam's forced candidates
@@ -211,7 +206,7 @@ def _candidates(logits, normaliser, must_end, beams, prefix, beam_size, vocab_si
     batch_size = tf.shape(beams.alive_log_probs)[0]
     top_scores, top_beams, top_tokens = _top_candidates(
         logits, beams.alive_log_probs, must_end, beam_size, vocab_size, eos_id, normaliser)
-    forced_scores, forced = _forced(logits, normaliser, must_end, beams, prefix, top_beams,
+    forced_scores, forced = _forced(logits, normaliser, must_end, beams, following, top_beams,
                                     top_tokens, beam_size, vocab_size)
     forced_beams = tf.broadcast_to(tf.range(beam_size)[None, :, None], tf.shape(forced))
     row_max, log_sum = normaliser
@@ -310,14 +305,14 @@ def _with_constraints(state, positive, negative, prefix_bars, batch_size, beam_s
         results=no_extra(state.results))
 
 
-def _next_beams(beams, logits, normaliser, must_end, index, progress, beam_size, vocab_size,
-                alpha, eos_id, word_starts):
+def _next_beams(beams, logits, normaliser, must_end, index, matches, following, beam_size,
+                vocab_size, alpha, eos_id, word_starts):
     """One step's choice: (beams with the new alive and finished hypotheses, the alive ones'
-    parent beams for the cache's gather). progress: phrase_matching.progress of the alive beams."""
-    prefix, _, matches = progress
+    parent beams for the cache's gather). matches, following: the alive beams' suffix matches
+    (phrase_matching.progress) and next tokens (phrase_matching.next_tokens)."""
     new_length = index + 1
     scores, cand_beams, tokens, repeated = _candidates(logits, normaliser, must_end, beams,
-                                                       prefix, beam_size, vocab_size, eos_id)
+                                                       following, beam_size, vocab_size, eos_id)
     met, banks = _step_state(beams, cand_beams, tokens, matches, word_starts)
     seqs = _write_position(_gather_beams(beams.alive_seqs, cand_beams), tokens, new_length)
     is_eos = tf.equal(tokens, eos_id)
@@ -374,18 +369,22 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
             matching.windows(beams.alive_seqs, index, tf.shape(negative)[2]), negative,
             word_starts, word_ends, index + 2 >= beams.decode_lengths)
         if prefix_bars is not None:
-            banned = tf.concat([banned, prefix_bars[1](
-                beams.alive_seqs, index, constraints.prefix_texts, word_starts, word_ends)],
-                axis=0)
+            texts = constraints.prefix_texts
+            # A batch without prefix forms (texts [B, 0]) skips the bars' string work.
+            banned = tf.concat([banned, tf.cond(
+                tf.size(texts) > 0,
+                lambda: prefix_bars[1](beams.alive_seqs, index, texts, word_starts, word_ends),
+                lambda: tf.zeros([0, 2], tf.int32))], axis=0)
         positive = constraints.positive
-        progress = matching.progress(  # prefix [B, K, P, A], ...
+        prefix, _, matches = matching.progress(
             matching.windows(beams.alive_seqs, index, tf.shape(positive)[3]), positive,
             word_starts)
-        barred = _word_rules(beams, progress[0], negative_words, must_end, word_starts, eos_id,
-                             eos_until_met)
+        following = matching.next_tokens(positive, prefix)  # [B, K, P, A]
+        barred = _word_rules(beams, prefix, following, negative_words, must_end, word_starts,
+                             eos_id, eos_until_met)
         logits, normaliser = _barred(logits, banned, barred)
-        return _next_beams(beams, logits, normaliser, must_end, index, progress, beam_size,
-                           vocab_size, alpha, eos_id, word_starts)
+        return _next_beams(beams, logits, normaliser, must_end, index, matches, following,
+                           beam_size, vocab_size, alpha, eos_id, word_starts)
 
     final = _loop(state, tokens_to_logits, choose, beam_size, max_decode_length, early_stopping,
                   tile_static, stop_penalty=_next_length_penalty(alpha))

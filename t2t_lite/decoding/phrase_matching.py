@@ -96,6 +96,15 @@ def progress(windows, positive, word_starts):
     return progress_of(matches, positive) + (matches,)
 
 
+def next_tokens(positive, prefix):
+    """int32 [B, K, P, A]: the token of each alternative that follows the prefix a beam has
+    matched (progress's prefix [B, K, P, A]); 0 past its end, WORD_END where only a word end is
+    left."""
+    per_beam = tf.broadcast_to(positive[:, None], tf.concat(
+        [tf.shape(prefix), tf.shape(positive)[3:]], axis=0))
+    return tf.gather(per_beam, prefix, batch_dims=4)
+
+
 def progress_of(matches, positive):
     """(prefix, complete) of progress from its suffix matches."""
     lengths = phrase_lengths(positive)[:, None]  # [B, 1, P, A]

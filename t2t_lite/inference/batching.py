@@ -60,14 +60,16 @@ from t2t_lite.inference.graph_prefixes import PREFIX_END
 #   candidates  M × (12 × (decode length + 1) + 32 P + P² + 320): each candidate's sequence,
 #               met phrases, the crediting of identical phrases and its scalars;
 #   forced      K × P × A × (160 + 8 K) + 48 K × C: the forced tokens, their dedup and top C;
-#   masks       22 K × V + 1024 K + 8192: the word rules' [K, V] masks and barred logits.
+#   masks       22 K × V + 1024 K + 8192: the word rules' [K, V] masks and barred logits;
+#   prefixes    per `*` prefix form, K × V × PREFIX_PAIR_BYTES (the pieces it may bar at once)
+#               and a few strings (prefix_bytes).
 # Each term is the sum of every tensor of its kind a step makes (measured with TensorFlow's debug
 # dump: tests/inference/test_constraint_memory.py), an upper bound on what it holds at once. On
 # the demo's model (beam 4, vocabulary 8,000) a line with 1-3 short phrases makes ~0.75 MiB, most
-# of it the masks (its logits: 0.25 MiB); the largest shape the caps allow (16 phrases padded to
-# 16 alternatives of 17 tokens, 128 negative phrases of 18) ~9.4 MiB, at beam 64 ~160 MiB. No
-# line is refused for its constraints: one whose state alone is over the budget is a batch
-# alone.
+# of it the masks (its logits: 0.25 MiB), and each prefix form ~3.9 MiB; the largest shape the
+# caps allow (16 phrases padded to 16 alternatives of 33 tokens, 128 negative phrases of 34)
+# ~21 MiB, at beam 64 ~340 MiB. No line is refused for its constraints: one whose state alone is
+# over the budget is a batch alone.
 #
 # One line alone may hold the bytes of max(batch_tokens, 4096) tokens (a small --batch_tokens
 # makes small batches, it does not refuse lines the default decodes); a line over that is refused

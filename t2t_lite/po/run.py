@@ -30,12 +30,12 @@ import time
 from typing import Dict, Optional, Sequence
 
 from t2t_lite import atomic, file_lock
-from t2t_lite.progress_line import counted
 from t2t_lite.errors import UserError
 from t2t_lite.inference import protected_spans, resume
 from t2t_lite.model_source import ModelSource
 from t2t_lite.po import catalog_file, engine as engine_lib, entries, formats, header, judge
 from t2t_lite.po.work_folder import SUFFIX as WORK_SUFFIX, WorkFolder
+from t2t_lite.progress_line import counted
 
 # Why an entry was left untranslated, as the summary says it.
 LEFT_FORMAT = "their formats or accelerators could not be kept"

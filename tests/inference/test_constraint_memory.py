@@ -67,9 +67,11 @@ def owner(graph_id):
 
 made = collections.Counter()
 for trace in reader.graph_execution_traces():
-    if reader.graph_by_id(trace.graph_id).name.startswith("while_body"):
+    # The loop's body and the branches nested in it (a tf.cond's).
+    name = owner(trace.graph_id)
+    if any(part.startswith("while_body") for part in name.split("/")):
         _, dtype, _, elements = (int(v) for v in trace.debug_tensor_value[:4])
-        made[owner(trace.graph_id)] += elements * item_bytes[dtype]
+        made[name] += elements * item_bytes[dtype]
 print(json.dumps([{kind: sum(b for name, b in made.items() if f"search_{n}_{kind}" in name)
                    / c["L"] / c["B"] for kind in ("plain", "constrained")}
                   for n, c in enumerate(configs)]))
