@@ -5,20 +5,28 @@ An entry without a translation (not obsolete; fuzzy only with translate_fuzzy) b
 singular msgid only where the target's Plural-Forms selects form k for n == 1 alone (German's
 form 0); every other form, Russian's form 0 included (1, 21, 31, ...), from msgid_plural.
 
-A source goes to the model one line per "\\n"-separated part, without its accelerator mark; a
-part's leading and trailing white space is kept from the source and blank parts are not sent.
-For each part the first hypothesis that passes `part_problem` is kept: the hypotheses of the
-cheapest attempt first, each repaired (protected_spans.restore) and as the model wrote it. The
-whole msgstr, accelerator placed, then passes `entry_problem`, msgfmt's own reading of the
-entry's format flag (po/formats.py); what passes neither is left untranslated and counted.
+A source goes to the model one line per part, without its accelerator mark: the parts are
+separated by the source's control characters (a newline, a tab, `\\a`, `\\r`, ..., each kept where
+it stands, as the source has it) and ANSI terminal sequences. A part's leading and trailing
+white space is kept from the source; blank parts, and parts with no letter outside protected
+spans (`%s`, `<b>`), are not sent: they are copied. For each part the first hypothesis that
+passes `part_problem` is kept: the hypotheses of the cheapest attempt first, each repaired
+(protected_spans.restore) and as the model wrote it. The whole msgstr, accelerator placed, then
+passes `entry_problem`: msgfmt's own reading of the entry's format flags (po/formats.py), then
+translate-toolkit's checks (po/review.py); what passes neither is left untranslated and counted.
 """
 import dataclasses
 import re
 from typing import Dict, FrozenSet, Optional, Tuple
 
-from t2t_lite.po import accelerators, formats
+from t2t_lite.inference import protected_spans
+from t2t_lite.po import accelerators, formats, review
 
 _RANGE = re.compile(r"range:\s*(\d+)\.\.(\d+)")
+# What separates a source's parts: control characters (escapes such as \\n, \\t, \\a) and
+# ANSI terminal sequences, which the model would drop or turn into spaces.
+_BREAK = re.compile(r"(\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x1f\x7f])")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def checked_flags(flags):
@@ -48,45 +56,85 @@ class Job:
     singular_only: FrozenSet[int] = frozenset()  # plural forms that serve n == 1 alone
     rule: object = None  # the catalog's plural.PluralForms
     range_: Optional[Tuple[int, int]] = None  # the entry's `#, range: a..b`
+    reviewer: object = None  # the catalog's review.Reviewer (None: msgfmt's checks only)
 
     def lines(self):
-        return [core for text in self.sources.values() for core in cores(text)]
+        """The source parts the model translates (not those copied)."""
+        return [core for text in self.sources.values() for core in job_lines(self, text)]
 
 
 def parts(text):
-    """[(leading, core, trailing)] of each "\\n"-separated part; core "" for a blank part."""
+    """[(leading, core, trailing, separator)] of each part (see the module docstring); core ""
+    for a blank part; separator is what follows the part ("" after the last)."""
+    pieces = _BREAK.split(text)
     out = []
-    for piece in text.split("\n"):
+    for at in range(0, len(pieces), 2):
+        piece, separator = pieces[at], (pieces[at + 1] if at + 1 < len(pieces) else "")
         core = piece.strip()
         if not core:
-            out.append((piece, "", ""))
+            out.append((piece, "", "", separator))
             continue
         start = piece.index(core[0])
-        out.append((piece[:start], core, piece[start + len(core):]))
+        out.append((piece[:start], core, piece[start + len(core):], separator))
     return out
 
 
 def cores(text):
-    return [core for _, core, _ in parts(text) if core]
+    return [core for _, core, _, _ in parts(text) if core]
 
 
 def rebuilt(text, translations):
     """text's parts with each core replaced by the next of `translations`."""
     out, it = [], iter(translations)
-    for lead, core, trail in parts(text):
-        out.append(lead + next(it) + trail if core else lead)
-    return "\n".join(out)
+    for lead, core, trail, separator in parts(text):
+        out.append((lead + next(it) + trail if core else lead) + separator)
+    return "".join(out)
 
 
 def one_line(hypothesis):
-    """A hypothesis as one part: its newlines are spaces (the source's newline structure is
-    what msgfmt checks); tabs and every other character stay."""
-    return " ".join(hypothesis.split("\n")).strip(" ")
+    """A hypothesis as one part: its control characters are spaces (the source's newlines,
+    tabs and other escapes are kept around the parts)."""
+    return _CONTROL.sub(" ", hypothesis).strip(" ")
 
 
-def plan(messages, rule, options, kinds_of, stats):
+def directives(text, flags):
+    """The directives msgfmt reads in text for each flag (those before an invalid one)."""
+    found = []
+    for flag in flags:
+        try:
+            found += formats.directives(text, flag, translated=True)
+        except formats.FormatError as error:
+            found += error.directives
+    return found
+
+
+def protected_ranges(job, text):
+    """(start, end) of text's protected spans and the directives msgfmt reads for its flags."""
+    return ([(s.start, s.end) for s in protected_spans.find_spans(text, job.kinds)]
+            + [(d.start, d.end) for d in directives(text, job.flags)])
+
+
+def job_lines(job, text):
+    """text's parts that the model translates for the job (not those copied)."""
+    return [core for core in cores(text) if not copied(job, core)]
+
+
+def copied(job, core):
+    """Whether a source part is copied rather than translated: no letter outside its protected
+    spans, directives and non-prose text (`%s`, `<b>`, `%(name)s`)."""
+    skip = protected_ranges(job, core) + accelerators.not_prose(core)
+    return not any(char.isalpha() and not any(start <= i < end for start, end in skip)
+                   for i, char in enumerate(core))
+
+
+def plan(messages, rule, options, kinds_of, stats, reviewer=None):
     """The entries to translate of a catalog's messages (not the header, not obsolete), as
-    Jobs; counts the others into stats."""
+    Jobs judged by `reviewer` (review.Reviewer); counts the others into stats. An entry's
+    accelerator is the catalog's mark (reviewer.accelerator_mark) in its msgid's prose; in a
+    catalog that shows no mark, a single mark in prose that msgfmt --check-accelerators would
+    hold the msgstr to."""
+    mark = reviewer.accelerator_mark if reviewer is not None else None
+    marks = (mark,) if mark else accelerators.MARKS
     jobs = []
     for entry in messages:
         stats.entries += 1
@@ -94,7 +142,7 @@ def plan(messages, rule, options, kinds_of, stats):
         if entry.fuzzy and not retranslate:
             stats.fuzzy_kept += 1
             continue
-        accelerator = accelerators.find(entry.msgid)
+        accelerator = accelerators.find(entry.msgid, marks)
         source = (lambda text: accelerators.strip(text, accelerator)) if accelerator else str
         singular_only = frozenset()
         forms = None
@@ -111,14 +159,16 @@ def plan(messages, rule, options, kinds_of, stats):
             continue
         jobs.append(Job(entry, sources, kinds_of(tuple(sorted(
             f for f in entry.flags if f.endswith("-format")))), checked_flags(entry.flags),
-            accelerator, retranslate, forms, singular_only, rule, range_of(entry.flags)))
+            accelerator, retranslate, forms, singular_only, rule, range_of(entry.flags),
+            reviewer))
     return jobs
 
 
-def part_problem(job, source_core, hypothesis):
+def part_problem(job, source_core, hypothesis, protected_of=None):
     """Why a hypothesis cannot stand for a source part (None: it can): empty, a format that
-    msgfmt reads differently from the source's, or an accelerator mark that would make the
-    entry's count wrong."""
+    msgfmt reads differently from the source's, accelerator marks that would make the entry's
+    count wrong or no letter to carry its accelerator, or a failure of translate-toolkit's checks
+    that the source does not explain. protected_of(text) -> its protected (start, end) spans."""
     if not hypothesis.strip():
         return "empty"
     for flag in job.flags:
@@ -127,19 +177,27 @@ def part_problem(job, source_core, hypothesis):
             return reason
     for mark in accelerators.MARKS:
         if job.accelerator and job.accelerator.mark == mark:
-            if accelerators.count(hypothesis, mark):  # the mark is placed afterwards
+            # The mark is placed afterwards: any other is the source's (a placeholder's `_`).
+            if accelerators.count(hypothesis, mark) != accelerators.count(source_core, mark):
                 return f"a second accelerator mark {mark!r}"
         elif (job.forms is None and job.entry.msgid.count(mark) == 1
               and hypothesis.count(mark) != source_core.count(mark)):
             # msgfmt --check-accelerators holds a msgid's single mark, an identifier's `_` too.
             return f"the msgid's single {mark!r}"
+    if (job.accelerator and protected_of is not None and len(job_lines(job, job.entry.msgid)) == 1
+            and accelerators.place(hypothesis, job.accelerator, protected_of(hypothesis)) is None):
+        return "no letter to carry the accelerator"
+    if job.reviewer is not None:
+        name = job.reviewer.unexplained(source_core, hypothesis)
+        if name:
+            return review.problem(name)
     return None
 
 
 def entry_problem(job, texts):
     """Why the translations {msgstr index: text} cannot be written into the job's entry, as
     msgfmt -c and --check-accelerators read the entry they make (forms a translator filled
-    included); None when they can."""
+    included), then translate-toolkit's checks; None when they can."""
     entry = job.entry
     if any(not text.strip() for text in texts.values()) and entry.msgid.strip():
         return "empty"
@@ -157,6 +215,14 @@ def entry_problem(job, texts):
             reason = formats.check_accelerators(entry.msgid, msgstr, mark)
             if reason:
                 return reason
+    if job.reviewer is not None:
+        for index, text in texts.items():
+            # Against the text it was translated from (Russian's form 0 from msgid_plural).
+            source = entry.msgid if index is None or index in job.singular_only \
+                else entry.msgid_plural
+            name = job.reviewer.unexplained(source, text)
+            if name:
+                return review.problem(name)
     return None
 
 
@@ -168,15 +234,19 @@ def with_accelerator(job, text, protected_spans_of):
     return accelerators.place(text, job.accelerator, protected_spans_of(text))
 
 
-def choose_parts(job, source, candidates_of):
+def choose_parts(job, source, candidates_of, protected_of=None):
     """The parts' chosen hypotheses for one source of the job, or the first part's problem.
-    candidates_of(core) -> the candidates so far for that line, best first."""
+    candidates_of(core) -> the candidates so far for that line, best first; a part with
+    nothing to translate is its own translation."""
     chosen = []
     for core in cores(source):
+        if copied(job, core):
+            chosen.append(core)
+            continue
         problem = "no hypothesis"
         for candidate in candidates_of(core):
             candidate = one_line(candidate)
-            problem = part_problem(job, core, candidate)
+            problem = part_problem(job, core, candidate, protected_of)
             if problem is None:
                 chosen.append(candidate)
                 break

@@ -7,8 +7,10 @@ What it promises, by construction:
 - every entry it writes passes msgfmt's own reading of it: the directives of a `c-format`,
   `python-format` or `python-brace-format` msgstr are those msgfmt finds in the msgid, a msgid's
   single accelerator mark (`_` or `&`) is in the msgstr once, the newline structure is the
-  msgid's; an entry for which no hypothesis passes is left untranslated and counted, and the
-  whole catalog is judged by msgfmt itself (po/judge.py) before it is written;
+  msgid's; every translation then passes translate-toolkit's checks (pofilter's, po/review.py)
+  unless its source fails them too; an entry for which no hypothesis passes is left untranslated
+  and counted (by check), and the whole catalog is judged by msgfmt itself (po/judge.py) before
+  it is written;
 - what it does not translate stays byte for byte (po/catalog_file.py): the header except the
   fields po/header.py sets, comments, flags, contexts, obsolete entries, wrapping, escapes;
 - a catalog msgfmt would refuse (a syntax error, a duplicate msgid, a bad escape or charset) is
@@ -33,7 +35,7 @@ from t2t_lite import atomic, file_lock
 from t2t_lite.errors import UserError
 from t2t_lite.inference import protected_spans, resume
 from t2t_lite.model_source import ModelSource
-from t2t_lite.po import catalog_file, engine as engine_lib, entries, formats, header, judge
+from t2t_lite.po import catalog_file, engine as engine_lib, entries, header, judge, review
 from t2t_lite.po.work_folder import SUFFIX as WORK_SUFFIX, WorkFolder
 from t2t_lite.progress_line import counted
 
@@ -209,9 +211,13 @@ def _spans_of(flags_of_line):
     def spans(line):
         kinds, flags = flags_of_line[line]
         texts = [span.text for span in protected_spans.find_spans(line, kinds)]
-        texts += [d.text for d in _directives(line, flags)
+        texts += [d.text for d in entries.directives(line, flags)
                   if d.text not in texts and d.conversion != "%"]
-        return texts + [m.group() for m in _IDENTIFIER.finditer(line) if m.group() not in texts]
+        # An identifier inside a span (`%(model_name)s`) is forced with it, not again alone.
+        for identifier in _IDENTIFIER.finditer(line):
+            if not any(identifier.group() in text for text in texts):
+                texts.append(identifier.group())
+        return texts
     return spans
 
 
@@ -277,35 +283,21 @@ def _translate_job(job, candidates_of):
     """({index: text}, None) or (None, (a line to try again or None, why))."""
     texts = {}
     for index, source in job.sources.items():
-        parts, failed = entries.choose_parts(job, source, candidates_of)
+        parts, failed = entries.choose_parts(job, source, candidates_of,
+                                             lambda t: entries.protected_ranges(job, t))
         if parts is None:
             line, problem = failed
             return None, (line, LEFT_EMPTY if problem in ("empty", "no hypothesis")
-                          else LEFT_FORMAT)
+                          else review.left_reason(problem) or LEFT_FORMAT)
         text = entries.with_accelerator(job, entries.rebuilt(source, parts),
-                                        lambda t: _protected_ranges(job, t))
+                                        lambda t: entries.protected_ranges(job, t))
         if text is None:
             return None, (None, LEFT_FORMAT)
         texts[index] = text
-    if entries.entry_problem(job, texts):
-        return None, (None, LEFT_FORMAT)
+    problem = entries.entry_problem(job, texts)
+    if problem:
+        return None, (None, review.left_reason(problem) or LEFT_FORMAT)
     return texts, None
-
-
-def _directives(text, flags):
-    """The directives msgfmt reads in text for each flag (those before an invalid one)."""
-    found = []
-    for flag in flags:
-        try:
-            found += formats.directives(text, flag, translated=True)
-        except formats.FormatError as error:
-            found += error.directives
-    return found
-
-
-def _protected_ranges(job, text):
-    return ([(s.start, s.end) for s in protected_spans.find_spans(text, job.kinds)]
-            + [(d.start, d.end) for d in _directives(text, job.flags)])
 
 
 # ---- the whole run ------------------------------------------------------------------------------
@@ -336,7 +328,9 @@ def translate_catalog(options, translate=None, kinds_of=None, progress=sys.stder
     stats = PoStats(target_language=plan.target, header_filled=tuple(plan.changes))
     kinds_of = kinds_of or _kinds_resolver(options.protect, problem)
     stats.obsolete = sum(1 for entry in catalog.entries if entry.obsolete)
-    jobs = entries.plan(catalog.messages(), plan.rule, options, kinds_of, stats)
+    reviewer = review.Reviewer.for_catalog(catalog.header_fields(), catalog.messages(),
+                                           plan.target)
+    jobs = entries.plan(catalog.messages(), plan.rule, options, kinds_of, stats, reviewer)
 
     lock = file_lock.FileLock(target_path + file_lock.LOCK_SUFFIX,
                               f"--output {target_path}").acquire()

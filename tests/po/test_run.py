@@ -128,8 +128,8 @@ def _po(language="de", charset="UTF-8", plural_forms="nplurals=2; plural=(n != 1
 
 
 def _mark(lines, kinds):
-    """A translator that keeps format specifiers: 'Open %s' -> 'DE[Open %s]'."""
-    return [f"DE[{line}]" for line in lines]
+    """A translator that keeps format specifiers: 'Open %s' -> 'DE«Open %s»'."""
+    return [f"DE«{line}»" for line in lines]
 
 
 def _no_kinds(flags):
@@ -169,11 +169,11 @@ def test_a_pot_gets_the_target_languages_header_and_every_entry(tmp_path):
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d[+-]\d{4}",
                         catalog.metadata["PO-Revision-Date"])
     entries = _entries(output)
-    assert entries[(None, "Open %s")].msgstr == "DE[Open %s]"
+    assert entries[(None, "Open %s")].msgstr == "DE«Open %s»"
     assert entries[(None, "Open %s")].comment == "Shown in the title bar"
     assert entries[(None, "Open %s")].occurrences == [("src/main.c", "12")]
-    assert entries[(None, "%d file")].msgstr_plural == {0: "DE[%d file]", 1: "DE[%d files]"}
-    assert entries[("menu", "Open")].msgstr == "DE[Open]"
+    assert entries[(None, "%d file")].msgstr_plural == {0: "DE«%d file»", 1: "DE«%d files»"}
+    assert entries[("menu", "Open")].msgstr == "DE«Open»"
     assert all(e.fuzzy for e in entries.values())
     assert ["fuzzy", "c-format"] == entries[(None, "Open %s")].flags
     assert (stats.entries, stats.translated, stats.plural, stats.fuzzy_marked) == (5, 5, 1, 5)
@@ -195,8 +195,8 @@ def test_multi_line_msgids_go_line_by_line_and_keep_their_newlines(tmp_path):
     _, output = _translate(tmp_path, _po(body=body), translate=translate)
     entries = _entries(output)
     assert entries[(None, "\nUsage: prog [OPTION]...\n  -h, --help   show help\n")].msgstr == \
-        "\nDE[Usage: prog [OPTION]...]\n  DE[-h, --help   show help]\n"
-    assert entries[(None, "first\n\nsecond ")].msgstr == "DE[first]\n\nDE[second] "
+        "\nDE«Usage: prog [OPTION]...»\n  DE«-h, --help   show help»\n"
+    assert entries[(None, "first\n\nsecond ")].msgstr == "DE«first»\n\nDE«second» "
     assert all("\n" not in line and line == line.strip() and line for line in sent)
     result = _msgfmt_check(output)
     assert result.returncode == 0, result.stderr
@@ -209,12 +209,12 @@ def test_existing_work_is_kept_and_only_the_missing_is_translated(tmp_path):
     assert entries[(None, "Save")].msgstr == "Speichern"
     assert not entries[(None, "Save")].fuzzy
     assert entries[(None, "Save")].tcomment == "A translator's comment"
-    assert entries[("verb", "Close")].msgstr == entries[("noun", "Close")].msgstr == "DE[Close]"
+    assert entries[("verb", "Close")].msgstr == entries[("noun", "Close")].msgstr == "DE«Close»"
     quit_entry = entries[(None, "Quit")]
     assert (quit_entry.msgstr, quit_entry.fuzzy, quit_entry.previous_msgid) == \
         ("Jetzt beenden", True, "Quit now")
     # A plural form the translator filled stays; the missing one is added, from msgid_plural.
-    assert entries[(None, "%d item")].msgstr_plural == {0: "%d Element", 1: "DE[%d items]"}
+    assert entries[(None, "%d item")].msgstr_plural == {0: "%d Element", 1: "DE«%d items»"}
     obsolete = [e for e in polib.pofile(str(output)) if e.obsolete]
     assert [(e.msgid, e.msgstr) for e in obsolete] == [("Gone", "")]
     assert (stats.entries, stats.translated, stats.kept, stats.fuzzy_kept, stats.obsolete) == \
@@ -228,7 +228,7 @@ def test_existing_work_is_kept_and_only_the_missing_is_translated(tmp_path):
 def test_translate_fuzzy_and_no_fuzzy(tmp_path):
     _, output = _translate(tmp_path, _po(), translate_fuzzy=True, no_fuzzy=True)
     entries = _entries(output)
-    assert entries[(None, "Quit")].msgstr == "DE[Quit]"
+    assert entries[(None, "Quit")].msgstr == "DE«Quit»"
     assert not entries[(None, "Quit")].fuzzy and entries[(None, "Quit")].previous_msgid is None
     assert not any(e.fuzzy for e in entries.values())
     assert entries[(None, "Save")].msgstr == "Speichern"  # a reviewed translation stays
@@ -254,7 +254,7 @@ def test_each_plural_form_from_the_source_its_formula_asks_for(tmp_path, languag
     stats, output = _translate(tmp_path, _po(language=language, plural_forms=rule,
                                              body=PLURAL_BODY))
     assert _entries(output)[(None, "One file")].msgstr_plural == {
-        k: f"DE[{source}]" for k, source in enumerate(forms)}
+        k: f"DE«{source}»" for k, source in enumerate(forms)}
     assert stats.plural == 1
     result = _msgfmt_check(output)
     assert result.returncode == 0, result.stderr
@@ -264,7 +264,7 @@ def test_each_plural_form_from_the_source_its_formula_asks_for(tmp_path, languag
 def test_a_pot_for_a_language_of_one_form(tmp_path):
     # msgstr[0] covers every n, from msgid_plural.
     stats, output = _translate(tmp_path, POT, name="prog.pot", target_language="ja")
-    assert _entries(output)[(None, "%d file")].msgstr_plural == {0: "DE[%d files]"}
+    assert _entries(output)[(None, "%d file")].msgstr_plural == {0: "DE«%d files»"}
     assert polib.pofile(str(output)).metadata["Plural-Forms"] == "nplurals=1; plural=0;"
     result = _msgfmt_check(output)
     assert result.returncode == 0, result.stderr
@@ -281,14 +281,14 @@ def test_every_table_entry_is_a_plural_form_msgfmt_accepts(tmp_path):
 
 def test_an_empty_translation_leaves_the_entry_untranslated(tmp_path):
     def translate(lines, kinds):
-        return ["" if line == "second" else f"DE[{line}]" for line in lines]
+        return ["" if line == "second" else f"DE«{line}»" for line in lines]
 
     body = 'msgid "first\\nsecond\\n"\nmsgstr ""\n\nmsgid "third"\nmsgstr ""\n'
     stats, output = _translate(tmp_path, _po(body=body), translate=translate)
     entries = _entries(output)
     assert entries[(None, "first\nsecond\n")].msgstr == ""
     assert not entries[(None, "first\nsecond\n")].fuzzy
-    assert entries[(None, "third")].msgstr == "DE[third]"
+    assert entries[(None, "third")].msgstr == "DE«third»"
     assert (stats.translated, stats.left) == (1, 1)
     assert stats.left_untranslated == {po_run.LEFT_EMPTY: 1}
 
@@ -350,7 +350,7 @@ def test_identical_lines_are_translated_once(tmp_path):
             'msgid "Open\\nOpen"\nmsgstr ""\n')
     stats, output = _translate(tmp_path, _po(body=body), translate=translate)
     assert calls == [["Open"]] and stats.lines == 1
-    assert _entries(output)[(None, "Open\nOpen")].msgstr == "DE[Open]\nDE[Open]"
+    assert _entries(output)[(None, "Open\nOpen")].msgstr == "DE«Open»\nDE«Open»"
 
 
 def test_a_latin1_catalog_stays_latin1_byte_for_byte(tmp_path):
@@ -449,7 +449,7 @@ def test_one_writer_per_output_and_a_symlink_written_through(tmp_path):
                                  translate=_mark, kinds_of=_no_kinds)
     assert (tmp_path / "link.po").is_symlink()
     assert os.listdir(tmp_path / "real") == ["de.po"]
-    assert _entries(tmp_path / "real" / "de.po")[("verb", "Close")].msgstr == "DE[Close]"
+    assert _entries(tmp_path / "real" / "de.po")[("verb", "Close")].msgstr == "DE«Close»"
 
 
 def test_a_failing_translator_leaves_the_old_output(tmp_path):
@@ -668,7 +668,7 @@ def test_a_killed_run_continues_where_it_was(model_dir, tmp_path):
 # ---- what is written passes msgfmt, by construction -----------------------------------------
 
 GUARANTEE_BODY = r'''#, c-format
-msgid "%s%zd %s, %zu"
+msgid "Read %s%zd %s, %zu"
 msgstr ""
 
 #, c-format
@@ -701,7 +701,7 @@ msgstr ""
 '''
 
 BROKEN = {  # what a careless model writes for each line
-    "%s%zd %s, %zu": "%s%zd%z %s, %zu",
+    "Read %s%zd %s, %zu": "Gelesen %s%zd%z %s, %zu",
     "Copied 50% of %d files": "50% von %d Dateien kopiert",
     "%(count)d items in %(folder)s": "lemente in %(derder) %(count)d %(folder)s",
     "Hello {name}": "Hallo {name}",
@@ -709,7 +709,8 @@ BROKEN = {  # what a careless model writes for each line
     "Save As": "Speichern unter",
     "metadata_csum is on": "Metadaten-Prüfsumme ist an",
     "Set $HOME now": "Setze $HOEM jetzt",
-    "Tab\there\a": "Tab\thier\a",
+    "Tab": "Tab",  # the escapes separate the parts the model sees
+    "here": "hier",
 }
 
 
@@ -721,11 +722,11 @@ def test_a_broken_hypothesis_is_never_written(tmp_path):
     stats, output = _translate(tmp_path, _po(body=GUARANTEE_BODY),
                                translate=lambda lines, kinds: [BROKEN[line] for line in lines])
     entries = _entries(output)
-    assert entries[(None, "%s%zd %s, %zu")].msgstr == ""
+    assert entries[(None, "Read %s%zd %s, %zu")].msgstr == ""
     assert entries[(None, "Copied 50% of %d files")].msgstr == ""  # "% v" is no directive
     assert entries[(None, "%(count)d items in %(folder)s")].msgstr == ""
     assert entries[(None, "Hello {name}")].msgstr == "Hallo {name}"
-    assert entries[(None, "_Open")].msgstr == "_Öffnen"
+    assert entries[(None, "_Open")].msgstr == "Ö_ffnen"  # a key translate-toolkit accepts
     assert entries[(None, "Save &As")].msgstr == "&Speichern unter"
     assert entries[(None, "metadata_csum is on")].msgstr == ""  # its one `_` would be lost
     assert entries[(None, "Set $HOME now")].msgstr == ""  # msgfmt's own sh-format check
@@ -785,7 +786,7 @@ def test_an_entry_that_cannot_be_rewritten_alone_is_left_and_counted(tmp_path):
     body = 'msgid "one"\nmsgstr ""\n\nmsgid "two" msgstr ""\n\nmsgid "three"\nmsgstr ""\n'
     stats, output = _translate(tmp_path, _po(body=body))
     written = {e.msgid: e.msgstr for e in catalog_file.read(str(output)).messages()}
-    assert written["one"] == "DE[one]" and written["three"] == "DE[three]"
+    assert written["one"] == "DE«one»" and written["three"] == "DE«three»"
     assert written["two"] == "" and b'msgid "two" msgstr ""\n' in output.read_bytes()
     assert stats.left_untranslated == {po_run.LEFT_LAYOUT: 1}
     assert f"; 1 entry left untranslated: {po_run.LEFT_LAYOUT};" in stats.summary()
