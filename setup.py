@@ -25,6 +25,7 @@ INSTALL_REQUIRES = [
     "sentence-splitter==1.4",  # Moses sentence rules: long decoder lines go sentence by sentence
     "sacremoses==0.2.0",  # Moses tokenizer for the paper's tokenized BLEU
     "polib==1.2.0",  # gettext .mo catalogs for the gettext problems
+    "translate-toolkit==3.20.4",  # pofilter's checks: t2t-lite-po's second judge (po/review.py)
     "numpy>=1.26,<3",
 ]
 
