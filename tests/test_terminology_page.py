@@ -62,10 +62,14 @@ def test_the_po_walkthrough_runs_and_msgfmt_accepts_it(export_version_dir, tmp_p
                    for c in commands[3:]] + [commands[1]]
     assert [c.split()[0] for c in walkthrough] == ["msgunfmt", "msgfilter", "t2t-lite-po",
                                                    "msgfmt"]
-    for command in walkthrough:
-        _run(command, tmp_path, export_version_dir)
+    results = [_run(command, tmp_path, export_version_dir) for command in walkthrough]
     translated, original = (polib.pofile(str(tmp_path / name))
                             for name in ("indent.mt.po", "indent.de.po"))
     assert [e.msgid for e in translated] == [e.msgid for e in original]
-    assert len(translated) > 5 and all("fuzzy" in e.flags for e in translated)
-    assert all(e.msgstr or e.msgstr_plural for e in translated)
+    # The tiny model's random words often fail a reviewer's check (a word twice): such an
+    # entry is left untranslated and counted; every other one is written, fuzzy.
+    written = [e for e in translated if e.msgstr or any(e.msgstr_plural.values())]
+    assert len(translated) > 5 and written and all("fuzzy" in e.flags for e in written)
+    summary = results[2].stderr.decode()
+    left = sum(int(n) for n in re.findall(r"(\d+) entr(?:y|ies) left untranslated", summary))
+    assert left == len(translated) - len(written), summary[-2000:]

@@ -15,10 +15,12 @@
 - format_qt_kde: qt-format, qt-plural-format and kde-format, as format-qt(-plural).c, format-kde.c.
 - plural: a Plural-Forms header value parsed and evaluated as msgfmt does (never eval).
 - header: the header fields the tool sets for the target language, and its plural rule.
-- accelerators: a source's keyboard accelerator taken out and placed on the translation.
+- accelerators: the catalog's accelerator mark, a source's accelerator (in prose) taken out and
+  placed on the translation.
 - entries: which entries are translated, from which source, and which hypothesis is kept.
 - engine: the model, loaded once per run, with a journal a killed run resumes from.
 - judge: msgfmt itself, over the catalog's bytes before they are written.
+- review: translate-toolkit's checks (pofilter's) on every candidate, the second judge.
 - work_folder: OUTPUT.t2t-po-work, an unfinished run's work.
 - run: PoOptions, PoStats and translate_catalog, the whole run.
 """
