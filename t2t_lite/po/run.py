@@ -35,7 +35,8 @@ from t2t_lite import atomic, file_lock
 from t2t_lite.errors import UserError
 from t2t_lite.inference import protected_spans, resume
 from t2t_lite.model_source import ModelSource
-from t2t_lite.po import catalog_file, engine as engine_lib, entries, header, judge, review
+from t2t_lite.po import (accelerators, catalog_file, engine as engine_lib, entries, header, judge,
+                         review)
 from t2t_lite.po.work_folder import SUFFIX as WORK_SUFFIX, WorkFolder
 from t2t_lite.progress_line import counted
 
@@ -217,6 +218,10 @@ def _spans_of(flags_of_line):
         for identifier in _IDENTIFIER.finditer(line):
             if not any(identifier.group() in text for text in texts):
                 texts.append(identifier.group())
+        # A single `&` that marks no key (`Font & Colors`): msgfmt --check-accelerators holds
+        # the msgstr to one.
+        if accelerators.count(line, "&") == 1 and not any("&" in text for text in texts):
+            texts.append("&")
         return texts
     return spans
 

@@ -231,3 +231,13 @@ def test_the_catalogs_mark_is_placed_and_a_hypothesis_without_a_letter_skipped(t
     assert written[(None, "Fish & Chips")].msgstr == "Fisch & Pommes"  # `&` is not the mark
     assert stats.left == 0 and stats.accelerators == 3
     _msgfmt_accepts(output)
+
+
+def test_the_forced_attempt_forces_a_placeholder_once_and_a_literal_ampersand():
+    # Forcing `model_name` besides `%(model_name)s` made every hypothesis hold two `_`.
+    spans = po_run._spans_of({"Add another %(model_name)s": (frozenset(), ("python-format",)),
+                              "Font & Colors": (frozenset(), ()),
+                              "Use metadata_csum": (frozenset(), ())})
+    assert spans("Add another %(model_name)s") == ["%(model_name)s"]
+    assert spans("Font & Colors") == ["&"]
+    assert spans("Use metadata_csum") == ["metadata_csum"]
