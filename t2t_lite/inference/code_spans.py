@@ -8,7 +8,7 @@ Python's re.finditer and RE2's global replace both do (leftmost, and the first a
 matches): a code-like span starts only after a delimiter (the line's start, white space or one of
 `([{"'`=,:;<>|*$€£#+` and typographic quotes), and a word that is no span is consumed whole
 (`\\w+`, with its `-`, `/` and apostrophe joins: "e-mail", "read-only", "and/or", "don't"), so no
-span starts inside a word. Which class a match is comes from CLASSES, the first whose pattern
+span starts inside a word. The classes are ASCII: a word with other letters is never code. Which class a match is comes from CLASSES, the first whose pattern
 matches it whole (the same order as the alternation, so it is the class that matched).
 
     url          scheme://... or www....; not a trailing . , ; : ! ? ) ] }
@@ -32,25 +32,28 @@ CODE_KINDS = ("url", "email", "path", "option", "number", "identifier", "placeho
 
 _DELIM = r"(^|[\s(\[{\"'`=,:;<>|*$€£#+«»“”„‘’‚‹›])"
 _QUOTES = "\"'`«»“”„‘’‚‹›"
-_SEGMENT = r"(?:\.*[\w+@~-]+(?:\.+[\w+@~-]+)*|\.\.)"
-_NUMBER = r"\d+(?:[.,]\d+)*"
+_W = "A-Za-z0-9_"  # the classes are ASCII (a Unicode \w in each would overflow RE2's DFA)
+_SEGMENT = rf"(?:\.*[{_W}+@~-]+(?:\.+[{_W}+@~-]+)*|\.\.)"
+_NUMBER = r"[0-9]+(?:[.,][0-9]+)*"
+_NAME = rf"[A-Za-z_][{_W}]*"
+_EMAIL = rf"[{_W}.+-]+@[{_W}-]+(?:\.[{_W}-]+)+"
 # (class, kind or None for text, pattern), in the order they are tried at a delimiter.
 CLASSES = (
-    ("placeholder", "placeholder", r"<[A-Za-z][\w.:-]*(?: [A-Za-z][\w.:-]*)*>"),
+    ("placeholder", "placeholder", rf"<[A-Za-z][{_W}.:-]*(?: [A-Za-z][{_W}.:-]*)*>"),
     ("url", "url", rf"(?:[A-Za-z][A-Za-z0-9+.-]*://|www\.)[^\s<>{_QUOTES}\x03]*"
                    rf"[^\s<>{_QUOTES}\x03.,;:!?)\]}}]"),
-    ("email", "email", r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),
-    ("closing tag", None, r"/[A-Za-z][\w:.-]*\s*>"),  # "</b>" where markup is not protected
+    ("email", "email", _EMAIL),
+    ("closing tag", None, rf"/[A-Za-z][{_W}:.-]*\s*>"),  # "</b>" where markup is not protected
     ("path", "path", rf"(?:~|\.\.?)?/{_SEGMENT}(?:/{_SEGMENT})*/?"
                      rf"|[A-Za-z]:\\{_SEGMENT}(?:\\{_SEGMENT})*\\?"),
-    ("option", "option", r"--?[A-Za-z][\w-]*(?:=(?:<[\w-]+>|[\w./:@+,~-]*[\w/~]))?"),
-    ("call", "identifier", r"[A-Za-z_]\w*(?:(?:\.|::|->)[A-Za-z_]\w*)*\(\)"),
+    ("option", "option", rf"--?[A-Za-z][{_W}-]*(?:=(?:<[{_W}-]+>|[{_W}./:@+,~-]*[{_W}/~]))?"),
+    ("call", "identifier", rf"{_NAME}(?:(?:\.|::|->){_NAME})*\(\)"),
     ("abbreviation", None, r"(?:[A-Z][a-z]|[A-Za-z])(?:\.(?:[A-Z][a-z]|[A-Za-z]))+\."),
-    ("dotted", "identifier", r"[A-Za-z_]\w*(?:\.\w+)+"),
+    ("dotted", "identifier", rf"{_NAME}(?:\.[{_W}]+)+"),
     ("accelerator", None, r"[A-Z][a-z]*_[a-z]+"),
-    ("snake", "identifier", r"\w*[A-Za-z0-9]_+[A-Za-z0-9]\w*|__\w+"),
-    ("camel", "identifier", r"[A-Z]*[a-z][a-z0-9]*[A-Z]\w*"),
-    ("glued", None, _NUMBER + r"[A-Za-z_]\w*"),
+    ("snake", "identifier", rf"[{_W}]*[A-Za-z0-9]_+[A-Za-z0-9][{_W}]*|__[{_W}]+"),
+    ("camel", "identifier", rf"[A-Z]*[a-z][a-z0-9]*[A-Z][{_W}]*"),
+    ("glued", None, rf"{_NUMBER}[A-Za-z_][{_W}]*"),
     ("number", "number", rf"{_NUMBER}(?:[-/–]{_NUMBER})*"),
 )
 _WORD = r"\w+(?:[-/'’]\w+)*"
@@ -61,10 +64,12 @@ _WHOLE = [(kind, re.compile(pattern)) for _, kind, pattern in CLASSES]
 
 # A line that is only names and their e-mail addresses ("Clemens Ladisch <clemens@ladisch.de>",
 # "A. Name (a@b.org), B. Name <b@c.de>"), with an optional copyright and years before.
-_NAME = r"[A-ZÀ-ÖØ-Þ][\w'’.-]*(?:\s+(?:[A-ZÀ-ÖØ-Þ][\w'’.-]*|van|von|de|der|den|da|di|du|la|le))*"
-_EMAIL_IN = r"(?:<[\w.+-]+@[\w-]+(?:\.[\w-]+)+>|\([\w.+-]+@[\w-]+(?:\.[\w-]+)+\))"
-AUTHOR_LINE = (r"\s*(?:(?:©|\([Cc]\)|Copyright)\s*)*(?:\d{4}(?:\s*[-–,]\s*\d{4})*,?\s+)?"
-               rf"{_NAME}\s*{_EMAIL_IN}(?:\s*(?:[,;&]|and)\s*{_NAME}\s*{_EMAIL_IN})*\s*[.,;]?\s*")
+_PERSON = (r"[A-ZÀ-ÖØ-Þ][\w'’.-]*"
+           r"(?:\s+(?:[A-ZÀ-ÖØ-Þ][\w'’.-]*|van|von|de|der|den|da|di|du|la|le))*")
+_EMAIL_IN = rf"(?:<{_EMAIL}>|\({_EMAIL}\))"
+AUTHOR_LINE = (r"\s*(?:(?:©|\([Cc]\)|Copyright)\s*)*(?:[0-9]{4}(?:\s*[-–,]\s*[0-9]{4})*,?\s+)?"
+               rf"{_PERSON}\s*{_EMAIL_IN}(?:\s*(?:[,;&]|and)\s*{_PERSON}\s*{_EMAIL_IN})*"
+               r"\s*[.,;]?\s*")
 _AUTHOR_LINE = re.compile(AUTHOR_LINE)
 
 

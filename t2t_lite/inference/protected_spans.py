@@ -51,7 +51,9 @@ _LOOSE_PRINTF = (
 _LOOSE_BRACE = r"(\{[^{}\n]*\}|[{}])"                           # { name }, a lone { or }
 _LOOSE_MARKUP = (r"(</\s*[A-Za-z][\w:.-]*(?:\s*>)?"              # </b without >, </ b>
                  r"|<\s+/?\s*[A-Za-z][^<>\n]*>"                 # < b>, < / b >
+                 r"|<[A-Za-z][\w:.-]*(?: [\w:.-]+)*>"          # a lone <A>, <file>
                  r"|&(?:\s+#?\s*\w+\s*|#?\s*\w+\s+|#\s+\w+\s*);)")  # & amp;, &amp ;
+_LONE_TAG = re.compile(r"<[^\s/<>][^<>]*>")
 _SPACE = re.compile(r"\s+")
 _TRAILING_SPACE = re.compile(r"\s*\Z")
 _LEADING_SPACE = re.compile(r"\s*")
@@ -190,7 +192,10 @@ def _segment(text, kinds, known_tags):
 
 def _prose_key(text):
     """What a loose piece of the source allows in the output: a percent sign with flag or digit
-    characters after it ("50%", "10%-20%") allows any such one; anything else itself."""
+    characters after it ("50%", "10%-20%") allows any such one; a lone tag (a metavariable,
+    "<file>") any lone tag ("<Datei>"); anything else itself."""
+    if _LONE_TAG.fullmatch(text):
+        return "<>"
     return "%" if re.fullmatch(r"%[-+#0'\d]*", text) else text
 
 
@@ -265,7 +270,8 @@ def _source(source, kinds):
     after = [_LEADING_SPACE.match(source[s.end:start])[0] or " "
              for s, start in zip(spans, starts) if not s.movable]
     return _Source(spans, need, [s.text for s in bound], gaps, budget, _known_tags(spans),
-                   before, after, code_spans.copied(source, bool(spans), outside, kinds))
+                   before, after,
+                   code_spans.copied(source, not all(loose for _, loose in pieces), outside, kinds))
 
 
 def _plan(src, pieces):
