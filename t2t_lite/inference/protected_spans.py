@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 from t2t_lite.errors import UserError
 from t2t_lite.inference import code_spans
+from t2t_lite.inference.code_spans import CODE_KINDS  # noqa: F401  (importable here)
 from t2t_lite.inference.span_finding import (  # noqa: F401  (find_spans etc. importable here)
     FORMAT_KINDS, KINDS, Span, checked_kinds, constraint_phrases, find_spans, is_movable, scan)
 

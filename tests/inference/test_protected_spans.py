@@ -249,17 +249,19 @@ def test_tabs_and_controls_stay_where_the_repair_works():
     assert ps.restore("a%s\t%d", "\t%d", FORMAT).text == "\t%s\t%d"
 
 
-def _mutate(rng, source, reference):
-    """A reference with its spans dropped, duplicated, swapped or mangled at random."""
-    spans = ps.find_spans(reference, FORMAT)
+def _mutate(rng, source, reference, kinds=FORMAT):
+    """A reference with its spans of `kinds` dropped, duplicated, swapped or mangled at
+    random."""
     text = reference
+    inserts = ["%s", "%d", "{x}", "<b>", "</i>", " % s", "&amp;"]
+    if kinds - FORMAT:
+        inserts += [" 42 ", " --force", " /etc/x", " max_size", " <Datei>", " a@b.org", "1.5"]
     for _ in range(rng.randint(1, 3)):
-        spans = ps.find_spans(text, FORMAT)
+        spans = ps.find_spans(text, kinds)
         op = rng.choice(["drop", "duplicate", "swap", "mangle", "insert"])
         if op == "insert" or not spans:
             pos = rng.randint(0, len(text))
-            text = text[:pos] + rng.choice(["%s", "%d", "{x}", "<b>", "</i>", " % s", "&amp;"]) \
-                + text[pos:]
+            text = text[:pos] + rng.choice(inserts) + text[pos:]
             continue
         s = rng.choice(spans)
         if op == "drop":
