@@ -8,8 +8,9 @@ Python's re.finditer and RE2's global replace both do (leftmost, and the first a
 matches): a code-like span starts only after a delimiter (the line's start, white space or one of
 `([{"'`=,:;<>|*$€£#+` and typographic quotes), and a word that is no span is consumed whole
 (`\\w+`, with its `-`, `/` and apostrophe joins: "e-mail", "read-only", "and/or", "don't"), so no
-span starts inside a word. The classes are ASCII: a word with other letters is never code. Which class a match is comes from CLASSES, the first whose pattern
-matches it whole (the same order as the alternation, so it is the class that matched).
+span starts inside a word. The classes are ASCII: a word with other letters is never code. Which
+class a match is comes from CLASSES, the first whose pattern matches it whole (the same order as
+the alternation, so it is the class that matched).
 
     url          scheme://... or www....; not a trailing . , ; : ! ? ) ] }
     email        name@domain.tld

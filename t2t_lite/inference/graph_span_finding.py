@@ -212,6 +212,8 @@ def _loose(kinds):
 def segment(text, kinds, known_tags):
     """A scalar text -> (gaps [M + 1], pieces [M], loose bool [M]), as protected_spans._segment."""
     texts, spans = _split(text, kinds, known_tags, stray=False)
+    if not frozenset(kinds) & frozenset(finding.FORMAT_KINDS):  # no loose pieces to look for
+        return texts, spans, tf.zeros(tf.shape(spans), tf.bool)
     m = tf.size(spans, out_type=tf.int64)
     pattern, rewrite = _loose(kinds)
     marked = tf.strings.regex_replace(texts, pattern, rewrite)

@@ -102,8 +102,9 @@ def resolve(setting, problem_name=None, po_flags=(), *, po=None):
     A PO entry's flags narrow the format kinds: c-format / python-format (and the other
     printf-style formats) -> printf, python-brace-format (java-format, ...) -> brace, plus markup
     (which only matters when the text has tags) and every code-like kind; "no-c-format" and the
-    like switch their kind off; an entry without format flags keeps every kind. `po` says whether this is PO input; left None it is inferred: PO when
-    entry flags are given or when there is no problem (the PO tool).
+    like switch their kind off; an entry without format flags keeps every kind. `po` says whether
+    this is PO input; left None it is inferred: PO when entry flags are given or when there is no
+    problem (the PO tool).
     """
     if isinstance(setting, str):
         setting = parse_setting(setting)

@@ -56,7 +56,8 @@ def test_code_like_spans(text, expected):
 @pytest.mark.parametrize("text", [
     "Save the file.", "Done. Next step", "e.g. a file, i.e. this one, z.B. so, Ph.D.",
     "The e-mail is read-only and up-to-date", "Wi-Fi, UTF-8, and/or TCP/IP, x86-64",
-    "Hello World, OK, USB, GNOME, PDFs, URLs", "don't, it's", "utf8, MP3, 5px, 0x1F, 3rd, 1920x1080",
+    "Hello World, OK, USB, GNOME, PDFs, URLs", "don't, it's",
+    "utf8, MP3, 5px, 0x1F, 3rd, 1920x1080",
     "Re_load, _Open, Save _As", "a - b, a / b, -- and ---", "Größe: ünï_cödé", "",
 ])
 def test_prose_is_no_span(text):
