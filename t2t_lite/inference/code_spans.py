@@ -34,7 +34,7 @@ CODE_KINDS = ("url", "email", "path", "option", "number", "identifier", "placeho
 _DELIM = r"(^|[\s(\[{\"'`=,:;<>|*$€£#+«»“”„‘’‚‹›])"
 _QUOTES = "\"'`«»“”„‘’‚‹›"
 _W = "A-Za-z0-9_"  # the classes are ASCII (a Unicode \w in each would overflow RE2's DFA)
-_SEGMENT = rf"(?:\.*[{_W}+@~-]+(?:\.+[{_W}+@~-]+)*|\.\.)"
+_SEGMENT = rf"(?:\.*[{_W}][{_W}+@~-]*(?:\.+[{_W}+@~-]+)*|\.\.)"
 _NUMBER = r"[0-9]+(?:[.,][0-9]+)*"
 _NAME = rf"[A-Za-z_][{_W}]*"
 _EMAIL = rf"[{_W}.+-]+@[{_W}-]+(?:\.[{_W}-]+)+"
