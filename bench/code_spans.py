@@ -31,8 +31,8 @@ ROWS = ([("none", frozenset()), ("format (printf, brace, markup)", FORMAT)]
 
 
 def read_lines(path):
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
+    with open(path, encoding="utf-8", newline="\n") as f:  # a "\r" inside a line stays
+        return [line[:-1] if line.endswith("\n") else line for line in f]
 
 
 def scores(outputs, references):

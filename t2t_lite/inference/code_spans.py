@@ -6,7 +6,7 @@ A line is read after its format spans (printf, brace fields, tags, entities) are
 one MASK character, so nothing here is found inside one. CODE is then matched left to right, as
 Python's re.finditer and RE2's global replace both do (leftmost, and the first alternative that
 matches): a code-like span starts only after a delimiter (the line's start, white space or one of
-`([{"'`=,:;<>|*$€£#+` and typographic quotes), and a word that is no span is consumed whole
+`([{"'`=,:;<>|*$€£#+` and typographic quotes but ” and ’), and a word that is no span is consumed whole
 (`\\w+`, with its `-`, `/` and apostrophe joins: "e-mail", "read-only", "and/or", "don't"), so no
 span starts inside a word. The classes are ASCII: a word with other letters is never code. Which
 class a match is comes from CLASSES, the first whose pattern matches it whole (the same order as
@@ -31,7 +31,9 @@ import re
 MASK = "\x03"  # a format span, as the code-like finder sees the line
 CODE_KINDS = ("url", "email", "path", "option", "number", "identifier", "placeholder")
 
-_DELIM = r"(^|[\s(\[{\"'`=,:;<>|*$€£#+«»“”„‘’‚‹›])"
+# Quotes that open in English or German (an output is read too: »--force«); not ” or the
+# apostrophe ’: "Years’-Digits" has no option "-Digits".
+_DELIM = r"(^|[\s(\[{\"'`=,:;<>|*$€£#+«»“„‘‚‹›])"
 _QUOTES = "\"'`«»“”„‘’‚‹›"
 _W = "A-Za-z0-9_"  # the classes are ASCII (a Unicode \w in each would overflow RE2's DFA)
 _SEGMENT = rf"(?:\.*[{_W}][{_W}+@~-]*(?:\.+[{_W}+@~-]+)*|\.\.)"

@@ -99,6 +99,14 @@ def test_restore_keeps_code(source, broken, fixed):
     assert ps.restore(source, fixed, ALL) == (fixed, False)
 
 
+def test_quotes_around_code_in_either_language():
+    assert spans("Run “--force” or '--all' or »--x« or „--y“", CODE) == [
+        ("--force", "option"), ("--all", "option"), ("--x", "option"), ("--y", "option")]
+    assert ps.kept_exactly("Use --force here", "Verwenden Sie hier »--force«", ALL)
+    # an apostrophe is no quote: no option inside "Sum-of-the-Years’-Digits"
+    assert spans("the Sum-of-the-Years’-Digits method", CODE) == []
+
+
 def test_an_output_may_have_code_of_its_own():
     assert ps.kept_exactly("Two files", "2 Dateien", ALL)
     assert ps.kept_exactly("Open the file", "Öffnen Sie die Datei mit Strg+O in macOS", ALL)
