@@ -343,6 +343,18 @@ def test_code_like_text_is_kept_and_entries_of_code_alone_are_copied(tmp_path):
     assert stats.translated == 5 and stats.left == 0
 
 
+def test_the_forced_attempt_forces_only_spans_within_the_constraint_caps():
+    from t2t_lite.inference import constraints
+    from t2t_lite.po import engine
+
+    url = "https://docs.xfce.org/apps/parole/bugs/and/a/long/path"
+    assert engine.forced_line([url, "%s", "--force"]) == "%s\t--force"
+    many = [f"--option-number-{i:02d}" for i in range(12)]
+    assert sum(map(len, many)) > constraints.MAX_LINE_TOKENS
+    forced = engine.forced_line(many).split("\t")
+    assert sum(map(len, forced)) <= constraints.MAX_LINE_TOKENS and forced == many[:len(forced)]
+
+
 def test_the_protection_comes_from_protected_spans_by_the_entries_flags(tmp_path):
     calls = {}
 
