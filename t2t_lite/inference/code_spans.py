@@ -24,7 +24,7 @@ the alternation, so it is the class that matched).
                  a.b(), A::b()); not a plain word, an all-capital word (OK, USB), a word with
                  digits (utf8), a hyphenated word, an abbreviation of one- or two-letter parts
                  (e.g., i.e., Ph.D.), nor a capitalised word with one `_` (an accelerator: Re_load)
-    placeholder  <word>, <two words>, <file.txt>: a usage metavariable (tags are markup's)
+    placeholder  <word>, <file.txt>: a usage metavariable (tags are markup's); not <two words>
 """
 import re
 
@@ -42,7 +42,7 @@ _NAME = rf"[A-Za-z_][{_W}]*"
 _EMAIL = rf"[{_W}.+-]+@[{_W}-]+(?:\.[{_W}-]+)+"
 # (class, kind or None for text, pattern), in the order they are tried at a delimiter.
 CLASSES = (
-    ("placeholder", "placeholder", rf"<[A-Za-z][{_W}.:-]*(?: [A-Za-z][{_W}.:-]*)*>"),
+    ("placeholder", "placeholder", rf"<[A-Za-z][{_W}.:-]*>"),  # not "<invalid size>": prose
     ("url", "url", rf"(?:[A-Za-z][A-Za-z0-9+.-]*://|www\.)[^\s<>{_QUOTES}\x03]*"
                    rf"[^\s<>{_QUOTES}\x03.,;:!?)\]}}]"),
     ("email", "email", _EMAIL),

@@ -41,7 +41,8 @@ def spans(text, kinds=ALL):
      [("config_file", "identifier"), ("__init__", "identifier"), ("ConfigFile", "identifier"),
       ("macOS", "identifier"), ("os.path", "identifier"), ("file.txt", "identifier"),
       ("v1.2", "identifier"), ("g_free()", "identifier"), ("a.b()", "identifier")]),
-    ("Usage: foo <file> [<dir name>]", [("<file>", "placeholder"), ("<dir name>", "placeholder")]),
+    ("Usage: foo <file> [<dir_name>] <invalid size>",
+     [("<file>", "placeholder"), ("<dir_name>", "placeholder")]),
     ("Entities &amp; and &#169; stay", [("&amp;", "markup"), ("&#169;", "markup")]),
     # code inside format spans or tags is theirs; code right after a span is not code
     ('<a href="https://x.org">x</a> %s-bit %sconfig_file',
