@@ -72,7 +72,7 @@ def usable(word):
     from t2t_lite.inference import protected_spans
 
     return (WORD.search(word) is not None and "|" not in word and not word.startswith("!")
-            and not protected_spans.find_spans(word, frozenset(protected_spans.KINDS)))
+            and not protected_spans.find_spans(word, frozenset(protected_spans.FORMAT_KINDS)))
 
 
 def line_phrases(reference, rng):

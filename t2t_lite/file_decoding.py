@@ -49,7 +49,7 @@ class DecodeOptions:
     constraints_file: Optional[str] = None  # one constraint line per input line
     glossary: Optional[str] = None  # source term<TAB>target term[|alternative...] rows
     glossary_ignore_case: bool = False
-    protect: str = "auto"  # auto, none, or a comma list of printf, brace, markup
+    protect: str = "auto"  # auto, none, or a comma list of protected_spans.KINDS
     output_format: str = "text"  # text, or jsonl: one JSON record per line (records.py)
     eos_until_met: bool = False  # constrained search: no EOS before every phrase is met
 

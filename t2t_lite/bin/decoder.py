@@ -95,8 +95,9 @@ flags.DEFINE_bool("eos_until_met", DecodeOptions.eos_until_met,
                   "before it meets every phrase (fairseq's and Sockeye's rule; off by default, "
                   "docs/design.md says why).")
 flags.DEFINE_string("protect", DecodeOptions.protect,
-                    "Keep format specifiers and markup byte for byte: auto (on for the gettext "
-                    "problems), none, or a comma list of printf, brace, markup.")
+                    "Keep format specifiers, markup and code-like text byte for byte: auto (on "
+                    "for the gettext problems), none, or a comma list of printf, brace, markup, "
+                    "url, email, path, option, number, identifier, placeholder.")
 flags.DEFINE_enum("output_format", DecodeOptions.output_format, ["text", "jsonl"],
                   "text: the translation (with --nbest / --print_scores, tab-separated); jsonl: "
                   "one JSON object per line with the source, every hypothesis and its score, "

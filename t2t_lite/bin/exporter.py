@@ -36,7 +36,8 @@ cli.define_decode_precision_flag("--format=savedmodel only")
 flags.DEFINE_string("protect", "auto",
                     "--format=savedmodel only: the spans its text-in signatures keep exactly (see "
                     "docs/terminology.md): auto (every kind for the gettext problems, none for "
-                    "others), none, or a comma list of printf, brace, markup.")
+                    "others), none, or a comma list of printf, brace, markup, url, email, path, "
+                    "option, number, identifier, placeholder.")
 
 
 def main(argv):

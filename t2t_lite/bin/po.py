@@ -35,7 +35,8 @@ flags.DEFINE_string("target_language", None,
 flags.DEFINE_string("protect", PoOptions.protect,
                     "What is protected in the sources: auto (by each entry's c-format / "
                     "python-format / python-brace-format flags and the model's problem), none, "
-                    "or a comma list of printf, brace, markup.")
+                    "or a comma list of printf, brace, markup, url, email, path, option, number, "
+                    "identifier, placeholder.")
 flags.DEFINE_bool("no_fuzzy", PoOptions.no_fuzzy,
                   "Do not mark the new translations fuzzy (they are marked for review by "
                   "default).")

@@ -11,6 +11,7 @@
     graph_prefixes      the pieces a `*` prefix form bars, found from the vocabulary in the graph
     word_pieces         which of the vocabulary's tokens start or end a word, for terms as words
     span_finding        format specifiers and markup of a source line found: the patterns (text)
+    code_spans          code-like text (URLs, paths, options, numbers, identifiers ...): patterns
     protected_spans     the --protect setting, and the repair that restores a line's spans (text)
     graph_spans         the same in TensorFlow ops, inside exported SavedModels: the repair
     graph_span_finding  the spans found in TensorFlow ops: span_finding's patterns for RE2

@@ -231,7 +231,7 @@ class Glossary:
     def matches(self, source, protect=frozenset()):
         """[(start, end, [entry, ...]), ...]: the terms that apply to `source`, in source order
         (character offsets into source). protect: the protected_spans kinds whose spans no term
-        may touch."""
+        may cut; code-like spans (code_spans.CODE_KINDS) are never cut either."""
         text, where = _folded(source) if self.ignore_case else (source, None)
         words = list(_WORD.finditer(text))
         found = []
@@ -246,12 +246,16 @@ class Glossary:
                     if where is not None:
                         start, end = where[start], where[end - 1] + 1
                     found.append((start, end, terms[key]))
-        if protect and found:
+        if found:
             from t2t_lite.inference import protected_spans
 
-            spans = protected_spans.find_spans(source, protect)
+            # Code-like text (an option, an identifier, a path, a URL) is never prose, whatever
+            # is protected; a term may hold a span whole ("NetworkManager"), never cut one.
+            spans = protected_spans.find_spans(
+                source, frozenset(protect) | frozenset(protected_spans.CODE_KINDS))
             found = [m for m in found
-                     if not any(m[0] < span.end and span.start < m[1] for span in spans)]
+                     if not any(m[0] < span.end and span.start < m[1]
+                                and not m[0] <= span.start < span.end <= m[1] for span in spans)]
         taken = []
         for match in sorted(found, key=lambda m: (m[0] - m[1], m[0])):
             if not any(match[0] < other[1] and other[0] < match[1] for other in taken):

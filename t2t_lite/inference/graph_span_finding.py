@@ -2,7 +2,8 @@
 
 The same patterns as span_finding.py, rewritten for RE2 (re2: Unicode classes for \\w and \\d;
 the space flag's lookahead checked on the next character), and the same tag rule (closing,
-self-closing, with an attribute value, br/hr/wbr, closed in the same line, or a tag of the source).
+self-closing, with an attribute value, br/hr/wbr, closed in the same line, or a tag of the source);
+then code_spans.CODE on the text with each of those spans masked, as span_finding does.
 tests/inference/test_graph_spans.py holds the two finders equal on real catalogs.
 
     find(text, kinds)                     -> the protected spans of one text (the parity tests)
@@ -15,15 +16,17 @@ import re
 
 import tensorflow as tf
 
+from t2t_lite.inference import code_spans
 from t2t_lite.inference import protected_spans as ps
 from t2t_lite.inference import span_finding as finding
 
-# Marks, removed from the texts first: where a text ends and a span ends, and where a space-flag
-# specifier ends right before a character that may start the next span.
+# Marks, removed from the texts first: where a text ends and a span ends, where a space-flag
+# specifier ends right before a character that may start the next span, and a format span as
+# the code-like finder sees it.
 _TEXT_END = "\x00"
 _SPAN_END = "\x01"
 _FLAG_END = "\x02"
-MARKS = f"[{_TEXT_END}{_SPAN_END}{_FLAG_END}]"
+MARKS = f"[{_TEXT_END}{_SPAN_END}{_FLAG_END}{code_spans.MASK}]"
 _NEXT_SPAN_START = "%{}<&"
 
 
@@ -36,7 +39,8 @@ def re2(pattern):
         char = pattern[i]
         if char == "\\":
             escape = pattern[i:i + 2]
-            unicode_class = {r"\w": r"\pL\pN_", r"\d": r"\p{Nd}", r"\s": r"\s\p{Z}\x0b"}.get(escape)
+            unicode_class = {r"\w": r"\pL\pN_", r"\d": r"\p{Nd}",
+                             r"\s": r"\s\p{Z}\x0b\x1c-\x1f\x85"}.get(escape)
             if escape == r"\Z":
                 out.append(r"\z")
             elif unicode_class is None:
@@ -88,6 +92,62 @@ def _split(text, kinds, known_tags, stray=True):
     """A scalar text -> (texts [m + 1], spans [m]): the text between the protected spans, and the
     spans. known_tags [k]: tags protected whatever the tag rule says (the source's, for outputs).
     stray=False: stray braces are left in the texts (the loose pieces find them)."""
+    if frozenset(kinds) & frozenset(finding.FORMAT_KINDS):
+        texts, spans = _format_split(text, kinds, known_tags, stray)
+    else:
+        texts, spans = tf.reshape(text, [1]), tf.constant([], tf.string)
+    code = frozenset(kinds) & frozenset(code_spans.CODE_KINDS)
+    return _with_code(texts, spans, code) if code else (texts, spans)
+
+
+def _code_finder():
+    """(pattern, rewrite): code_spans.CODE's matches marked text NUL match \x01, the delimiter
+    and a word that is no span written as text (the word's "match" is then "")."""
+    return (f"(?s)(.*?)(?:{re2(code_spans.CODE)})",
+            f"\\1\\2\\4{_TEXT_END}\\3{_SPAN_END}")
+
+
+def code_kinds(texts):
+    """string [n]: the kind of each code-like match (code_spans.kind_of), "" for text."""
+    kinds = tf.fill(tf.shape(texts), "")
+    done = tf.zeros(tf.shape(texts), tf.bool)
+    for _, kind, pattern in code_spans.CLASSES:
+        whole = tf.strings.regex_full_match(texts, re2(pattern)) & ~done
+        kinds = tf.where(whole, kind or "", kinds)
+        done |= whole
+    return kinds
+
+
+def _with_code(texts, spans, kinds):
+    """(texts, spans) of the format spans -> the same with the code-like spans of `kinds` found
+    outside them (span_finding._with_code_spans: the text read with each span one MASK)."""
+    pattern, rewrite = _code_finder()
+    marked = tf.strings.regex_replace(tf.strings.reduce_join(texts, separator=code_spans.MASK),
+                                      pattern, rewrite)
+    parts = tf.strings.split(marked, _SPAN_END)
+    pairs = tf.strings.split(parts[:-1], _TEXT_END).flat_values
+    between, found = pairs[0::2], pairs[1::2]
+    found_kinds = code_kinds(found)
+    keep = tf.zeros(tf.shape(found), tf.bool)
+    for kind in kinds:
+        keep |= tf.equal(found_kinds, kind)
+    wrapped = tf.where(keep, tf.strings.join([_TEXT_END, found, _SPAN_END]), found)
+    joined = tf.strings.reduce_join(tf.concat(
+        [tf.reshape(tf.stack([between, wrapped], axis=1), [-1]), parts[-1:]], axis=0))
+    # each MASK a span again, given back its format span's text
+    joined = tf.strings.regex_replace(joined, code_spans.MASK,
+                                      f"{_TEXT_END}{code_spans.MASK}{_SPAN_END}")
+    parts = tf.strings.split(joined, _SPAN_END)
+    pairs = tf.strings.split(parts[:-1], _TEXT_END).flat_values
+    all_spans = pairs[1::2]
+    is_mask = tf.equal(all_spans, code_spans.MASK)
+    index = tf.cumsum(tf.cast(is_mask, tf.int32), exclusive=True)
+    all_spans = tf.where(is_mask, tf.gather(tf.concat([spans, [""]], axis=0),
+                                            tf.minimum(index, tf.size(spans))), all_spans)
+    return tf.concat([pairs[0::2], parts[-1:]], axis=0), all_spans
+
+
+def _format_split(text, kinds, known_tags, stray):
     pattern, rewrite = _finder(kinds, stray)
     if "printf" in kinds:
         # "% d%s": the "%" after "% d" must stay free to start "%s", so it is not matched; a mark
@@ -152,6 +212,8 @@ def _loose(kinds):
 def segment(text, kinds, known_tags):
     """A scalar text -> (gaps [M + 1], pieces [M], loose bool [M]), as protected_spans._segment."""
     texts, spans = _split(text, kinds, known_tags, stray=False)
+    if not frozenset(kinds) & frozenset(finding.FORMAT_KINDS):  # no loose pieces to look for
+        return texts, spans, tf.zeros(tf.shape(spans), tf.bool)
     m = tf.size(spans, out_type=tf.int64)
     pattern, rewrite = _loose(kinds)
     marked = tf.strings.regex_replace(texts, pattern, rewrite)

@@ -19,6 +19,7 @@ hypotheses and holds their outputs equal, byte for byte.
 """
 import tensorflow as tf
 
+from t2t_lite.inference import code_spans
 from t2t_lite.inference import protected_spans as ps
 from t2t_lite.inference import graph_span_finding as graph_finding
 from t2t_lite.inference.graph_span_finding import find  # noqa: F401 (graph_spans.find, as before)
@@ -26,7 +27,8 @@ from t2t_lite.inference.graph_span_finding import find  # noqa: F401 (graph_span
 # Spans that may move (protected_spans' movable ones), and what takes no space before it.
 _MOVABLE = (r"(?s)%%|%\(.*|%[1-9][0-9]*\$.*"       # %%, %(name)s, %1$s
             r"|\{\{|\}\}|\{|\}|\{[\pL\pN_].*"        # {{, }}, stray braces, {0}, {name}
-            r"|&.*")                                 # entities
+            r"|&.*"                                  # entities
+            r"|[^%{}<&].*")                          # code-like text
 _NO_SPACE_BEFORE = r"(?s)[.,;:!?)\]}»].*"
 
 
@@ -56,7 +58,7 @@ def _key(texts):
 
 
 def _shape(texts):
-    """protected_spans._shape, with "" for None."""
+    """protected_spans._shape, with "" for None (a code-like kind for code-like text)."""
     def starts(prefix):
         return tf.strings.regex_full_match(texts, f"(?s){prefix}.*")
     empty = tf.fill(tf.shape(texts), "")
@@ -69,12 +71,15 @@ def _shape(texts):
            tf.where(starts("</"), tf.fill(tf.shape(texts), "</>"),
            tf.where(starts("<"), tf.where(opening, tf.fill(tf.shape(texts), "<>"),
                                           tf.fill(tf.shape(texts), "<x/>")),
-           tf.where(starts("&"), tf.fill(tf.shape(texts), "&;"), empty)))))))
+           tf.where(starts("&"), tf.fill(tf.shape(texts), "&;"),
+                    graph_finding.code_kinds(texts))))))))
 
 
 def _prose_key(texts):
-    return tf.where(tf.strings.regex_full_match(texts, graph_finding.re2(r"%[-+#0'\d]*")),
-                    tf.fill(tf.shape(texts), "%"), texts)
+    lone_tag = tf.strings.regex_full_match(texts, graph_finding.re2(ps._LONE_TAG.pattern))
+    return tf.where(lone_tag, tf.fill(tf.shape(texts), "<>"),
+                    tf.where(tf.strings.regex_full_match(texts, graph_finding.re2(r"%[-+#0'\d]*")),
+                             tf.fill(tf.shape(texts), "%"), texts))
 
 
 def _source(source, kinds):
@@ -82,6 +87,11 @@ def _source(source, kinds):
     source = tf.strings.regex_replace(source, graph_finding.MARKS, "")
     # its spans: the pieces of its segmentation but the loose ones other than braces (prose)
     gaps, pieces, loose = graph_finding.segment(source, kinds, tf.constant([], tf.string))
+    # a line to copy (code_spans.copied): spans and no letter outside them, or an author line
+    outside = tf.strings.reduce_join(tf.concat([gaps, tf.boolean_mask(pieces, loose)], 0))
+    copied = (tf.reduce_any(~loose) & tf.strings.regex_full_match(outside, r"(?s)[^\pL]*"))
+    if "email" in kinds:
+        copied |= tf.strings.regex_full_match(source, graph_finding.re2(code_spans.AUTHOR_LINE))
     brace = tf.strings.regex_full_match(pieces, "(?s)[{}].*")
     is_span = ~loose | brace
     elements = tf.concat([tf.reshape(tf.stack([gaps[:-1], pieces], axis=1), [-1]), gaps[-1:]], 0)
@@ -110,7 +120,7 @@ def _source(source, kinds):
     space_after = tf.strings.regex_replace(texts[1:], graph_finding.re2(r"(?s)\A(\s*).*\Z"),
                                            r"\1")
     distinct = tf.boolean_mask(spans, first)
-    return {"source": source, "spans": spans, "movable": movable,
+    return {"source": source, "copied": copied, "spans": spans, "movable": movable,
             "order": tf.boolean_mask(spans, ~movable), "gaps": gaps,
             "tight": tf.strings.regex_full_match(gaps, graph_finding.re2(ps._TIGHT_GAP.pattern))
             & (_range(tf.size(gaps)) > 0),
@@ -147,7 +157,13 @@ def _prose(src, pieces, loose, assigned):
     free = ~assigned & loose
     keys = _prose_key(pieces)
     rank = _rank(free, tf.equal(keys[:, None], keys[None, :]))
-    return free & (rank < _count_in(keys, src["budget"]))
+    own_code = (~assigned & ~loose & _is_code(pieces)
+                & tf.equal(_count_in(pieces, src["spans"]), 0))  # "zwei" -> "2" stays
+    return (free & (rank < _count_in(keys, src["budget"]))) | own_code
+
+
+def _is_code(texts):
+    return tf.strings.regex_full_match(texts, "(?s)[^%{}<&].*")
 
 
 def _subsequence(order, bound_texts):
@@ -343,7 +359,7 @@ def _repair_hypotheses(source, outputs, kinds):
         text = tf.strings.regex_replace(output, graph_finding.MARKS, "")
         _, done, text = tf.while_loop(lambda round_, done, _: ~done & (round_ <= ps.ROUNDS),
                                       body, [tf.constant(0), tf.constant(False), text])
-        result = tf.where(done, text, src["source"])
+        result = tf.where(done & ~src["copied"], text, src["source"])
         return result, tf.not_equal(result, output)
 
     return tf.map_fn(repair_one, outputs, fn_output_signature=(tf.string, tf.bool))

@@ -32,8 +32,10 @@ import re
 from typing import NamedTuple
 
 from t2t_lite.errors import UserError
+from t2t_lite.inference import code_spans
+from t2t_lite.inference.code_spans import CODE_KINDS  # noqa: F401  (importable here)
 from t2t_lite.inference.span_finding import (  # noqa: F401  (find_spans etc. importable here)
-    KINDS, Span, checked_kinds, constraint_phrases, find_spans, is_movable, scan)
+    FORMAT_KINDS, KINDS, Span, checked_kinds, constraint_phrases, find_spans, is_movable, scan)
 
 # Loose pieces: what a reader (msgfmt, Python, str.format, a browser) would still take for a
 # directive or a tag although it is no protected span. They are looked for only in the text
@@ -50,7 +52,9 @@ _LOOSE_PRINTF = (
 _LOOSE_BRACE = r"(\{[^{}\n]*\}|[{}])"                           # { name }, a lone { or }
 _LOOSE_MARKUP = (r"(</\s*[A-Za-z][\w:.-]*(?:\s*>)?"              # </b without >, </ b>
                  r"|<\s+/?\s*[A-Za-z][^<>\n]*>"                 # < b>, < / b >
+                 r"|<[A-Za-z][\w:.-]*(?: [\w:.-]+)*>"          # a lone <A>, <file>
                  r"|&(?:\s+#?\s*\w+\s*|#?\s*\w+\s+|#\s+\w+\s*);)")  # & amp;, &amp ;
+_LONE_TAG = re.compile(r"<[^\s/<>][^<>]*>")
 _SPACE = re.compile(r"\s+")
 _TRAILING_SPACE = re.compile(r"\s*\Z")
 _LEADING_SPACE = re.compile(r"\s*")
@@ -95,11 +99,12 @@ def resolve(setting, problem_name=None, po_flags=(), *, po=None):
     """The frozenset of kinds to protect for a --protect setting (parsed or not).
 
     "auto": every kind for the gettext problems (their data is software messages) and for PO input.
-    A PO entry's flags narrow it: c-format / python-format (and the other printf-style formats) ->
-    printf, python-brace-format (java-format, ...) -> brace, plus markup (which only matters when
-    the text has tags); "no-c-format" and the like switch their kind off; an entry without format
-    flags keeps every kind. `po` says whether this is PO input; left None it is inferred: PO when
-    entry flags are given or when there is no problem (the PO tool).
+    A PO entry's flags narrow the format kinds: c-format / python-format (and the other
+    printf-style formats) -> printf, python-brace-format (java-format, ...) -> brace, plus markup
+    (which only matters when the text has tags) and every code-like kind; "no-c-format" and the
+    like switch their kind off; an entry without format flags keeps every kind. `po` says whether
+    this is PO input; left None it is inferred: PO when entry flags are given or when there is no
+    problem (the PO tool).
     """
     if isinstance(setting, str):
         setting = parse_setting(setting)
@@ -120,7 +125,7 @@ def resolve(setting, problem_name=None, po_flags=(), *, po=None):
     positive = {kind for kind, known in (("printf", _PRINTF_FLAGS), ("brace", _BRACE_FLAGS))
                 if flags & known}
     if any(flag.endswith("-format") and not flag.startswith("no-") for flag in flags):
-        kinds = positive | {"markup"}
+        kinds = positive | {"markup"} | set(code_spans.CODE_KINDS)
     else:
         kinds = set(KINDS)
     for kind, known in (("printf", _PRINTF_FLAGS), ("brace", _BRACE_FLAGS)):
@@ -189,7 +194,10 @@ def _segment(text, kinds, known_tags):
 
 def _prose_key(text):
     """What a loose piece of the source allows in the output: a percent sign with flag or digit
-    characters after it ("50%", "10%-20%") allows any such one; anything else itself."""
+    characters after it ("50%", "10%-20%") allows any such one; a lone tag (a metavariable,
+    "<file>") any lone tag ("<Datei>"); anything else itself."""
+    if _LONE_TAG.fullmatch(text):
+        return "<>"
     return "%" if re.fullmatch(r"%[-+#0'\d]*", text) else text
 
 
@@ -199,7 +207,8 @@ def _key(text):
 
 def _shape(text):
     """The form of a span that another may stand in for: a printf conversion, a brace field, an
-    opening, closing or self-closing tag, an entity; None for escapes and stray braces."""
+    opening, closing or self-closing tag (a <placeholder> too), an entity, a code-like kind
+    ("path", "number", ...); None for escapes and stray braces."""
     if text.startswith("%"):
         return None if text == "%%" else "%" + text[-1]
     if text.startswith("{"):
@@ -210,7 +219,12 @@ def _shape(text):
         return "<>" if _is_opening_tag(text) else "<x/>"
     if text.startswith("&"):
         return "&;"
-    return None
+    return code_spans.kind_of(text)
+
+
+def _is_code(text):
+    """Is a protected piece code-like text (a URL, a number, ...)? An output may have its own."""
+    return text[:1] not in "%{}<&"
 
 
 def _is_tag(text):
@@ -230,6 +244,7 @@ class _Source(NamedTuple):
     known_tags: frozenset
     space_before: list   # [k]: the whitespace right before span k in the source, else " "
     space_after: list    # [j]: the whitespace right after order-bound span j, else " "
+    copied: bool         # a line to copy, not translate (code_spans.copied)
 
 
 def _source(source, kinds):
@@ -237,9 +252,10 @@ def _source(source, kinds):
     protected spans and the brace pieces between them (a stray "{", or "{a b}" as one piece,
     so that the source always reads as clean against itself); its other loose pieces are prose."""
     gaps, pieces = _segment(source, kinds, frozenset())
-    spans, prose, pos = [], [], 0
+    spans, prose, pos, outside = [], [], 0, gaps[-1]  # outside: the text outside its spans
     for gap, (text, loose) in zip(gaps, pieces):
         pos += len(gap)
+        outside += gap + (text if loose else "")
         if loose and text[0] not in "{}":
             prose.append(text)
         else:
@@ -256,7 +272,8 @@ def _source(source, kinds):
     after = [_LEADING_SPACE.match(source[s.end:start])[0] or " "
              for s, start in zip(spans, starts) if not s.movable]
     return _Source(spans, need, [s.text for s in bound], gaps, budget, _known_tags(spans),
-                   before, after)
+                   before, after,
+                   code_spans.copied(source, not all(loose for _, loose in pieces), outside, kinds))
 
 
 def _plan(src, pieces):
@@ -280,6 +297,8 @@ def _plan(src, pieces):
             if new[i] is None and loose:
                 kept[i] = used[_prose_key(text)] < src.budget[_prose_key(text)]
                 used[_prose_key(text)] += 1
+            elif new[i] is None:  # code of the output's own ("zwei" -> "2") stays
+                kept[i] = _is_code(text) and not src.need[text]
         return kept
 
     def bound_items():
@@ -414,7 +433,10 @@ def kept_exactly(source, translation, kinds):
     the order-bound ones (tags included) in the source's relative order, and nothing else that
     reads as a directive or a tag is there unless the source has it too (module docstring)."""
     kinds = checked_kinds(kinds)
-    return _clean_or_repaired(_source(source, kinds), translation, kinds)[0]
+    src = _source(source, kinds)
+    if src.copied:
+        return translation == source
+    return _clean_or_repaired(src, translation, kinds)[0]
 
 
 def restore(source, translation, kinds):
@@ -428,6 +450,8 @@ def restore(source, translation, kinds):
     """
     kinds = checked_kinds(kinds)
     src = _source(source, kinds)
+    if src.copied:
+        return Restored(source, source != translation)
     text = translation
     for _ in range(ROUNDS):
         clean, text = _clean_or_repaired(src, text, kinds)

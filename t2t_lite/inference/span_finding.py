@@ -1,5 +1,6 @@
-"""Protected spans found in a line: printf specifiers, brace fields and markup (pure text, no
-TensorFlow). protected_spans.py, which re-exports these, holds the --protect setting and the repair.
+"""Protected spans found in a line: printf specifiers, brace fields and markup, then code-like text
+(code_spans.py) outside them (pure text, no TensorFlow). protected_spans.py, which re-exports
+these, holds the --protect setting and the repair.
 
     find_spans(text, kinds)      the protected spans of a line, in order, non-overlapping
     constraint_phrases(spans)    one target phrase per occurrence, for constrained search
@@ -25,11 +26,15 @@ which translators translate ("<Datei>"), so it is not protected. Entities: `&amp
 `&#x1F600;`. Brace fields follow Python's str.format (`{}`, `{0}`, `{name.attr[0]!r:>10}`);
 `{{`, `}}` and a stray `{` or `}` are protected too, since str.format fails on a stray one.
 """
+import bisect
 import functools
 import re
 from typing import NamedTuple
 
-KINDS = ("printf", "brace", "markup")
+from t2t_lite.inference import code_spans
+
+FORMAT_KINDS = ("printf", "brace", "markup")
+KINDS = FORMAT_KINDS + code_spans.CODE_KINDS
 
 _SIZE = r"(?:hh|h|ll|l|L|q|j|z|Z|t|I64|I32)?"
 _CONVERSION = r"(?:[diouxXeEfFgGaAcCsSpnmr]|<PRI[A-Za-z0-9_]+>)"
@@ -91,13 +96,15 @@ def _pattern(kinds, stray=True):
 
 
 def is_movable(text, kind):
+    """Order-bound: unnumbered printf, auto-numbered brace fields, tags and <placeholders>."""
     if kind == "printf":
         return text == "%%" or text.startswith("%(") or bool(_POSITIONAL.match(text))
     if kind == "brace":
         if text in ("{{", "}}", "{", "}"):
             return True
         return text[1:2].isalnum() or text[1:2] == "_"  # {0}, {name}; {} and {:>10} are not
-    return not text.startswith("<")  # markup: entities move, tags keep their source order
+    # markup: entities move, tags keep their source order; so do <placeholders>; code moves
+    return not text.startswith("<")
 
 
 def _tags(text, known_tags=frozenset()):
@@ -113,6 +120,32 @@ def _tags(text, known_tags=frozenset()):
 def scan(text, kinds, known_tags=frozenset(), stray=True):
     """find_spans for checked kinds; known_tags: tags protected although they would not be
     (the source's, when an output is read); stray=False: without the stray braces."""
+    spans = _format_spans(text, kinds, known_tags, stray)
+    code = kinds & frozenset(code_spans.CODE_KINDS)
+    return _with_code_spans(text, spans, code) if code else spans
+
+
+def _with_code_spans(text, spans, kinds):
+    """spans with the code-like spans of `kinds` found outside them, in order: the text is read
+    with each span one code_spans.MASK (graph_span_finding does the same)."""
+    pieces, starts, masked_starts, pos, length = [], [], [], 0, 0
+    for span in spans + [None]:
+        piece = text[pos:len(text) if span is None else span.start]
+        starts.append(pos)
+        masked_starts.append(length)
+        pieces.append(piece)
+        length += len(piece) + 1
+        if span is not None:
+            pos = span.end
+    found = []
+    for start, end, found_text, kind in code_spans.find(code_spans.MASK.join(pieces), kinds):
+        k = bisect.bisect_right(masked_starts, start) - 1
+        at = starts[k] + start - masked_starts[k]
+        found.append(Span(at, at + end - start, found_text, kind, is_movable(found_text, kind)))
+    return sorted(spans + found)
+
+
+def _format_spans(text, kinds, known_tags, stray):
     spans = []
     pattern = _pattern(kinds, stray)
     tags = _tags(text, known_tags) if "markup" in kinds and "<" in text else []

@@ -63,11 +63,18 @@ def group_name(kinds):
 
 def forced_line(spans):
     """The constraint line forcing a source's protected spans (those a constraint line can
-    hold), "" for none."""
-    phrases = [(False, [text]) for text in spans
-               if text.strip() == text and text and "\t" not in text
-               and constraints_lib.ALTERNATIVES not in text
-               and not text.startswith(constraints_lib.NEGATIVE)]
+    hold, within its caps), "" for none. A character is counted as a token (a piece of the
+    vocabulary holds one or more): a span of more than MAX_PHRASE_TOKENS characters, or one past
+    MAX_LINE_TOKENS characters in all (a long URL), is left to the repair."""
+    phrases, size = [], 0
+    for text in spans:
+        if (text.strip() == text and text and "\t" not in text
+                and constraints_lib.ALTERNATIVES not in text
+                and not text.startswith(constraints_lib.NEGATIVE)
+                and len(text) <= constraints_lib.MAX_PHRASE_TOKENS
+                and size + len(text) <= constraints_lib.MAX_LINE_TOKENS):
+            phrases.append((False, [text]))
+            size += len(text)
     return constraints_lib.join_line(phrases[:constraints_lib.MAX_PHRASES])
 
 

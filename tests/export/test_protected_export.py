@@ -20,10 +20,12 @@ from tests.export.test_export import FRESH_PROCESS_PREAMBLE
 
 pytestmark = pytest.mark.slow
 ALL = frozenset(ps.KINDS)
+FORMAT = frozenset(ps.FORMAT_KINDS)
 SOURCES = ["File %s not found.", "%d of %d files", "<b>%s</b> saved", "{name} has {count} items",
-           "the house is small .", "%1$s to %2$s", "50% of them", ""]
+           "the house is small .", "%1$s to %2$s", "50% of them", "",
+           "Use --removeall on /etc/crypttab", "see https://x.org/a", "set max_size to 44100"]
 # (Words the tiny vocabulary has: a phrase with an unknown token is refused.)
-CONSTRAINTS = ["", "Katze", "", "", "", "", "", ""]
+CONSTRAINTS = ["", "Katze", "", "", "", "", "", "", "", "", ""]
 
 SCRIPT = FRESH_PROCESS_PREAMBLE + r"""
 version_dir, sources, constraints = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
@@ -45,7 +47,7 @@ def exports(model_dir, tmp_path_factory):
     run = loaded.load(model_dir)
     root = tmp_path_factory.mktemp("protected_exports")
     result = {}
-    for protect in ("auto", "printf,brace,markup"):
+    for protect in ("auto", "printf,brace,markup", ",".join(ps.KINDS)):
         module = TranslationModule(run.model, run.tokenizer, beam_size=2,
                                    metadata=run.metadata(), protect=protect)
         result[protect] = (module, saved_model_versions.save(module, str(root / protect)))
@@ -71,15 +73,16 @@ def test_served_outputs_keep_every_span(exports, tmp_path):
     nbest = [served["nbest"][i * k:(i + 1) * k] for i in range(len(SOURCES))]
     for i, source in enumerate(SOURCES):
         for name in ("serving_default", "constrained", "session"):
-            assert ps.kept_exactly(source, served[name][i], ALL), (name, source, served[name][i])
+            assert ps.kept_exactly(source, served[name][i], FORMAT), \
+                (name, source, served[name][i])
         for hypothesis in nbest[i]:
-            assert ps.kept_exactly(source, hypothesis, ALL), (source, hypothesis)
+            assert ps.kept_exactly(source, hypothesis, FORMAT), (source, hypothesis)
     assert served["session"] == served["serving_default"]
-    assert served["serving_default"][-1] == ""
+    assert served["serving_default"][SOURCES.index("")] == ""
     # Word salad keeps nothing by itself: the repair did the work.
     raw = module.translate_ids(module._ids_with_eos(SOURCES), *module._defaults())["outputs"]
     raw = [text.decode() for text in raw.numpy()[:, 0]]
-    assert sum(not ps.kept_exactly(s, o, ALL) for s, o in zip(SOURCES, raw)) >= 3
+    assert sum(not ps.kept_exactly(s, o, FORMAT) for s, o in zip(SOURCES, raw)) >= 3
 
 
 def test_auto_protects_nothing_for_a_problem_without_format_strings(exports):
@@ -88,9 +91,29 @@ def test_auto_protects_nothing_for_a_problem_without_format_strings(exports):
     assert json.loads(module.metadata_json)["protect"] == []
 
 
+def test_served_outputs_keep_code_like_text_and_copy_lines_of_code(exports, tmp_path):
+    module, version_dir = exports[",".join(ps.KINDS)]
+    assert json.loads(module.metadata_json)["protect"] == sorted(ps.KINDS)
+    served = _served(version_dir, tmp_path)
+    for i, source in enumerate(SOURCES):
+        for name in ("serving_default", "constrained", "session"):
+            assert ps.kept_exactly(source, served[name][i], ALL), (name, source, served[name][i])
+    assert served["serving_default"][SOURCES.index("see https://x.org/a")].count(
+        "https://x.org/a") == 1
+    copied = "https://x.org/docs/1.2.3"
+    outputs = module.serve(tf_constant([copied, "1.2.3"]))["outputs"].numpy().tolist()
+    assert [text.decode() for text in outputs] == [copied, "1.2.3"]
+
+
+def tf_constant(texts):
+    import tensorflow as tf
+
+    return tf.constant(texts)
+
+
 @pytest.mark.parametrize("args, message", [
     (["--protect=printf,dates"], "error: --protect=printf,dates: expected auto, none, or a comma "
-     "list of printf, brace, markup (e.g. --protect=printf,markup)"),
+     f"list of {', '.join(ps.KINDS)} (e.g. --protect=printf,markup)"),
     (["--format=ctranslate2", "--protect=none"], "error: --protect applies to --format=savedmodel "
      "only (CTranslate2's outputs are repaired by the decoder that runs them)"),
 ])

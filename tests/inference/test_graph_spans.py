@@ -24,6 +24,24 @@ EDGES = ["% d and % 5i", "% dx, % d, and % d%s", "100 % done, 50% of them", "%",
          "{{literal}} and a stray }", "%1$s %2$d %% %(name)s %'d %I64d %<PRIu64> %Id"]
 
 
+# Code-like text (code_spans.py): issue 59's real lines and the prose that must stay prose.
+CODE_LINES = [
+    "Use --removeall to remove every entry", "--verbose : print verbose messages",
+    "-x, -xvf, --long-option, --opt=VALUE, --output=<file> and -f16 (161616, 400)",
+    "Unlock the devices of /etc/crypttab.", "See ~/.config/foo, ./configure, ../x, C:\\W\\x.ini",
+    "Report bugs at https://docs.xfce.org/apps/parole/bugs.", "(see www.example.org/a?b=1)",
+    "Sample rates 44100 and 48000 Hz", "Version 1.2.3, pages 1-10, 3.14, 1,000 and $5",
+    "Clemens Ladisch <clemens@ladisch.de>", "Flag NM_SETTING_DCB_FLAG_ENABLE",
+    "config_file, __init__, ConfigFile, macOS, os.path, file.txt, v1.2, g_free(), a.b()",
+    "Usage: foo <file> [<dir name>] </b>", '<a href="https://x.org">x</a> %s-bit %sconfig_file',
+    "Save the file. e.g. a file, i.e. this one, z.B. so, Ph.D.", "The e-mail is read-only",
+    "Wi-Fi, UTF-8, and/or TCP/IP, x86-64, don't", "utf8, MP3, 5px, 0x1F, 3rd, 1920x1080",
+    "Re_load, _Open, Save _As", "Größe: ünï_cödé 5ä x\u00a0--y «--z» “/etc/x”",
+    "Copyright (C) 2009-2012 A. Name <a@b.org>, B. Name <b@c.de>", "%s: %s", "1.2.3",
+]
+CODE = frozenset(ps.KINDS) - frozenset(ps.FORMAT_KINDS)
+
+
 def _lines(name):
     with open(os.path.join(HELD_OUT, name), encoding="utf-8") as f:
         return [line.rstrip("\n") for line in f]
@@ -31,7 +49,7 @@ def _lines(name):
 
 def _texts():
     table = [text for _, msgid, msgstr, _ in REAL for text in (msgid, msgstr)]
-    return table + EDGES + _lines("source.en") + _lines("reference.de")
+    return table + EDGES + CODE_LINES + _lines("source.en") + _lines("reference.de")
 
 
 def find_all(texts, kinds):
@@ -45,7 +63,9 @@ def find_all(texts, kinds):
 
 
 @pytest.mark.parametrize("kinds", [ALL, frozenset({"printf"}), frozenset({"brace"}),
-                                   frozenset({"markup"}), frozenset({"printf", "brace"})],
+                                   frozenset({"markup"}), frozenset({"printf", "brace"}), CODE,
+                                   frozenset({"number", "path"}),
+                                   frozenset({"printf", "identifier", "placeholder"})],
                          ids=lambda k: ",".join(sorted(k)))
 def test_finder_equals_protected_spans(kinds):
     texts = _texts()
@@ -99,7 +119,7 @@ def test_repair_keeps_spans_on_random_mutations_of_real_references():
     for _ in range(1500):
         source, reference = rng.choice(pairs)
         sources.append(source)
-        outputs.append(_mutate(rng, source, reference))
+        outputs.append(_mutate(rng, source, reference, ALL))
     texts, changed = _repair(sources, outputs)
     broken = [(s, o, t) for s, o, t in zip(sources, outputs, texts)
               if not ps.kept_exactly(s, t, ALL)]
@@ -218,6 +238,27 @@ PARITY = [
     ("日本 %s", "日本 %z 語 %s", ALL),
     ("%s 😀 done", "😀 % s fertig", ALL),
     ("Ünïcödé %(näme)s", "Ünïcödé %(näme) s", PRINTF),
+    # code-like text: issue 59's real outputs, stand-ins, the output's own, copied lines
+    ("Use --removeall to clean", "Verwenden Sie --remove zum Aufräumen", ALL),
+    ("Unlock the devices of /etc/crypttab.", "Entsperrt die Geräte von /cet/cryptrypt.", ALL),
+    ("Report bugs at https://docs.xfce.org/apps/parole/bugs", "Fehler an ht://www.x.x/s/s/", ALL),
+    ("Sample rates 44100 and 48000 Hz", "Abtastraten und Hz", ALL),
+    ("Set NM_SETTING_DCB_FLAG_ENABLE", "Setze NM", CODE),
+    ("Press <b>Apply</b> to save your settings", "Drücken Sie <A><b></b> Übernehmen", ALL),
+    ("Press <b>Apply</b> to save your settings", "Drücken Sie <A><b></b> Übernehmen", MARKUP),
+    ("Usage: %s <file>", "Aufruf: %s <Datei> <X>", MARKUP),
+    ("Usage: foo <file> <dir>", "Aufruf: foo <Datei>", ALL),
+    ("Read the config_file setting", "Lies die Config_File Einstellung", ALL),
+    ("Between 2 and 5 threads", "Zwischen 2 und 6 Threads 6", ALL),
+    ("Two files", "2 Dateien", ALL),
+    ("Page 5 of 10", "Seite 5 von 10 10", CODE),
+    ("--verbose : print verbose messages", "die ausführbar :", ALL),
+    ("Clemens Ladisch <clemens@ladisch.de>", "Clemens Ladisch", ALL),
+    ("Clemens Ladisch <clemens@ladisch.de>", "Clemens Ladisch", ALL - {"email"}),
+    ("https://docs.xfce.org/apps/parole/", "https://docs.xfce.org/apps/", ALL),
+    ("1.2.3", "1,2,3", CODE),
+    ("%s: %s", "Datei %s: %s", PRINTF),
+    ("Mail a@b.org or see ~/.x", "Schreiben Sie a@b.org an oder ~/.x ~/.x", ALL),
 ]
 
 
@@ -247,11 +288,13 @@ def test_graph_repair_equals_protected_spans_repair_on_strays_of_every_kind():
               ("100% of {0}\t%s", "100% von {0}\t%s")]
     bits = ["%", "%z", "% ", "%(x)", "%(n) d", "%<PRI", "{", "}", "{ x }", "< b>", "</b", "&amp ;",
             "\t", "\x07", "  ", ".", "%%", "%1$ s", "%S", "50% ", "ü", "😀", "%.0", "%*"]
-    for kinds in (ALL, PRINTF, BRACE, MARKUP):
+    bits += [" 7", "-x", "/x", "a_b", "<A>", "x@y.de", "www.a.de", "2.0", "e.g.", "MaxSize"]
+    pairs += [(line, line) for line in CODE_LINES]
+    for kinds in (ALL, PRINTF, BRACE, MARKUP, CODE):
         sources, outputs = [], []
         for _ in range(150):
             source, reference = rng.choice(pairs)
-            output = _mutate(rng, source, reference)
+            output = _mutate(rng, source, reference, kinds)
             for _ in range(rng.randint(1, 3)):
                 at = rng.randint(0, len(output))
                 output = output[:at] + rng.choice(bits) + output[at:]

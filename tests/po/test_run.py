@@ -22,6 +22,7 @@ import polib
 import pytest
 
 from t2t_lite import file_lock
+from t2t_lite.inference import protected_spans
 from t2t_lite.po import header as po_header
 from t2t_lite.po import catalog_file
 from t2t_lite.po import entries as po_entries
@@ -318,6 +319,42 @@ def test_entries_are_grouped_by_the_protection_their_flags_ask_for(tmp_path):
     assert stats.lines == 5
 
 
+def test_code_like_text_is_kept_and_entries_of_code_alone_are_copied(tmp_path):
+    """Issue 59's real entries, through a translator that garbles code as the model did."""
+    def garble(lines, kinds):
+        return [line.replace("Use", "Verwenden Sie").replace("--removeall", "--remove")
+                .replace("/etc/crypttab", "/cet/cryptrypt").replace("44100", "4410")
+                .replace("https://docs.xfce.org", "ht://www.x.x").replace("1.2.3", "1,2,3")
+                .replace("Clemens Ladisch <clemens@ladisch.de>", "Klemens").replace("--verbose", "ausführlich")
+                for line in lines]
+
+    body = "".join(f'msgid "{msgid}"\nmsgstr ""\n\n' for msgid in (
+        "https://docs.xfce.org/apps/parole/bugs", "Clemens Ladisch <clemens@ladisch.de>",
+        "1.2.3", "--verbose", "Use --removeall to remove /etc/crypttab at 44100 Hz"))
+    stats, output = _translate(tmp_path, _po(body=body), translate=garble, kinds_of=None)
+    written = {entry.msgid: entry.msgstr for entry in polib.pofile(str(output))}
+    assert written["https://docs.xfce.org/apps/parole/bugs"] == \
+        "https://docs.xfce.org/apps/parole/bugs"
+    assert written["Clemens Ladisch <clemens@ladisch.de>"] == \
+        "Clemens Ladisch <clemens@ladisch.de>"
+    assert written["1.2.3"] == "1.2.3" and written["--verbose"] == "--verbose"
+    assert written["Use --removeall to remove /etc/crypttab at 44100 Hz"] == \
+        "Verwenden Sie --removeall to remove /etc/crypttab at 44100 Hz"
+    assert stats.translated == 5 and stats.left == 0
+
+
+def test_the_forced_attempt_forces_only_spans_within_the_constraint_caps():
+    from t2t_lite.inference import constraints
+    from t2t_lite.po import engine
+
+    url = "https://docs.xfce.org/apps/parole/bugs/and/a/long/path"
+    assert engine.forced_line([url, "%s", "--force"]) == "%s\t--force"
+    many = [f"--option-number-{i:02d}" for i in range(12)]
+    assert sum(map(len, many)) > constraints.MAX_LINE_TOKENS
+    forced = engine.forced_line(many).split("\t")
+    assert sum(map(len, forced)) <= constraints.MAX_LINE_TOKENS and forced == many[:len(forced)]
+
+
 def test_the_protection_comes_from_protected_spans_by_the_entries_flags(tmp_path):
     calls = {}
 
@@ -328,9 +365,10 @@ def test_the_protection_comes_from_protected_spans_by_the_entries_flags(tmp_path
     body = ('#, c-format\nmsgid "%s a"\nmsgstr ""\n\n#, python-brace-format\nmsgid "{x} c"\n'
             'msgstr ""\n\nmsgid "e"\nmsgstr ""\n')
     _translate(tmp_path, _po(body=body), translate=translate, kinds_of=None)
-    assert calls == {frozenset({"printf", "markup"}): ["%s a"],
-                     frozenset({"brace", "markup"}): ["{x} c"],
-                     frozenset({"printf", "brace", "markup"}): ["e"]}
+    code = frozenset(protected_spans.CODE_KINDS)
+    assert calls == {frozenset({"printf", "markup"}) | code: ["%s a"],
+                     frozenset({"brace", "markup"}) | code: ["{x} c"],
+                     frozenset(protected_spans.KINDS): ["e"]}
     calls.clear()
     _translate(tmp_path, _po(body=body), translate=translate, kinds_of=None, protect="none")
     assert calls == {frozenset(): ["%s a", "{x} c", "e"]}
