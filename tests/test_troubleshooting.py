@@ -191,7 +191,6 @@ ALLOWED = {
         "cannot open": OS_ERROR,
         "is open for reading only": "a shell redirection the wrong way round (`1<file`)",
         "{}": "a closed standard stream or descriptor; the text is chosen beside it",
-        "the reader closed the pipe": "the program reading the output stopped first",
         "records an unfinished run over": "the line says both ways out: the input file, or "
                                           "--start_over",
     },
