@@ -33,7 +33,6 @@ _MODEL_DIR_MARKS = ("run.json", "configs.json")
 _SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 # A CTranslate2 folder: its weights, with CTranslate2's config or the exporter's settings.
 _CTRANSLATE2_MARKS = ("model.bin", ("config.json", "t2t_lite.json"))
-_REFUSAL = "no tool writes into a model_dir or an export it did not make for that output"
 
 
 def _names(folder):
@@ -102,7 +101,8 @@ def _refuse_inside(flag, given, owners, hint):
     """UserError naming the outermost owner (the model_dir rather than its best/), if any."""
     if owners:
         folder, kind = owners[-1]
-        raise UserError(f"{flag} {given} is in {kind} {folder}: {_REFUSAL}; {hint}")
+        raise UserError(f"{flag} {given} is in {kind} {folder}: no tool writes into a model_dir "
+                        f"or an export it did not make for that output; {hint}")
 
 
 def is_earlier_average(folder):

@@ -11,6 +11,7 @@ import sys
 
 import tensorflow as tf
 
+from t2t_lite import exit_status
 from t2t_lite.errors import UserError
 from t2t_lite.training import lost_workers, preemption
 
@@ -184,4 +185,4 @@ def _leave(message):
     teardown of a coordination agent that failed to register adds its own complaint after the
     line, and nothing can run TensorFlow in this process any more."""
     print(f"error: {message}", file=sys.stderr, flush=True)
-    preemption.leave_now(1)
+    preemption.leave_now(exit_status.USER_ERROR)

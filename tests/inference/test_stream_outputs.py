@@ -261,12 +261,11 @@ def test_a_fifo_path_gets_every_byte(tmp_path, monkeypatch):
     assert received == ["".join(line + "\n" for line in LONG[:500]).encode()]
 
 
-def test_a_closed_pipe_and_unusable_descriptors_are_one_line(tmp_path):
+def test_a_closed_pipe_is_left_to_the_tool_and_unusable_descriptors_are_one_line(tmp_path):
     read, write = os.pipe()
     os.close(read)
     with resume.open_output(_given(write)) as output:
-        with pytest.raises(UserError, match=r"^--decode_to_file /dev/fd/\d+: the reader closed "
-                                            r"the pipe$"):
+        with pytest.raises(BrokenPipeError):  # the tool ends quietly, exit_status.PIPE_CLOSED
             output.append(["a line"])
     os.close(write)
 
