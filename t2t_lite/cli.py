@@ -35,7 +35,8 @@ def run(main, required=(), problem_flags=False):
     positional arguments are refused; with `problem_flags` (define_problem_flags), a
     --registry_help prints the registry and exits; the `required` flags must be given; with
     `problem_flags`, a --problem no problem has is refused before TensorFlow loads, unless a
-    --problem_module may register it (ProblemSpec.check_name); a UserError becomes `error: ...`
+    --problem_module may register it, and so are a --problem_module that is not there and a
+    --problem_param that is no key=value (ProblemSpec.check); a UserError becomes `error: ...`
     on stderr and exit status 1 (a flag the tool lacks or cannot parse: status 2); a write that
     fails (full disk, EIO), during the run or in the final flush of stdout, becomes one `error:`
     line and status 120 (process_end); a reader that went away, status 141, quietly. The
@@ -163,8 +164,8 @@ def _check_problem_name():
 
     from t2t_lite.problem_spec import ProblemSpec
 
-    if flags.FLAGS.problem:
-        ProblemSpec(flags.FLAGS.problem, modules=tuple(flags.FLAGS.problem_module)).check_name()
+    ProblemSpec(flags.FLAGS.problem, tuple(flags.FLAGS.problem_param),
+                tuple(flags.FLAGS.problem_module)).check()
 
 
 def _check_required(names, tool):
