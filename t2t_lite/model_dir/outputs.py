@@ -154,6 +154,7 @@ def check_export_folder(export_dir, flag="--export_dir"):
     averaged/ and best/ included); a version folder itself is refused."""
     out = os.path.realpath(export_dir)
     hint = "export to a folder of its own (a new one, or one holding earlier versions)"
+    _refuse_inside(flag, export_dir, _owners(os.path.dirname(out)), hint)  # E/1/variables too
     if is_model_dir(out):
         raise UserError(f"{flag} {export_dir} is a model_dir: exports go to a folder of their "
                         f"own")
@@ -161,8 +162,9 @@ def check_export_folder(export_dir, flag="--export_dir"):
     if found:
         raise UserError(f"{flag} {export_dir} holds checkpoints ({_listed(found)}): exports go to "
                         f"a folder of their own")
-    allowed = {out} if folder_kind(out) == "the export folder" else set()
-    _refuse_inside(flag, export_dir, _owners(out, allowed), hint)
+    kind = folder_kind(out)
+    if kind and kind != "the export folder":  # a version itself, a CTranslate2 folder
+        _refuse_inside(flag, export_dir, [(out, kind)], hint)
 
 
 def check_output_file(path, flag):
