@@ -103,3 +103,20 @@ def test_a_flag_the_tool_lacks_or_cannot_parse_exits_2_in_one_line(tmp_path, fla
                             capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=120)
     assert result.returncode == exit_status.USAGE
     assert result.stderr.strip().splitlines() == [message]
+
+
+# Statuses that are not a t2t_lite tool's: lint-imports' own, the file-lock tests' helper
+# scripts, a status a test tool returns to see it kept.
+_NOT_OURS = {"test_layers_contract.py", "test_file_lock.py", "test_process_end.py:3"}
+_BARE = re.compile(r"(?:\.returncode|\.finish\([^()]*\)|\.code|\.end\([^()]*\)) == ([1-9]\d*)\b"
+                   r"(?![.\d])")
+
+
+def test_the_tests_name_the_statuses_they_expect():
+    found = []
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for status in _BARE.findall(line):
+                if path.name not in _NOT_OURS and f"{path.name}:{status}" not in _NOT_OURS:
+                    found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not found, found

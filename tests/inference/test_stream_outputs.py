@@ -15,6 +15,7 @@ import threading
 
 import pytest
 
+from t2t_lite import exit_status
 from t2t_lite.errors import UserError
 from t2t_lite.inference import resume
 
@@ -40,7 +41,7 @@ def _ok(result):
 
 def _error_line(result):
     stderr = result.stderr.decode()
-    assert result.returncode == 1 and "Traceback" not in stderr, stderr[-3000:]
+    assert result.returncode == exit_status.USER_ERROR and "Traceback" not in stderr, stderr[-3000:]
     return stderr.strip().splitlines()[-1]
 
 
