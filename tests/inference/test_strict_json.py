@@ -1,4 +1,4 @@
-"""Every JSON the decoder writes parses with a strict reader (no Infinity, no NaN), and beam
+"""Every JSON the tools write parses with a strict reader (no Infinity, no NaN), and beam
 slots no hypothesis reached are not written as hypotheses, in JSON or in text."""
 import json
 import math
@@ -65,3 +65,17 @@ def test_written_json_files_hold_no_infinity(tmp_path):
     path = tmp_path / "x.json"
     atomic.write_json(str(path), {"rate": float("inf"), "values": [1.0, float("nan")], "n": 2})
     assert _strict(path.read_text()) == {"rate": None, "values": [1.0, None], "n": 2}
+
+
+def test_a_dev_evaluation_that_is_no_number_is_strict_json_and_reads_as_the_worst(tmp_path):
+    from t2t_lite.model_dir import dev_history
+
+    dev_history.append(str(tmp_path), 10, {"loss": 2.0, "bleu": 3.5})
+    dev_history.append(str(tmp_path), 20, {"loss": float("nan"), "bleu": 1.0,
+                                           "perplexity": float("inf")})
+    lines = (tmp_path / dev_history.HISTORY).read_text().splitlines()
+    assert [_strict(line) for line in lines][1] == {"step": 20, "loss": None, "bleu": 1.0,
+                                                    "perplexity": None}
+    history = dev_history.read(str(tmp_path))
+    assert history[20]["loss"] == history[20]["perplexity"] == float("inf")
+    assert dev_history.is_better(history[10], history[20])
