@@ -5,6 +5,7 @@ A write that fails for good (a full disk, a quota, EIO) removes the temporary fi
 file at `path` as it was, and raises process_end.WriteFailed: one line naming `path`."""
 import contextlib
 import json
+import math
 import os
 import shutil
 
@@ -57,9 +58,23 @@ def write_text(path, text, durable=False):
         f.write(text)
 
 
+def finite(obj):
+    """`obj` (JSON-able values) with every float JSON has no number for (inf, nan) as None:
+    json writes them as Infinity and NaN, which strict readers (other languages' parsers,
+    `json.loads(..., parse_constant=reject)`) refuse."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {key: finite(value) for key, value in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(value) for value in obj]
+    return obj
+
+
 def write_json(path, obj, durable=False, **dump_options):
+    """`obj` as strict JSON (finite), replacing the file at `path` whole."""
     with open_atomic(path, durable=durable) as f:
-        json.dump(obj, f, **dump_options)
+        json.dump(finite(obj), f, allow_nan=False, **dump_options)
         f.write("\n")
 
 

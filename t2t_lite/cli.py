@@ -25,7 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from absl import app  # noqa: E402
 
-from t2t_lite import process_end, stderr_filter  # noqa: E402
+from t2t_lite import exit_status, process_end, stderr_filter  # noqa: E402
 from t2t_lite.errors import UserError  # noqa: E402
 
 
@@ -35,10 +35,12 @@ def run(main, required=(), problem_flags=False):
     positional arguments are refused; with `problem_flags` (define_problem_flags), a
     --registry_help prints the registry and exits; the `required` flags must be given; with
     `problem_flags`, a --problem no problem has is refused before TensorFlow loads, unless a
-    --problem_module may register it (ProblemSpec.check_name); a UserError becomes `error: ...`
-    on stderr and exit status 1 (flag syntax errors: status 2); a write that fails (full disk,
-    EIO), during the run or in the final flush of stdout, becomes one `error:` line and status
-    120 (process_end); a reader that went away, status 1 or 120.
+    --problem_module may register it, and so are a --problem_module that is not there and a
+    --problem_param that is no key=value (ProblemSpec.check); a UserError becomes `error: ...`
+    on stderr and exit status 1 (a flag the tool lacks or cannot parse: status 2); a write that
+    fails (full disk, EIO), during the run or in the final flush of stdout, becomes one `error:`
+    line and status 120 (process_end); a reader that went away, status 141, quietly. The
+    statuses are exit_status.py's table.
     """
 
     def guarded(argv):
@@ -54,13 +56,12 @@ def run(main, required=(), problem_flags=False):
             return main(argv)
         except UserError as error:
             print(f"error: {error}", file=sys.stderr)
-            sys.exit(process_end.WRITE_FAILED if isinstance(error, process_end.WriteFailed)
-                     else 1)
+            sys.exit(exit_status.WRITE_FAILED if isinstance(error, process_end.WriteFailed)
+                     else exit_status.USER_ERROR)
         except BrokenPipeError:
             # The reader went away (`t2t-lite-bleu ... | head`): stop quietly, as cat does.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            sys.exit(1)
+            process_end.discard_stdout()
+            sys.exit(exit_status.PIPE_CLOSED)
         except Exception as error:  # pylint: disable=broad-except  (re-raised unless a write)
             # A write that failed for good (a full disk, /dev/full, EIO; TensorFlow's writers
             # say so in their own errors) is one line and status 120, as Python's own failed
@@ -71,15 +72,27 @@ def run(main, required=(), problem_flags=False):
 
     _help_describes(sys.modules[main.__module__])
     try:
-        app.run(guarded)
+        app.run(guarded, flags_parser=_parse_flags)
     except app.UsageError as error:  # raised by absl for unknown / malformed flags
         print(f"error: {error}", file=sys.stderr)
-        _exit(2)
+        _exit(exit_status.USAGE)
     except SystemExit as stop:  # app.run's end, the tool's own exit status
         if stop.code is None or isinstance(stop.code, int):
-            _exit(stop.code or 0)
+            _exit(stop.code or exit_status.OK)
         print(stop.code, file=sys.stderr)  # as Python prints an exit message
-        _exit(1)
+        _exit(exit_status.USER_ERROR)
+
+
+def _parse_flags(argv):
+    """absl's parse, with a flag the tool lacks or cannot read said in one `error:` line and
+    status USAGE (absl itself prints `FATAL Flags parsing error` and exits 1)."""
+    from absl import flags
+
+    try:
+        return flags.FLAGS(argv)
+    except flags.Error as error:
+        print(f"error: {error} (see --helpshort)", file=sys.stderr)
+        _exit(exit_status.USAGE)
 
 
 def _exit(status):
@@ -151,8 +164,8 @@ def _check_problem_name():
 
     from t2t_lite.problem_spec import ProblemSpec
 
-    if flags.FLAGS.problem:
-        ProblemSpec(flags.FLAGS.problem, modules=tuple(flags.FLAGS.problem_module)).check_name()
+    ProblemSpec(flags.FLAGS.problem, tuple(flags.FLAGS.problem_param),
+                tuple(flags.FLAGS.problem_module)).check()
 
 
 def _check_required(names, tool):

@@ -36,6 +36,7 @@ import os
 import re
 import sys
 
+from t2t_lite import exit_status
 from t2t_lite.errors import UserError
 
 INDEX_ENV = "JOB_COMPLETION_INDEX"
@@ -453,7 +454,7 @@ def main(argv=None):
         config = json.dumps(config)
         if args.print:
             print(config)
-            return 0
+            return exit_status.OK
         os.environ["TF_CONFIG"] = config
         try:
             os.execvp(command[0], command)
@@ -461,7 +462,7 @@ def main(argv=None):
             raise UserError(f"cannot run {command[0]}: {error.strerror}") from None
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)
-        return 1
+        return exit_status.USER_ERROR
 
 
 if __name__ == "__main__":

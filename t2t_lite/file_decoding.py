@@ -15,6 +15,7 @@ TensorFlow's threads are set for the parallel searches only where TensorFlow has
 in this process (parallel_search.configure_tensorflow); elsewhere they stay as they are.
 """
 import dataclasses
+import os
 import sys
 from typing import Optional
 
@@ -72,9 +73,10 @@ def decode_file(options, progress=sys.stderr):
     sentences.splitting_for(None, options.split_sentences)  # a bad language fails before any work
     source = line_input.open_input(options.decode_from_file, num_shards=options.num_shards,
                                    shard_index=options.shard_index)
-    glossary = options.glossary and constraints.Glossary.load(options.glossary,
-                                                              options.glossary_ignore_case)
-    file_constraints = _constraint_lines(options, source)
+    texts = _read_once(options, source)
+    glossary = options.glossary and constraints.Glossary.load(
+        options.glossary, options.glossary_ignore_case, data=texts["glossary"])
+    file_constraints = _constraint_lines(options, source, texts["constraints_file"])
     chosen = model_source.ModelSource.from_options(options)
     with resume.open_output(options.decode_to_file, inputs=source.described_statuses()) as output:
         # The model first: a model_dir or an export that is none is refused before TensorFlow
@@ -85,7 +87,7 @@ def decode_file(options, progress=sys.stderr):
         precision, compute_type = _precision(options, output), _compute_type(options, output)
         # Before the model loads: a run that cannot resume says so at once.
         output.begin({"input": source.identity(), "model": model,
-                      "settings": _settings(options, precision, compute_type)},
+                      "settings": _settings(options, precision, compute_type, texts)},
                      start_over=options.start_over)
         translator = chosen.load(precision=precision, compute_type=compute_type,
                                  searches=searches)
@@ -174,17 +176,44 @@ def _compute_type(options, output):
     return _recorded(output, "compute_type") or options.compute_type
 
 
-def _settings(options, precision, compute_type):
+def _settings(options, precision, compute_type, texts):
     settings = {name: getattr(options, name) for name in OUTPUT_SETTINGS}
     settings.update(decode_precision=precision, compute_type=compute_type,
-                    constraints_sha256=constraints.digest(options.constraints_file),
-                    glossary_sha256=constraints.digest(options.glossary))
+                    constraints_sha256=constraints.digest(options.constraints_file,
+                                                          texts["constraints_file"]),
+                    glossary_sha256=constraints.digest(options.glossary, texts["glossary"]))
     return settings
 
 
-def _constraint_lines(options, source):
+def _read_once(options, source):
+    """{"constraints_file", "glossary": the file's bytes or None}, each read once, at the start:
+    a pipe, a FIFO or /dev/stdin gives its bytes once, and a file may change under a long run.
+    One that is the input (stdin read twice) or the other one is refused in one line first."""
+    texts = {}
+    seen = [(f"the input {what}", status) for what, status in source.described_statuses()]
+    for name in ("constraints_file", "glossary"):
+        path = getattr(options, name)
+        texts[name] = None
+        if not path:
+            continue
+        flag = f"--{name}"
+        try:
+            status = os.stat(path)
+        except OSError:
+            status = None  # read_once says why
+        for what, other in seen:
+            if status and other and (status.st_dev, status.st_ino) == (other.st_dev,
+                                                                        other.st_ino):
+                raise UserError(f"{flag} {path} is also {what}: one file cannot be read as "
+                                "both; give each its own file")
+        texts[name] = constraints.read_once(path, flag)
+        seen.append((f"{flag} {path}", status))
+    return texts
+
+
+def _constraint_lines(options, source, data=None):
     """The constraint lines of this input's lines (a shard's own), checked; None without
-    --constraints_file."""
+    --constraints_file. data: the file's bytes (_read_once)."""
     if not options.constraints_file:
         return None
     if source.path is None:
@@ -192,7 +221,7 @@ def _constraint_lines(options, source):
                         " or stdin redirected from a file; a pipe or device is read as a stream): "
                         "its lines are matched to the input's by number")
     return constraints.read_constraints_file(options.constraints_file, source.first_line,
-                                             source.total_lines, source.file_lines)
+                                             source.total_lines, source.file_lines, data=data)
 
 
 def _line_constraints(translator, file_constraints, glossary, options, first_line, protect):

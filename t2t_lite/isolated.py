@@ -41,7 +41,7 @@ import threading
 import types
 import typing
 
-from t2t_lite import atomic, stderr_filter
+from t2t_lite import atomic, exit_status, stderr_filter
 from t2t_lite.errors import UserError
 
 TAIL_LINES = 40
@@ -249,7 +249,7 @@ class _Forwarding:
             previous(signum, None)
             return
         status = (returncode if returncode and returncode > 0 else
-                  128 - returncode if returncode else 128 + signum)
+                  exit_status.for_signal(-returncode if returncode else signum))
         print(f"{signal.Signals(signum).name}: passed to the child process ({self.name}), which "
               f"ended with status {status}; exiting with it", file=sys.stderr, flush=True)
         raise SystemExit(status)
@@ -306,7 +306,7 @@ def _child(request):
     except UserError as error:
         print(f"error: {error}", file=sys.stderr, flush=True)  # as a tool says it
         atomic.write_json(request["result"], {"error": str(error)})
-        sys.exit(1)
+        sys.exit(exit_status.USER_ERROR)
     atomic.write_json(request["result"], {"value": _values(value)})
 
 

@@ -4,6 +4,7 @@ evaluation split as the source and reference files a decoder and a scorer read.
 
     spec = ProblemSpec.of(options)     # any options with problem / problem_params (/ modules)
     spec.check_name()                  # a name no problem has: refused, nothing imported
+    spec.check()                       # that, bad params and missing modules too
     problem = spec.build()             # the modules imported, then problems.build
     write_eval_split(problem, data_dir, "test", "test.src", "test.ref", limit=100)
 
@@ -61,6 +62,16 @@ class ProblemSpec:
         known = {*BUILT_IN_PROBLEMS, *registry.list_names()}
         if self.name not in known:
             raise registry.unknown_problem(self.name, known)
+
+    def check(self):
+        """What check_name checks, and the --problem_param syntax and the --problem_module
+        files and names, with no module run: a mistake in any is refused before TensorFlow
+        loads."""
+        registry.parse_params(self.params)
+        for module in self.modules:
+            registry.check_problem_module(module)
+        if self.name:
+            self.check_name()
 
     def import_modules(self):
         import_problem_modules(self.modules)

@@ -4,16 +4,18 @@ their work (cli) and a cluster worker's (training/preemption) both end here.
 A failed write is a failed run: when the output cannot be written (a full disk, /dev/full, EIO,
 a pipe whose reader has gone), the process says so in one `error:` line on stderr (a closed pipe
 stays quiet, as cat does) and never exits 0: it exits with WRITE_FAILED, 120, what Python exits
-with when its own final flush fails, unless the tool had already failed with a status of its own.
+with when its own final flush fails (a closed pipe: PIPE_CLOSED, 141), unless the tool had
+already failed with a status of its own. The statuses are exit_status.py's table.
 """
 import errno
 import os
 import re
 import sys
 
+from t2t_lite import exit_status
 from t2t_lite.errors import UserError
 
-WRITE_FAILED = 120
+WRITE_FAILED = exit_status.WRITE_FAILED
 
 # What a failed write of data raises (reads and opens of missing files raise other errnos): the
 # disk or quota is full, the file is too large for it, the device failed, it is read-only.
@@ -89,16 +91,18 @@ def say(line):
 
 def report_write_failure(error, what=None):
     """The `error:` line for a failed write (none for a pipe whose reader has gone), and the
-    status to exit with. What stdout still buffers is dropped when stdout is what failed, so that
-    the final flush does not fail (and say so) twice."""
-    if not isinstance(error, BrokenPipeError):
+    status to exit with (WRITE_FAILED; PIPE_CLOSED for the pipe). What stdout still buffers is
+    dropped when stdout is what failed, so that the final flush does not fail (and say so)
+    twice."""
+    closed = isinstance(error, BrokenPipeError)
+    if not closed:
         say(f"error: {describe(error, what)}")
     try:
         if sys.stdout is not None:
             sys.stdout.flush()
     except (OSError, ValueError):
         discard_stdout()
-    return WRITE_FAILED
+    return exit_status.PIPE_CLOSED if closed else WRITE_FAILED
 
 
 def discard_stdout():
@@ -113,17 +117,19 @@ def discard_stdout():
 
 def flush_output(status):
     """Flushes stdout, then stderr; returns the status to exit with: `status`, or WRITE_FAILED in
-    place of a 0 when a flush failed (with one `error:` line for stdout's, none for a closed
-    pipe's)."""
+    place of a 0 when a flush failed (with one `error:` line for stdout's; a closed pipe's:
+    PIPE_CLOSED, quietly)."""
     try:
         if sys.stdout is not None:  # None where the descriptor was closed
             sys.stdout.flush()
     except ValueError:  # closed by the tool itself
         pass
+    except BrokenPipeError:
+        status = status or exit_status.PIPE_CLOSED
+        discard_stdout()
     except OSError as error:
         status = status or WRITE_FAILED
-        if not isinstance(error, BrokenPipeError):
-            say(f"error: {describe(error, 'the output (stdout)')}")
+        say(f"error: {describe(error, 'the output (stdout)')}")
         discard_stdout()
     try:
         if sys.stderr is not None:

@@ -133,6 +133,28 @@ def parse_params(pairs):
     return params
 
 
+def check_problem_module(spec):
+    """The UserError import_problem_module would give for a module that is not there (a .py
+    path that is no file, a dotted name no package on sys.path holds), given without running
+    the module's code: what a tool checks before TensorFlow loads."""
+    if spec.endswith(".py") or os.sep in spec:
+        if not os.path.isfile(os.path.abspath(os.path.expanduser(spec))):
+            raise UserError(f"problem module file not found: {spec}")
+        return
+    _search_the_current_directory()
+    try:
+        found = importlib.util.find_spec(spec)
+    except (ImportError, ValueError) as error:  # a parent package that is missing or broken
+        raise UserError(f"cannot import problem module {spec!r}: {error}") from None
+    if found is None:
+        raise UserError(f"cannot import problem module {spec!r}: No module named {spec!r}")
+
+
+def _search_the_current_directory():
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+
+
 def import_problem_module(spec):
     """Imports a user's module so its @register_problem classes land in the registry.
 
@@ -140,9 +162,8 @@ def import_problem_module(spec):
     path to a .py file.
     """
     if spec.endswith(".py") or os.sep in spec:
+        check_problem_module(spec)
         path = os.path.abspath(os.path.expanduser(spec))
-        if not os.path.isfile(path):
-            raise UserError(f"problem module file not found: {spec}")
         module_name = "t2t_lite_user_problems_" + re.sub(r"\W", "_", os.path.splitext(path)[0])
         if module_name in sys.modules:
             return sys.modules[module_name]
@@ -155,8 +176,7 @@ def import_problem_module(spec):
             del sys.modules[module_name]
             raise
         return module
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    _search_the_current_directory()
     try:
         return importlib.import_module(spec)
     except ModuleNotFoundError as e:

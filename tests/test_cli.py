@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from t2t_lite import cli
+from t2t_lite import cli, exit_status
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -38,12 +38,13 @@ def test_a_tool_prints_no_tensorflow_start_up_noise_unless_asked():
     command = [sys.executable, "-m", "t2t_lite.bin.datagen", "--problem=algorithmic_copy",
                "--data_dir=/nonexistent/data", "--problem_param=no_such_param=1"]
     quiet = subprocess.run(command, env=env, capture_output=True, text=True, cwd=ROOT)
-    assert quiet.returncode == 1
+    assert quiet.returncode == exit_status.USER_ERROR
     lines = quiet.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), quiet.stderr
     loud = subprocess.run(command + ["--verbosity=0"], env=env, capture_output=True, text=True,
                           cwd=ROOT)
-    assert loud.returncode == 1 and "oneDNN" in loud.stderr  # TF_ENABLE_ONEDNN_OPTS=1 was set
+    assert (loud.returncode == exit_status.USER_ERROR
+            and "oneDNN" in loud.stderr)  # TF_ENABLE_ONEDNN_OPTS=1 was set
 
 
 @pytest.mark.slow
@@ -206,6 +207,17 @@ NOT_A_MODEL_DIR = "error: M is not a t2t_lite model_dir (no run.json); train int
                  "--gin_file=/no/such.gin"], "--gin_file /no/such.gin does not exist"),
     ("trainer", ["--problem=nope", "--data_dir=D", "--model_dir=M"], UNKNOWN_PROBLEM),
     ("datagen", ["--problem=nope", "--data_dir=D"], UNKNOWN_PROBLEM),
+    ("trainer", ["--problem=algorithmic_copy", "--data_dir=D", "--model_dir=M",
+                 "--problem_module=/missing.py"], "error: problem module file not found: /missing"),
+    ("trainer", ["--problem=mine", "--data_dir=D", "--model_dir=M",
+                 "--problem_module=no_such_package.problems"],
+     "error: cannot import problem module 'no_such_package.problems': No module named"),
+    ("trainer", ["--problem=algorithmic_copy", "--data_dir=D", "--model_dir=M",
+                 "--problem_param=bogus"], "--problem_param must look like key=value, got 'bogus'"),
+    ("datagen", ["--problem=algorithmic_copy", "--data_dir=D", "--problem_module=/missing.py"],
+     "error: problem module file not found: /missing.py"),
+    ("datagen", ["--problem=algorithmic_copy", "--data_dir=D", "--problem_param==x"],
+     "--problem_param must look like key=value, got '=x'"),
     ("datagen", ["--problem=algorithmic_copy", "--data_dir=D", "--gin_file=/no/such.gin"],
      "error: --gin_file /no/such.gin does not exist"),
     ("table3", ["--problem=nope", "--data_dir=D", "--out_dir=O"], UNKNOWN_PROBLEM),
@@ -223,7 +235,7 @@ def test_a_bad_flag_or_file_is_refused_before_tensorflow_loads(tmp_path, tool, a
                              f"t2t_lite.bin.{tool}", *args],
                             capture_output=True, text=True, cwd=tmp_path, timeout=120,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert result.returncode == 1, result.stderr
+    assert result.returncode == exit_status.USER_ERROR, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], \
         result.stderr

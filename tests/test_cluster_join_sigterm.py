@@ -1,25 +1,15 @@
-"""Issue 53 item 5: a SIGTERM while the workers of a cluster join.
+"""A SIGTERM while the workers of a cluster join ends every worker with 143 once they have
+joined, before the first step.
 
 What a cluster sends is "save now, then exit" (DESIGN.md); before the first step there is nothing
-to save, so a SIGTERM that comes while the workers join should end them with 143 once they have
-joined, without a step. Today it is lost: tf.distribute.MultiWorkerMirroredStrategy() puts
-TensorFlow's own SIGTERM handler (its coordination service's preemption notifier) in place of the
-trainer's while the main thread waits in it for the other workers (seen with sigaction before
-and after), so the trainers join and train on as if nothing came. The main thread also holds
-the GIL in that wait, so no Python thread (the signals' watcher, a sigtimedwait) runs during it.
-
-TensorFlow does keep the notice: the coordination service's key TF_DEFAULT_PREEMPTION_NOTICE_KEY
-names the task that got the SIGTERM ('/job:worker/task:0'), on every worker, once they have joined
-(context.context().get_config_key_value(key, timeout_in_ms) after the join, tried with this venv's
-TensorFlow 2.21). Reading it right after the join, and after the trainer's handlers are back
-(Signals.install), is the fix; it belongs to t2t_lite/training/strategy.py and preemption.py, not to
-this change. Tried (uncommitted): reading it with a 200 ms timeout and leaving with 143 makes this
-test pass, but not every time: worker 0, the coordination service's leader, may leave before worker
-1 has read the key, and worker 1 then ends with status 1; every worker must have read it before any
-leaves. docs/troubleshooting.md ("A SIGTERM while the workers join") says what to do until then.
-This test is the check for the fix, expected to fail until it lands. A worker that never comes still
-keeps the others in the join until T2T_LITE_CLUSTER_TIMEOUT (then one line, status 1): that wait is
-inside TensorFlow, with the GIL held.
+to save. tf.distribute.MultiWorkerMirroredStrategy() puts TensorFlow's own SIGTERM handler (its
+coordination service's preemption notifier) in place of the trainer's while the main thread waits
+in it for the other workers, with the GIL held, so the trainer cannot see the signal; TensorFlow
+records it in the coordination service's key TF_DEFAULT_PREEMPTION_NOTICE_KEY (the task that got
+it). Every worker reads that key right after the join, once the trainer's handlers are back, and
+waits until every other has read it before any leaves: worker 0 holds the service
+(strategy.stop_if_signalled_while_joining). The test waits for states (the join line, worker 0
+listening, the processes' ends), never a guessed number of seconds.
 """
 import os
 import signal
@@ -30,6 +20,8 @@ import threading
 import time
 
 import pytest
+
+from t2t_lite import exit_status
 
 pytestmark = pytest.mark.slow  # two trainers (TensorFlow) forming a cluster
 
@@ -91,8 +83,6 @@ class _Worker:
         return "".join(self.lines)[-3000:]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 53 item 5: the SIGTERM TensorFlow takes during the "
-                   "join is not read back (strategy.py / preemption.py)")
 def test_a_sigterm_while_the_workers_join_stops_them_once_joined(tmp_path):
     bin_dir = os.path.dirname(sys.executable)
     if not os.path.exists(os.path.join(bin_dir, "t2t-lite-trainer")):
@@ -116,5 +106,5 @@ def test_a_sigterm_while_the_workers_join_stops_them_once_joined(tmp_path):
         if second is not None:
             second.process.kill()
     outputs = f"worker 0:\n{first.output()}\nworker 1:\n{second.output()}"
-    assert statuses == [143, 143], f"statuses {statuses}\n{outputs}"
+    assert statuses == [exit_status.TERMINATED] * 2, f"statuses {statuses}\n{outputs}"
     assert "step 1/" not in outputs, outputs  # they stopped before the first step

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from t2t_lite import atomic, process_end
+from t2t_lite import atomic, exit_status, process_end
 from tests import full_disk
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -259,7 +259,7 @@ def test_the_trainer_on_a_full_disk_says_so_in_one_line_and_resumes(tmp_path, wh
                    "--gin_param=TrainConfig.bleu_sentences = 0",
                    "--gin_param=TrainConfig.eval_batches = 1"]
         result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
-        assert result.returncode == process_end.WRITE_FAILED, result.stderr[-3000:]
+        assert result.returncode == exit_status.WRITE_FAILED, result.stderr[-3000:]
         errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
         assert "Traceback" not in result.stderr and len(errors) == 1, result.stderr[-3000:]
         kept = 2 if where == "save" else 4  # the dev evaluation comes after step 4's save

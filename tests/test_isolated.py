@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from t2t_lite import isolated
+from t2t_lite import exit_status, isolated
 
 PROBE = textwrap.dedent('''
     import dataclasses
@@ -319,7 +319,8 @@ def test_a_second_sigint_stops_at_once_and_kills_the_child(parent):
     _wait_for((folder / "saving").exists, "the child's save", process)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=120)
-    assert process.returncode == 130 and err.splitlines() == ["interrupted"], (out, err)
+    assert (process.returncode == exit_status.INTERRUPTED
+            and err.splitlines() == ["interrupted"]), (out, err)
     assert not (folder / "saved").exists()
     assert not _alive(child)
 
@@ -367,7 +368,7 @@ def test_sigterm_to_table3_saves_the_rows_trainer_and_exits_with_its_status(tmp_
         if table.poll() is None:
             os.killpg(table.pid, signal.SIGKILL)
             table.wait()
-    assert table.returncode == 143, (out_text[-2000:], err)
+    assert table.returncode == exit_status.TERMINATED, (out_text[-2000:], err)
     assert err.splitlines() == ["SIGTERM: passed to the child process "
                                 "(t2t_lite.training.trainer:train), which ended with status "
                                 "143; exiting with it"]

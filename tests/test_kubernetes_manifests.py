@@ -14,7 +14,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from t2t_lite import cluster_env
+from t2t_lite import cluster_env, exit_status
 from t2t_lite.errors import UserError
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -194,7 +194,7 @@ def test_entry_mistakes_are_one_line(args, index, message):
         env[cluster_env.INDEX_ENV] = index
     done = subprocess.run([sys.executable, "-m", "t2t_lite.cluster_env", *args, "--", "true"],
                           env=env, capture_output=True, text=True)
-    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.returncode == exit_status.USER_ERROR and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith(message), done.stderr
 
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from t2t_lite import process_end
+from t2t_lite import exit_status, process_end
 from tests import full_disk
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -51,7 +51,7 @@ def one_error_line(stderr):
 def test_writing_to_dev_full_is_one_line_and_status_120(tmp_path, buffered, size):
     with open("/dev/full", "w") as full:
         result = run_tool(tmp_path, full, size=size, buffered=buffered)
-    assert result.returncode == process_end.WRITE_FAILED == 120
+    assert result.returncode == exit_status.WRITE_FAILED
     one_error_line(result.stderr)
 
 
@@ -61,7 +61,7 @@ def test_a_full_disk_under_the_output_is_one_line_and_status_120(tmp_path, buffe
         with open(os.path.join(folder, "out.txt"), "w") as out:
             result = run_tool(tmp_path, out, buffered=buffered)
         assert os.path.getsize(os.path.join(folder, "out.txt")) == 0
-    assert result.returncode == 120
+    assert result.returncode == exit_status.WRITE_FAILED
     one_error_line(result.stderr)
 
 
@@ -124,5 +124,5 @@ def test_bleu_to_dev_full_exits_120_with_one_line(tmp_path):
         result = subprocess.run([sys.executable, "-m", "t2t_lite.bin.bleu", f"--translation={text}",
                                  f"--reference={text}"], stdout=full, stderr=subprocess.PIPE,
                                 text=True, env=env, timeout=300)
-    assert result.returncode == 120
+    assert result.returncode == exit_status.WRITE_FAILED
     one_error_line(result.stderr)

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from t2t_lite import config, hparams, reference
+from t2t_lite import config, exit_status, hparams, reference
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 HAND_WRITTEN = [ROOT / "README.md",
@@ -260,7 +260,7 @@ def test_attention_plot_without_matplotlib_says_which_extra_to_install(tmp_path)
             "from t2t_lite.bin.attention_plot import run; run()")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             cwd=tmp_path, timeout=120)
-    assert result.returncode == 1, result.stderr[-2000:]
+    assert result.returncode == exit_status.USER_ERROR, result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
     assert "Traceback" not in result.stderr, result.stderr[-2000:]
     assert lines[-1].startswith("error: ") and "t2t_lite[viz]" in lines[-1], lines

@@ -101,6 +101,8 @@ ALLOWED = {
         "must be >= 1, got": FLAG_VALUE,
         "--constraints_file needs a regular file as the input": FLAG_PAIR,
         "--output_format must be one of": FLAG_VALUE,
+        "one file cannot be read as both": "a glossary or constraints file that is the input "
+                                           "(or the other one); the line names both",
     },
     "file_lock.py": {
         "its lock {} cannot be created": OS_ERROR,
@@ -191,7 +193,6 @@ ALLOWED = {
         "cannot open": OS_ERROR,
         "is open for reading only": "a shell redirection the wrong way round (`1<file`)",
         "{}": "a closed standard stream or descriptor; the text is chosen beside it",
-        "the reader closed the pipe": "the program reading the output stopped first",
         "records an unfinished run over": "the line says both ways out: the input file, or "
                                           "--start_over",
     },

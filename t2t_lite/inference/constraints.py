@@ -129,30 +129,41 @@ def join_line(phrases):
                           for negative, alternatives in phrases)
 
 
-def _read_lines(path, flag):
-    """The file's lines as the decoder reads its input: a UTF-8 byte-order mark at its start
-    dropped, each line's end by data/lines.py (a "\\r" only as part of a "\\r\\n")."""
-    from t2t_lite.data.lines import split_lines
-
+def read_once(path, flag):
+    """The bytes of `path`, read once: a pipe, a FIFO or /dev/stdin gives them once, and a file
+    may change under a long run, so every later use (the phrases, a resume's digest) takes
+    these."""
     try:
         with open(path, "rb") as f:
-            text = f.read().decode("utf-8")
-        return split_lines(text[len(BOM):] if text.startswith(BOM) else text)
+            return f.read()
     except FileNotFoundError:
         raise UserError(f"{flag} {path} does not exist") from None
-    except UnicodeDecodeError as error:
-        raise UserError(f"{flag} {path} is not UTF-8 ({error.reason} at byte "
-                        f"{error.start})") from None
     except OSError as error:
         raise UserError(f"{flag} {path}: cannot read ({error.strerror})") from None
 
 
+def _read_lines(path, flag, data=None):
+    """The file's lines (`data`: its bytes, read_once's) as the decoder reads its input: a
+    UTF-8 byte-order mark at its start dropped, each line's end by data/lines.py (a "\\r" only
+    as part of a "\\r\\n")."""
+    from t2t_lite.data.lines import split_lines
+
+    data = read_once(path, flag) if data is None else data
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UserError(f"{flag} {path} is not UTF-8 ({error.reason} at byte "
+                        f"{error.start})") from None
+    return split_lines(text[len(BOM):] if text.startswith(BOM) else text)
+
+
 def read_constraints_file(path, first_line=0, num_lines=None, total_lines=None,
-                          flag="--constraints_file"):
+                          flag="--constraints_file", data=None):
     """The constraint lines of path's [first_line, first_line + num_lines) (a shard of the
     input), each checked; UserError naming the file and line for a bad one, or when the file's
-    line count is not the input's (total_lines, when known)."""
-    lines = _read_lines(path, flag)
+    line count is not the input's (total_lines, when known). data: the file's bytes, when
+    read already (read_once)."""
+    lines = _read_lines(path, flag, data)
     if total_lines is not None and len(lines) != total_lines:
         raise UserError(f"{flag} {path} has {counted(len(lines), 'line')} but the input has "
                         f"{total_lines:,}: give one constraint line per input line (an empty "
@@ -211,9 +222,10 @@ class Glossary:
         return text.casefold() if self.ignore_case else text
 
     @classmethod
-    def load(cls, path, ignore_case=False, flag="--glossary"):
+    def load(cls, path, ignore_case=False, flag="--glossary", data=None):
+        """The glossary in `path` (`data`: its bytes, when read already: read_once)."""
         entries = []
-        for number, line in enumerate(_read_lines(path, flag), start=1):
+        for number, line in enumerate(_read_lines(path, flag, data), start=1):
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
             columns = line.split(SEPARATOR)
@@ -274,10 +286,13 @@ class Glossary:
         return phrases
 
 
-def digest(path):
-    """sha256 of a file's bytes (None for no file): what a resumed run must find unchanged."""
+def digest(path, data=None):
+    """sha256 of a file's bytes (`data`, when read already; None for no file): what a resumed
+    run must find unchanged."""
     if not path:
         return None
+    if data is not None:
+        return hashlib.sha256(data).hexdigest()
     sha = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(1 << 20):

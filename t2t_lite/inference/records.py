@@ -12,6 +12,7 @@ output line per input line, so resuming and sharding work alike.
 """
 import dataclasses
 import json
+import math
 from typing import List, Optional, Tuple
 
 OUTPUT_FORMATS = ("text", "jsonl")
@@ -26,6 +27,12 @@ class Translation:
     sentences: int = 1  # translated sentence by sentence when > 1, the translations joined
     spans_repaired: bool = False  # the protected-span repair changed the best translation
     constraints_met: Optional[bool] = None  # None: no constraints; else all phrases kept
+
+    def __post_init__(self):
+        # A beam slot no hypothesis reached scores -inf: it is no translation, and JSON has no
+        # number for it.
+        self.hypotheses = [(text, score) for text, score in self.hypotheses
+                           if math.isfinite(score)]
 
     @property
     def best(self):
@@ -54,7 +61,7 @@ def line_writer(output_format="text", print_scores=False):
     """record -> output line for an --output_format."""
     if output_format == "jsonl":
         # ensure_ascii keeps U+2028 and friends, which some readers take for line ends, escaped.
-        return lambda record: json.dumps(record.as_json(), ensure_ascii=True)
+        return lambda record: json.dumps(record.as_json(), ensure_ascii=True, allow_nan=False)
     if output_format == "text":
         return lambda record: format_hypotheses(record.hypotheses, print_scores)
     raise ValueError(f"output format must be one of {OUTPUT_FORMATS}, got {output_format!r}")

@@ -38,7 +38,7 @@ import select
 import stat
 import sys
 
-from t2t_lite import atomic, file_lock
+from t2t_lite import atomic, file_lock, process_end
 from t2t_lite.errors import UserError
 
 PROGRESS_SUFFIX = ".progress.json"
@@ -300,6 +300,13 @@ def _stream(descriptor, name, inputs):
     return StreamOutput(descriptor, name)
 
 
+def _write_error(error, name):
+    """The one line for an output that could not be written: a WriteFailed (exit status 120)
+    when the disk or device refused the bytes, else a UserError."""
+    kind = process_end.WriteFailed if process_end.is_write_failure(error) else UserError
+    return kind(f"{name}: cannot write ({error.strerror or error})")
+
+
 class StreamOutput:
     """Finished chunks written to a stream through a descriptor of its own, each to its last
     byte before the next: no resume."""
@@ -323,9 +330,9 @@ class StreamOutput:
                     poller.register(self.descriptor, select.POLLOUT)
                     poller.poll()
         except BrokenPipeError:
-            raise UserError(f"{self.name}: the reader closed the pipe") from None
+            raise  # the reader went away: the tool ends quietly (exit_status.PIPE_CLOSED)
         except OSError as error:
-            raise UserError(f"{self.name}: cannot write ({error.strerror})") from None
+            raise _write_error(error, self.name) from None
 
     def finish(self):
         """Every byte is out already."""
@@ -427,8 +434,7 @@ class ResumableOutput:
                 "out_bytes": self.out_bytes, "offset": offset},
                 durable=True, indent=1, sort_keys=True)
         except OSError as error:
-            raise UserError(f"{self.flag} {self.path}: cannot write "
-                            f"({error.strerror})") from None
+            raise _write_error(error, f"{self.flag} {self.path}") from None
 
     def finish(self):
         """The run is complete: an empty input still leaves an (empty) OUT; the record goes."""

@@ -45,7 +45,9 @@ def append(model_dir, step, metrics):
     record = {"step": int(step), **{k: float(v) for k, v in metrics.items()
                                     if isinstance(v, (int, float)) and k != "step"}}
     path = os.path.join(model_dir, HISTORY)
-    data = (json.dumps(record, sort_keys=True) + "\n").encode("utf-8")
+    # A metric that is no number (a diverged loss) is null: strict JSON has no Infinity or NaN.
+    data = (json.dumps(atomic.finite(record), sort_keys=True, allow_nan=False)
+            + "\n").encode("utf-8")
     try:
         descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     except OSError as error:
@@ -81,10 +83,16 @@ def read(model_dir):
         for line in f:
             try:
                 record = json.loads(line)
-                history[int(record.pop("step"))] = record
+                history[int(record.pop("step"))] = {key: _worst(key) if value is None else value
+                                                    for key, value in record.items()}
             except (ValueError, KeyError, TypeError):
                 continue
     return history
+
+
+def _worst(key):
+    """What a null metric (written for one that was no number) reads as: the worst score."""
+    return float("-inf") if key in PRIMARY_METRICS else float("inf")
 
 
 def reset(model_dir):

@@ -17,6 +17,7 @@ import time
 
 import tensorflow as tf
 
+from t2t_lite import exit_status
 from t2t_lite.errors import UserError
 from t2t_lite.training import preemption
 
@@ -32,7 +33,7 @@ def exit_if_lost(error, own_task, step, model_dir):
     # The line cli.run prints for a UserError, then out at once: TensorFlow's teardown would
     # wait out the lost task's heartbeats and add its own complaint after the line.
     print(f"error: {line}", file=sys.stderr, flush=True)
-    preemption.leave_now(1)
+    preemption.leave_now(exit_status.USER_ERROR)
 
 
 def lost_worker_error(error, step, model_dir, own_task, worker=None):

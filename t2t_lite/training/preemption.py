@@ -23,14 +23,14 @@ import signal
 import threading
 import time
 
-from t2t_lite import process_end
+from t2t_lite import exit_status, process_end
 from t2t_lite.training.hooks import Decisions
 from t2t_lite.training.regularisation import RULES
 from t2t_lite.training.steps import DECISION_NAMES
 
 # 128 + the signal's number: what a shell reports for a process the signal ended, and what
 # Kubernetes and Slurm record for a preempted task.
-EXIT_STATUS = {signal.SIGTERM: 143, signal.SIGINT: 130}
+EXIT_STATUS = {signal.SIGTERM: exit_status.TERMINATED, signal.SIGINT: exit_status.INTERRUPTED}
 # The chief's reasons to stop, as the numbers its vote carries (0: none).
 CHIEF_REASONS = ("train_steps", "train_minutes", "early_stopping")
 OTHER_REASON = len(CHIEF_REASONS) + 1  # a hook's reason not listed above

@@ -7,10 +7,12 @@ addresses that refused connections, with status 1 (make_strategy).
 """
 import json
 import os
+import signal
 import sys
 
 import tensorflow as tf
 
+from t2t_lite import exit_status
 from t2t_lite.errors import UserError
 from t2t_lite.training import lost_workers, preemption
 
@@ -179,9 +181,44 @@ def _multi_worker_strategy(config):
                "cluster and its own task index")
 
 
+# Where TensorFlow's coordination service records a SIGTERM its own handler took (the task it
+# came to): MultiWorkerMirroredStrategy() puts that handler in place of the trainer's while the
+# workers join, with the GIL held, so the trainer cannot see the signal itself.
+PREEMPTION_KEY = "TF_DEFAULT_PREEMPTION_NOTICE_KEY"
+_KEY_WAIT_MS = 1000  # the notice is written by the signalled task's agent, maybe a moment late
+
+
+def stop_if_signalled_while_joining(strategy):
+    """Under a cluster, right after the join and once the trainer's own handlers are back
+    (preemption.Signals.install): every worker reads the coordination service's preemption key,
+    then waits until every other has read it too (the service lives in worker 0, which must not
+    leave first), and if any worker got a SIGTERM while they joined, all end together with its
+    status: there is nothing to save before the first step."""
+    if not in_cluster(strategy):
+        return
+    from tensorflow.python.eager import context
+
+    coordination = context.context()
+    timeout_ms = int(cluster_timeout() * 1000)
+    try:
+        coordination.wait_at_barrier("t2t_lite: joined", timeout_ms)
+        try:
+            signalled = coordination.get_config_key_value(PREEMPTION_KEY, _KEY_WAIT_MS)
+        except tf.errors.OpError:  # no notice within the wait: no SIGTERM came
+            signalled = None
+        coordination.wait_at_barrier("t2t_lite: join signals read", timeout_ms)
+    except tf.errors.OpError as error:
+        _leave(f"a worker left the cluster before the first step ({lost_workers.first_line(error)})"
+               ": start it again with the same TF_CONFIG, or restart every worker")
+    if signalled:
+        print(f"SIGTERM while the workers joined (to {signalled}): nothing to save yet, exiting",
+              file=sys.stderr, flush=True)
+        preemption.leave_now(preemption.EXIT_STATUS[signal.SIGTERM])
+
+
 def _leave(message):
     """The line cli.run prints for a UserError, then out at once with status 1: TensorFlow's
     teardown of a coordination agent that failed to register adds its own complaint after the
     line, and nothing can run TensorFlow in this process any more."""
     print(f"error: {message}", file=sys.stderr, flush=True)
-    preemption.leave_now(1)
+    preemption.leave_now(exit_status.USER_ERROR)

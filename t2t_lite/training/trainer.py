@@ -160,6 +160,7 @@ def _train(options, signals):
     # First of all: MultiWorkerMirroredStrategy must configure collectives before any TF op runs.
     strategy = strategy_lib.make_strategy(options.num_gpus)
     signals.install()
+    strategy_lib.stop_if_signalled_while_joining(strategy)  # TensorFlow took it in the join
     spec = ProblemSpec.of(options)
     spec.import_modules()  # before gin is read: a user's module may register what it binds
     hparams.check_gin_files(options.gin_files)

@@ -10,6 +10,7 @@ import time
 import pytest
 import tensorflow as tf
 
+from t2t_lite import exit_status
 from t2t_lite.data import shards, tokenizers
 
 pytestmark = pytest.mark.slow  # every test here runs end to end
@@ -54,16 +55,18 @@ def test_registry_help():
 
 def test_unknown_problem_is_one_line_error(tmp_path):
     result = datagen("--problem=no_such_problem", f"--data_dir={tmp_path}")
-    assert result.returncode == 1
+    assert result.returncode == exit_status.USER_ERROR
     assert result.stderr.strip().splitlines()[-1].startswith("error: unknown problem")
     assert "Traceback" not in result.stderr
 
 
 def test_missing_flags_and_bad_params_are_one_line_errors(tmp_path):
     result = datagen("--problem=algorithmic_copy")
-    assert result.returncode == 1 and "error: --data_dir is required" in result.stderr
+    assert (result.returncode == exit_status.USER_ERROR
+            and "error: --data_dir is required" in result.stderr)
     result = datagen("--problem=algorithmic_copy", f"--data_dir={tmp_path}", "--problem_param=x")
-    assert result.returncode == 1 and "error: --problem_param must look like" in result.stderr
+    assert (result.returncode == exit_status.USER_ERROR
+            and "error: --problem_param must look like" in result.stderr)
 
 
 def test_text_files_by_flag(tmp_path):

@@ -18,7 +18,7 @@ import tensorflow as tf
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 
-from t2t_lite import hparams, models  # noqa: E402
+from t2t_lite import exit_status, hparams, models  # noqa: E402
 from t2t_lite.decoding.translate import translate  # noqa: E402
 from t2t_lite.errors import UserError  # noqa: E402
 from t2t_lite.export import ctranslate2_export  # noqa: E402
@@ -215,6 +215,6 @@ def test_the_mapping_follows_the_layout_names_and_refuses_a_weight_it_cannot_pla
 def test_cli_refuses_quantization_without_ctranslate2_format(trained_model_dir, tmp_path, cli):
     result = cli("exporter", f"--model_dir={trained_model_dir}", f"--export_dir={tmp_path}/y",
                  "--quantization=int8")
-    assert result.returncode == 1
+    assert result.returncode == exit_status.USER_ERROR
     assert result.stderr.decode().strip().splitlines()[-1] == (
         "error: --quantization applies to --format=ctranslate2 only")

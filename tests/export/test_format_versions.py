@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from t2t_lite import __version__, formats
+from t2t_lite import __version__, exit_status, formats
 from t2t_lite.errors import UserError
 from t2t_lite.inference import saved_model
 
@@ -143,7 +143,7 @@ def test_a_newer_ctranslate2_folder_is_refused_naming_both_versions(ct2_folder, 
 # ---- slow: exports as the exporter writes them, read back through the decoder's CLI ----------
 
 def _one_error_line(result, expected):
-    assert result.returncode == 1, result.stderr.decode()[-3000:]
+    assert result.returncode == exit_status.USER_ERROR, result.stderr.decode()[-3000:]
     lines = result.stderr.decode().strip().splitlines()
     assert lines == [f"error: {expected}"], lines
 

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from t2t_lite import exit_status
 from t2t_lite.export import saved_model_versions
 from t2t_lite.inference import protected_spans as ps
 from t2t_lite.inference.translation_module import TranslationModule
@@ -120,7 +121,7 @@ def tf_constant(texts):
 def test_exporter_protect_flag_mistakes_are_one_line_errors(cli, model_dir, tmp_path, args,
                                                             message):
     result = cli("exporter", f"--model_dir={model_dir}", f"--export_dir={tmp_path}/e", *args)
-    assert result.returncode == 1
+    assert result.returncode == exit_status.USER_ERROR
     assert result.stderr.decode().strip().splitlines()[-1] == message
     assert not (tmp_path / "e").exists()
 

@@ -3,6 +3,7 @@ line translated sentence by sentence (the decoder CLI's own tests: test_decoder_
 import pytest
 import tensorflow as tf
 
+from t2t_lite import exit_status
 from t2t_lite.inference import batch_decode, batching, records
 from t2t_lite.inference.translator import DecodeSettings
 
@@ -376,7 +377,7 @@ def test_an_absurd_beam_on_the_tiny_model_is_one_error_line(model_dir, tmp_path)
 
     result = decoder("--beam_size=1024")
     stderr = result.stderr.decode()
-    assert result.returncode == 1, stderr[-2000:]
+    assert result.returncode == exit_status.USER_ERROR, stderr[-2000:]
     assert "Traceback" not in stderr, stderr[-2000:]
     errors = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and errors == stderr.strip().splitlines()[-1:], stderr[-2000:]

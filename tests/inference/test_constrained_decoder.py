@@ -9,6 +9,8 @@ import sys
 import pytest
 import tensorflow as tf
 
+from t2t_lite import exit_status
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="1")
 SOURCES = ["the house is small .", "a cat sat on the mat", "we read books", "",
@@ -104,7 +106,7 @@ def test_bad_constraints_end_in_one_line_naming_the_line_and_write_nothing(
     result = _decode(model_dir, f"--decode_from_file={source}",
                      f"--constraints_file={constraints}", f"--decode_to_file={out}")
     stderr = result.stderr.decode()
-    assert result.returncode == 1 and "Traceback" not in stderr, stderr[-3000:]
+    assert result.returncode == exit_status.USER_ERROR and "Traceback" not in stderr, stderr[-3000:]
     assert message in stderr.strip().splitlines()[-1]
     assert sorted(os.listdir(tmp_path)) == ["c.txt"]
 

@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("ctranslate2")
 
+from t2t_lite import exit_status  # noqa: E402
 from t2t_lite.errors import UserError  # noqa: E402
 from tests.export.test_ctranslate2_export import _sources, _text  # noqa: E402
 
@@ -59,13 +60,13 @@ def test_decoder_engine_ctranslate2_refuses_other_folders_and_settings(tmp_path,
     not_ct2.mkdir()
     result = cli("decoder", "--engine=ctranslate2", f"--export_dir={not_ct2}",
                  f"--decode_from_file={tmp_path / 'in.txt'}")
-    assert result.returncode == 1
+    assert result.returncode == exit_status.USER_ERROR
     assert result.stderr.decode().strip().splitlines()[-1] == (
         f"error: {not_ct2} is not a CTranslate2 folder written by t2t-lite-exporter "
         "--format=ctranslate2 (model.bin and t2t_lite.json missing)")
     result = cli("decoder", f"--export_dir={not_ct2}", "--compute_type=int8",
                  f"--decode_from_file={tmp_path / 'in.txt'}")
-    assert result.returncode == 1
+    assert result.returncode == exit_status.USER_ERROR
     assert result.stderr.decode().strip().splitlines()[-1] == (
         "error: --compute_type applies to --engine=ctranslate2 only")
 

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from t2t_lite import exit_status
 from t2t_lite.data.tokenizers import load_tokenizer
 from t2t_lite.inference import batch_decode
 from t2t_lite.model_dir import files as model_dir_lib
@@ -80,7 +81,7 @@ def test_export_gives_the_checkpoints_translations(cli, checkpoint_decode, expor
 
 def test_user_errors_are_one_line(cli, tmp_path):
     result = cli("decoder", f"--model_dir={tmp_path}", stdin=b"hello\n")
-    assert result.returncode == 1
+    assert result.returncode == exit_status.USER_ERROR
     assert result.stderr.decode().strip().splitlines()[-1].startswith("error: ")
     assert "Traceback" not in result.stderr.decode()
 
@@ -115,7 +116,7 @@ def test_bfloat16_decoding_is_wired_through_the_cli(cli, model_dir, hostile_line
 def test_precision_flags_in_the_wrong_place_are_one_line_errors(cli, tmp_path, tool, args,
                                                                 message):
     result = cli(tool, *args, stdin=b"hello\n")
-    assert result.returncode == 1
+    assert result.returncode == exit_status.USER_ERROR
     assert result.stderr.decode().strip().splitlines()[-1] == message
 
 
@@ -132,6 +133,6 @@ def test_the_decoder_splits_sentences_on_request(cli, model_dir):
     assert len(split_lines) == len(whole_lines) == 2
     assert split_lines[0] == whole_lines[0]
     bad = cli("decoder", f"--model_dir={model_dir}", "--split_sentences=xx", stdin=stdin)
-    assert bad.returncode == 1
+    assert bad.returncode == exit_status.USER_ERROR
     assert bad.stderr.decode().strip().splitlines()[-1].startswith(
         "error: no sentence splitting rules for language 'xx'")

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from t2t_lite import file_lock
+from t2t_lite import exit_status, file_lock
 from t2t_lite.errors import UserError
 from t2t_lite.inference import resume
 
@@ -48,7 +48,7 @@ def _run_with_stdin_file(model_dir, stdin, *args):
 
 def _error_line(result):
     stderr = result.stderr.decode()
-    assert result.returncode == 1 and "Traceback" not in stderr, stderr[-3000:]
+    assert result.returncode == exit_status.USER_ERROR and "Traceback" not in stderr, stderr[-3000:]
     return stderr.strip().splitlines()[-1]
 
 

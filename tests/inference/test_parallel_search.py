@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from t2t_lite import cpu
+from t2t_lite import cpu, exit_status
 from t2t_lite.errors import UserError
 from t2t_lite.inference import batch_decode, parallel_search
 from tests.conftest import finished
@@ -139,6 +139,6 @@ def test_cli_decodes_with_parallel_searches_and_refuses_a_negative_count(cli, mo
 
     result = cli("decoder", f"--model_dir={model_dir}", "--parallel_searches=-1",
                  stdin=b"hello\n")
-    assert result.returncode == 1
+    assert result.returncode == exit_status.USER_ERROR
     assert result.stderr.decode().strip().splitlines()[-1] == (
         "error: --parallel_searches must be >= 0 (0: one per CPU core), got -1")

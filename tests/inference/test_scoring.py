@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  the SavedModel's tokenizer ops
 
+from t2t_lite import exit_status
 from t2t_lite.ids import EOS_ID, PAD_ID
 from t2t_lite.inference import scoring, translation_module
 from t2t_lite.model_dir import loaded
@@ -129,5 +130,5 @@ def test_bad_flags_are_one_error_line(cli, model_dir, tmp_path, args, message):
         args.append(f"--model_dir={model_dir}")
     result = cli("score", *args, stdin=b"a\tb\n")
     stderr = result.stderr.decode()
-    assert result.returncode == 1 and "Traceback" not in stderr
+    assert result.returncode == exit_status.USER_ERROR and "Traceback" not in stderr
     assert stderr.strip().splitlines()[-1].startswith(message)

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from t2t_lite import exit_status
 from t2t_lite.inference import line_input, resume
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -173,7 +174,7 @@ def test_a_progress_record_of_another_run_is_refused(model_dir, corpus, tmp_path
 
     record.write_text("{not json", encoding="utf-8")
     result = _run(model_dir, *args)
-    assert result.returncode == 1
+    assert result.returncode == exit_status.USER_ERROR
     assert result.stderr.decode().strip().splitlines()[-1].startswith(
         f"error: {record} is damaged")
     assert out.read_bytes() == b"kept\n"  # nothing already written is lost
@@ -182,7 +183,8 @@ def test_a_progress_record_of_another_run_is_refused(model_dir, corpus, tmp_path
     record.write_text('{"run": {}, "lines_done": 1, "out_bytes": 5, "offset": null}')
     result = _run(model_dir, *args)
     last = result.stderr.decode().strip().splitlines()[-1]
-    assert result.returncode == 1 and last.startswith(f"error: {record} is from another run (")
+    assert (result.returncode == exit_status.USER_ERROR
+            and last.startswith(f"error: {record} is from another run ("))
     assert "--start_over" in last and out.read_bytes() == b"kept\n"
 
     result = _run(model_dir, *args, "--start_over", "--chunk_lines=1000")
@@ -226,5 +228,5 @@ def test_bad_input_is_one_error_line(model_dir, tmp_path, args, message):
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     result = _run(model_dir, *args, stdin=b"a\n")
     stderr = result.stderr.decode()
-    assert result.returncode == 1 and "Traceback" not in stderr
+    assert result.returncode == exit_status.USER_ERROR and "Traceback" not in stderr
     assert stderr.strip().splitlines()[-1] == message.replace("{tmp}", str(tmp_path))

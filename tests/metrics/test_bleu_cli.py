@@ -4,6 +4,8 @@ import sys
 
 import pytest
 
+from t2t_lite import exit_status
+
 pytestmark = pytest.mark.slow  # every test here runs end to end
 
 
@@ -50,7 +52,7 @@ def test_windows_line_ends_and_missing_final_newline_still_align(files):
 def test_user_errors_are_one_line_and_exit_1(files, tmp_path, translation, reference, message):
     out = files("out", translation) if translation is not None else str(tmp_path / "missing")
     result = run_bleu(f"--translation={out}", f"--reference={files('ref', reference)}")
-    assert result.returncode == 1
+    assert result.returncode == exit_status.USER_ERROR
     assert result.stderr.strip().splitlines() == [result.stderr.strip()]
     assert result.stderr.startswith(message)
     assert result.stdout == ""
@@ -60,7 +62,7 @@ def test_invalid_utf8_is_a_user_error(files, tmp_path):
     bad = tmp_path / "bad"
     bad.write_bytes(b"caf\xe9\n")
     result = run_bleu(f"--translation={bad}", f"--reference={files('ref', 'x' + chr(10))}")
-    assert result.returncode == 1
+    assert result.returncode == exit_status.USER_ERROR
     assert result.stderr.startswith("error: translation file is not UTF-8 text")
 
 

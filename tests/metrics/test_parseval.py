@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from t2t_lite import exit_status
 from t2t_lite.data import trees
 from t2t_lite.metrics import parseval
 
@@ -126,10 +127,11 @@ def test_cli(tmp_path):
     run = subprocess.run([sys.executable, "-m", "t2t_lite.bin.parseval", f"--gold={gold}",
                           f"--test={tmp_path / 'missing.txt'}"], capture_output=True, text=True,
                          timeout=120)
-    assert run.returncode == 1 and run.stderr.strip().startswith("error: file not found")
+    assert (run.returncode == exit_status.USER_ERROR
+            and run.stderr.strip().startswith("error: file not found"))
     run = subprocess.run([sys.executable, "-m", "t2t_lite.bin.parseval", f"--gold={gold}",
                           f"--test={tmp_path}"], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 1
+    assert run.returncode == exit_status.USER_ERROR
     assert run.stderr.strip().splitlines()[-1] == (
         f"error: {tmp_path} is a folder; name a file of trees")
 

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from t2t_lite import __version__, formats, hparams, problems
+from t2t_lite import __version__, exit_status, formats, hparams, problems
 from t2t_lite.config import DecodeConfig, ModelConfig, TrainConfig
 from t2t_lite.errors import UserError
 from t2t_lite.model_dir import files
@@ -206,7 +206,7 @@ def _run(tool, *flags):
 
 
 def _one_error_line(result, expected):
-    assert result.returncode == 1, result.stderr.decode()[-3000:]
+    assert result.returncode == exit_status.USER_ERROR, result.stderr.decode()[-3000:]
     lines = result.stderr.decode().strip().splitlines()
     assert lines == [f"error: {expected}"], lines
 

@@ -5,6 +5,7 @@ import os
 import pytest
 import tensorflow as tf
 
+from t2t_lite import exit_status
 from t2t_lite.errors import UserError
 from t2t_lite.inference import batch_decode, translation_module
 from t2t_lite.model_dir import averaging, checkpoint_reader, loaded
@@ -26,7 +27,7 @@ def _truncate(name, size):
 
 def _one_error_line(result):
     stderr = result.stderr.decode()
-    assert result.returncode == 1, stderr[-2000:]
+    assert result.returncode == exit_status.USER_ERROR, stderr[-2000:]
     assert "Traceback" not in stderr, stderr[-2000:]
     return stderr.strip().splitlines()[-1]
 

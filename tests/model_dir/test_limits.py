@@ -9,7 +9,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from t2t_lite import hparams, models
+from t2t_lite import exit_status, hparams, models
 from t2t_lite.errors import UserError
 from t2t_lite.model_dir import limits
 
@@ -97,5 +97,5 @@ def test_the_decoder_cli_refuses_an_edited_model_dir_in_one_line(cli, model_dir,
     edited = _edited(model_dir, tmp_path, "model", "d_model", 2 ** 30)
     result = cli("decoder", f"--model_dir={edited}", stdin=b"hello\n")
     lines = result.stderr.decode().strip().splitlines()
-    assert result.returncode == 1 and "Traceback" not in result.stderr.decode()
+    assert result.returncode == exit_status.USER_ERROR and "Traceback" not in result.stderr.decode()
     assert lines[-1].startswith("error: ") and "d_model = 1073741824" in lines[-1]

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from t2t_lite import hparams
+from t2t_lite import exit_status, hparams
 from t2t_lite.errors import UserError
 from t2t_lite.model_dir import files as model_dir_lib
 
@@ -45,7 +45,7 @@ def test_model_dir_without_configs_json_is_refused_in_one_line_its_gin_unread(mo
                                                                                tmp_path):
     copy, marker = _poisoned_copy(model_dir, tmp_path, keep_configs_json=False)
     out = _run("t2t_lite.bin.avg_checkpoints", f"--model_dir={copy}", pythonpath=tmp_path)
-    assert out.returncode == 1 and not marker.exists()
+    assert out.returncode == exit_status.USER_ERROR and not marker.exists()
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "has no configs.json" in lines[0], out.stderr
 

@@ -1,8 +1,9 @@
-"""No tool writes over checkpoints it did not make (issue 53, item 2): the averager refuses an
-output folder that is the model_dir, its best/, another model_dir or a folder of checkpoints
-other than earlier averages, in one line, before reading anything; the exporter refuses an
-export folder that is a model_dir or holds checkpoints; the decoder (and every tool writing an
-output file) refuses to write one of a model_dir's files or checkpoints."""
+"""No tool writes into a model_dir or an export it did not make for that output: the averager
+refuses an output folder that is the model_dir, its best/, another model_dir, a folder of
+checkpoints other than earlier averages or a folder inside any of them, in one line, before
+reading anything; the exporter refuses an export folder that is a model_dir, holds checkpoints or
+lies inside one; every tool writing an output file refuses one in a model_dir, whatever its
+name. tests/model_dir/test_output_places.py runs the tools on exports too."""
 import hashlib
 import os
 import shutil
@@ -12,6 +13,7 @@ import sys
 import pytest
 import tensorflow as tf
 
+from t2t_lite import exit_status
 from t2t_lite.errors import UserError
 from t2t_lite.export import exporters
 from t2t_lite.inference import resume
@@ -113,7 +115,7 @@ def test_avg_checkpoints_onto_its_model_dir_is_one_line_and_keeps_every_checkpoi
     result = subprocess.run([sys.executable, "-m", "t2t_lite.bin.avg_checkpoints",
                              f"--model_dir={copy}", f"--output_dir={copy}"], capture_output=True,
                             text=True, env=env, cwd=REPO, timeout=300)
-    assert result.returncode == 1, result.stderr[-2000:]
+    assert result.returncode == exit_status.USER_ERROR, result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith(f"error: --output_dir {copy} is the model_dir itself"), lines
@@ -133,39 +135,54 @@ def test_the_exporter_refuses_a_model_dir_or_a_folder_of_checkpoints(copy, where
     assert _listing(copy) == before
 
 
-def test_an_export_folder_beside_the_checkpoints_is_fine(copy, tmp_path):
-    outputs.check_export_folder(os.path.join(copy, "export"))
+def test_an_export_folder_of_its_own_is_fine_and_one_inside_a_model_dir_is_not(copy, tmp_path):
     outputs.check_export_folder(str(tmp_path / "exports"))
+    with pytest.raises(UserError, match=f"is in the model_dir {copy}: no tool writes into"):
+        outputs.check_export_folder(os.path.join(copy, "export"))
 
 
 # ---- output files (decoder, scorer, po, summaries) ------------------------------------------
 
+INSIDE = "no tool writes into a model_dir or an export it did not make for that output"
+
+
 @pytest.mark.parametrize("name", ["ckpt-10.index", "ckpt-10.data-00000-of-00001", "ckpt-40.index",
                                   "checkpoint", "run.json", "configs.json", "config.gin",
                                   "vocab.spm.model", ".lock", "best/ckpt-20.index",
-                                  "best/checkpoint"])
-def test_an_output_file_may_not_be_a_model_dir_file_or_a_checkpoint(copy, name):
+                                  "best/checkpoint", "dev_evaluations.jsonl", "notes.txt",
+                                  "newstest2014.translated.de", "best/notes.txt"])
+def test_no_output_file_lies_in_a_model_dir_whatever_its_name(copy, name):
     path = os.path.join(copy, name)
-    with pytest.raises(UserError, match="file of the model_dir or checkpoints") as refused:
+    with pytest.raises(UserError, match=INSIDE) as refused:
         resume.check_output_path(path, "--decode_to_file")
-    assert str(refused.value).startswith(f"--decode_to_file {path} is ")
-    with pytest.raises(UserError, match="file of the model_dir or checkpoints"):
+    assert str(refused.value).startswith(f"--decode_to_file {path} is in the model_dir {copy}: ")
+    with pytest.raises(UserError, match=INSIDE):
         resume.open_output(path)
 
 
 def test_an_output_file_through_a_link_into_a_model_dir_is_refused(copy, tmp_path):
     link = tmp_path / "out.txt"
     link.symlink_to(os.path.join(copy, "ckpt-30.index"))
-    with pytest.raises(UserError, match="file of the model_dir or checkpoints"):
+    with pytest.raises(UserError, match=INSIDE):
         resume.open_output(str(link))
+    folder_link = tmp_path / "elsewhere"
+    folder_link.symlink_to(os.path.join(copy, "best"))
+    with pytest.raises(UserError, match=f"is in the model_dir {copy}: "):
+        resume.check_output_path(str(folder_link / "new.txt"))
 
 
-def test_other_output_files_in_a_model_dir_are_fine(copy):
-    resume.check_output_path(os.path.join(copy, "newstest2014.translated.de"))
-    resume.check_output_path(os.path.join(copy, "best", "notes.txt"))
+def test_output_files_beside_a_model_dir_are_fine(copy, tmp_path):
+    resume.check_output_path(str(tmp_path / "newstest2014.translated.de"))
+    # A folder holding a model_dir is none: only the folders at and above the output count.
+    resume.check_output_path(os.path.join(os.path.dirname(copy), "notes.txt"))
+    # A project's own run.json, or a lone *.index, does not make a model_dir.
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "run.json").write_text("{}")
+    (tmp_path / "project" / "page.index").write_text("")
+    resume.check_output_path(str(tmp_path / "project" / "out.txt"))
 
 
-def test_the_decoder_refuses_to_write_a_checkpoint_file_in_one_line(copy, tmp_path):
+def test_the_decoder_refuses_to_write_in_a_model_dir_in_one_line(copy, tmp_path):
     source = tmp_path / "in.txt"
     source.write_text("the house is small .\n")
     index = os.path.join(copy, "ckpt-30.index")
@@ -174,8 +191,8 @@ def test_the_decoder_refuses_to_write_a_checkpoint_file_in_one_line(copy, tmp_pa
     result = subprocess.run([sys.executable, "-m", "t2t_lite.bin.decoder", f"--model_dir={copy}",
                              f"--decode_from_file={source}", f"--decode_to_file={index}"],
                             capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
-    assert result.returncode == 1, result.stderr[-2000:]
+    assert result.returncode == exit_status.USER_ERROR, result.stderr[-2000:]
     assert result.stderr.strip().splitlines() == [
-        f"error: --decode_to_file {index} is a file of the model_dir or checkpoints in {copy}: "
-        f"writing it would destroy them; write the output to another file"], result.stderr
+        f"error: --decode_to_file {index} is in the model_dir {copy}: {INSIDE}; write the "
+        f"output outside it"], result.stderr
     assert _listing(copy) == before

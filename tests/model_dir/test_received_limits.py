@@ -14,6 +14,7 @@ import time
 import pytest
 import tensorflow as tf
 
+from t2t_lite import exit_status
 from t2t_lite.decoding import translate
 from t2t_lite.errors import UserError
 from t2t_lite.inference import batching, saved_model
@@ -35,7 +36,7 @@ def _edited(model_dir, tmp_path, edits):
 
 def _one_error_line(result):
     stderr = result.stderr.decode()
-    assert result.returncode == 1, stderr[-2000:]
+    assert result.returncode == exit_status.USER_ERROR, stderr[-2000:]
     assert "Traceback" not in stderr, stderr[-2000:]
     return stderr.strip().splitlines()[-1]
 

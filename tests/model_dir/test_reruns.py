@@ -20,7 +20,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from t2t_lite import problems
+from t2t_lite import exit_status, problems
 from t2t_lite.data import datagen
 from t2t_lite.inference import resume
 from t2t_lite.model_dir import files as model_dir_files
@@ -220,7 +220,7 @@ def paused_at_3(data_dir, tmp_path_factory):
         _sigterm_after(monkeypatch, (TrainSteps, "train_step"), calls=3)
         with pytest.raises(SystemExit) as stopped:
             _train(data_dir, model_dir, 6)
-    assert stopped.value.code == 143
+    assert stopped.value.code == exit_status.TERMINATED
     assert tf.train.latest_checkpoint(str(model_dir)).endswith("ckpt-3")
     return model_dir
 
@@ -236,7 +236,7 @@ def test_sigterm_before_a_resumed_runs_first_step_writes_nothing(data_dir, pause
     _sigterm_after(monkeypatch, (preemption.Signals, "arm"))  # armed: the next signal saves
     with pytest.raises(SystemExit) as stopped:
         _train(data_dir, model_dir, 6)  # the paused command again
-    assert stopped.value.code == 143
+    assert stopped.value.code == exit_status.TERMINATED
     assert _listing(model_dir) == before
 
 
@@ -282,7 +282,8 @@ def test_an_unwritable_summary_file_is_refused_before_any_line_is_read(model_dir
                      f"--summary_file={summary}"),
             capture_output=True, env=ENV, cwd=REPO, timeout=300)
         stderr = result.stderr.decode()
-        assert result.returncode == 1 and "Traceback" not in stderr, stderr[-3000:]
+        assert (result.returncode == exit_status.USER_ERROR
+                and "Traceback" not in stderr), stderr[-3000:]
         line = stderr.strip().splitlines()[-1]
         assert line.startswith("error: --summary_file") and expected in line, line
         assert not out.exists()  # refused before a line was read or written

@@ -21,7 +21,7 @@ import time
 import polib
 import pytest
 
-from t2t_lite import file_lock
+from t2t_lite import exit_status, file_lock
 from t2t_lite.inference import protected_spans
 from t2t_lite.po import header as po_header
 from t2t_lite.po import catalog_file
@@ -644,7 +644,8 @@ def test_the_cli_refuses_the_input_as_output_and_a_broken_catalog(model_dir, tmp
     source = tmp_path / "in.po"
     source.write_text(_po(), encoding="utf-8")
     result = _run(model_dir, f"--input={source}", f"--output={source}")
-    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert (result.returncode == exit_status.USER_ERROR
+            and "Traceback" not in result.stderr), result.stderr[-3000:]
     assert result.stderr.strip().splitlines()[-1].startswith(
         f"error: --output {source} is the input")
     assert source.read_text(encoding="utf-8") == _po()

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from t2t_lite import registry
+from t2t_lite import exit_status, registry
 from t2t_lite.data import text_io, trees
 from t2t_lite.errors import UserError
 from t2t_lite.inference import batch_decode
@@ -177,7 +177,7 @@ def test_datagen_cli_error_is_one_line(tmp_path):
     import sys
     run = subprocess.run([sys.executable, "-m", "t2t_lite.bin.datagen", "--problem=parsing_wsj",
                           f"--data_dir={tmp_path}"], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert run.returncode == exit_status.USER_ERROR and "Traceback" not in run.stderr
     assert run.stderr.strip().splitlines()[-1].startswith("error: parsing_wsj: no treebank given")
 
 

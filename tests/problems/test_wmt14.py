@@ -10,7 +10,7 @@ import tarfile
 
 import pytest
 
-from t2t_lite import registry
+from t2t_lite import exit_status, registry
 from t2t_lite.data import download, text_io
 from t2t_lite.errors import UserError
 from t2t_lite.problems import wmt14
@@ -267,7 +267,7 @@ def test_the_card_command_without_dirs_says_the_full_form_in_one_line():
     env = {key: value for key, value in os.environ.items() if key != "TF_CPP_MIN_LOG_LEVEL"}
     result = subprocess.run([sys.executable, "-m", "t2t_lite.bin.trainer", *CARD_COMMAND],
                             capture_output=True, text=True, timeout=120, env=env)
-    assert result.returncode == 1
+    assert result.returncode == exit_status.USER_ERROR
     assert result.stderr.splitlines() == [
         "error: --data_dir and --model_dir are required: t2t-lite-trainer --problem=wmt14_ende "
         "--hparams_set=base --data_dir=DATA_DIR --model_dir=MODEL_DIR (see --helpshort)"]

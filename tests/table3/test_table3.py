@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from t2t_lite import hparams, problems
+from t2t_lite import exit_status, hparams, problems
 from t2t_lite.config import MODEL_DIMENSIONS
 from t2t_lite.errors import UserError
 from t2t_lite.table3 import mapping, row_runner, selection
@@ -162,7 +162,7 @@ def test_an_out_dir_of_another_problem_or_scale_is_refused_and_kept(table_run, d
                                   env=USER_ENV, cwd=ROOT) for args in runs]
     for process in processes:
         _, err = process.communicate(timeout=300)
-        assert process.returncode == 1, err[-2000:]
+        assert process.returncode == exit_status.USER_ERROR, err[-2000:]
         errors = [l for l in err.splitlines() if l.strip()]
         assert len(errors) == 1 and errors[0].startswith("error: "), err
         assert "holds a Table 3 of another run" in errors[0] and "--out_dir" in errors[0]
@@ -189,7 +189,7 @@ def test_unknown_rows_and_missing_data_are_one_error_line_and_nothing_is_written
                  for name, (args, _) in cases.items()}
     for name, process in processes.items():
         out, err = process.communicate(timeout=300)
-        assert process.returncode == 1, (name, err[-2000:])
+        assert process.returncode == exit_status.USER_ERROR, (name, err[-2000:])
         errors = [l for l in err.splitlines() if l.strip()]
         assert len(errors) == 1 and errors[0].startswith("error: "), (name, err)
         for text in cases[name][1]:

@@ -15,6 +15,7 @@ import time
 import pytest
 import tensorflow as tf
 
+from t2t_lite import exit_status
 from t2t_lite.model_dir import dev_history
 from tests.training.test_trainer import (  # noqa: F401 (data_dir: a fixture)
     COORDINATION_ERRORS, PARAMS, SAVED, Trainer, _free_port, data_dir, finish_all,
@@ -89,7 +90,7 @@ def test_sigterm_during_the_final_evaluation_skips_it_keeps_the_checkpoint_and_e
                                    "--eval_every_steps=1000", no_flock=True))
     run.wait_for(r"^final dev evaluation of step 3 ")
     run.process.send_signal(signal.SIGTERM)
-    assert run.finish(timeout=60) == 143, run.output[-3000:]
+    assert run.finish(timeout=60) == exit_status.TERMINATED, run.output[-3000:]
     path, step, _ = run.wait_for(SAVED.format("SIGTERM")).groups()
     assert (path, step) == (str(model_dir / "ckpt-3"), "3")
     assert tf.train.latest_checkpoint(str(model_dir)) == path
@@ -107,7 +108,7 @@ def test_a_second_sigint_stops_at_once_even_during_an_evaluation(data_dir, tmp_p
     run.wait_for(r"^SIGINT received: saving after the step in progress, then exiting \(Ctrl-C "
                  r"again stops at once, without saving\)$")
     run.process.send_signal(signal.SIGINT)  # Ctrl-C again: out now
-    assert run.finish(timeout=60) == 130, run.output[-3000:]
+    assert run.finish(timeout=60) == exit_status.INTERRUPTED, run.output[-3000:]
     run.wait_for(r"^SIGINT again: stopping at once, without saving")
     assert "Traceback" not in run.output and "KeyboardInterrupt" not in run.output
     assert not lock_path(model_dir).exists()
@@ -126,9 +127,9 @@ def test_a_signal_at_the_end_of_run_barrier_and_during_the_chiefs_final_evaluati
     other = Trainer(slow_dev_command(data_dir, model_dir, *args), tf_config(addresses, 1))
     chief.wait_for(r"^slow dev pairs: waiting")
     other.process.send_signal(signal.SIGTERM)
-    assert other.finish(timeout=60) == 143, other.output[-3000:]
+    assert other.finish(timeout=60) == exit_status.TERMINATED, other.output[-3000:]
     chief.process.send_signal(signal.SIGTERM)
-    assert chief.finish(timeout=60) == 143, chief.output[-3000:]
+    assert chief.finish(timeout=60) == exit_status.TERMINATED, chief.output[-3000:]
     for trainer in (chief, other):
         path, step, _ = trainer.wait_for(SAVED.format("SIGTERM")).groups()
         assert (path, step) == (str(model_dir / "ckpt-4"), "4")
@@ -146,7 +147,7 @@ def test_a_worker_lost_before_the_first_step_ends_the_other_with_one_line(data_d
     other.wait_for(r"^batching: ")  # the cluster has formed; the model is not built yet
     other.process.kill()
     other.finish()
-    assert chief.finish(timeout=120) == 1, chief.output[-3000:]
+    assert chief.finish(timeout=120) == exit_status.USER_ERROR, chief.output[-3000:]
     last = chief.lines[-1]
     assert re.match(r"^error: worker 1 \(127\.0\.0\.1:\d+\) went away at step 0 \(.+\); no "
                     r"checkpoint was written yet; re-running every worker's command starts the "

@@ -9,6 +9,7 @@ import types
 import pytest
 import tensorflow as tf
 
+from t2t_lite import exit_status
 from t2t_lite.training import preemption
 from t2t_lite.training.hooks import TrainState
 
@@ -128,6 +129,6 @@ def test_a_signal_before_arming_exits_with_its_status():
         with pytest.raises(SystemExit) as exit_:
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(1)  # the handler runs at the next bytecode, well before this ends
-        assert exit_.value.code == 143 and signals.received is None
+        assert exit_.value.code == exit_status.TERMINATED and signals.received is None
     finally:
         signals.restore()

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from t2t_lite import problems
+from t2t_lite import exit_status, problems
 from t2t_lite.data import datagen
 from t2t_lite.errors import UserError
 from t2t_lite.training import strategy
@@ -125,7 +125,7 @@ def test_the_trainer_ends_a_tf_config_mistake_with_one_line(data_dir, tmp_path, 
     else:
         addresses = [f"127.0.0.1:{_free_port()}" for _ in range(workers)]
     done, _ = _trainer(data_dir, tmp_path / "model", _config(addresses, task))
-    assert done.returncode == 1, done.stderr[-3000:]
+    assert done.returncode == exit_status.USER_ERROR, done.stderr[-3000:]
     lines = done.stderr.strip().splitlines()
     assert len([line for line in lines if line.startswith("error:")]) == 1, done.stderr
     assert re.match(message, lines[-1]), lines[-1]
@@ -141,7 +141,7 @@ def test_a_worker_address_that_refuses_connections_ends_after_the_timeout(data_d
     timeout = 5  # seconds: T2T_LITE_CLUSTER_TIMEOUT; the default is 600
     done, seconds = _trainer(data_dir, tmp_path / "model", _config(addresses, _worker(index)),
                              timeout=timeout)
-    assert done.returncode == 1, done.stderr[-3000:]
+    assert done.returncode == exit_status.USER_ERROR, done.stderr[-3000:]
     other = 1 - index
     last = done.stderr.strip().splitlines()[-1]
     assert last == (f"error: worker {other} ({addresses[other]}) refused connections for "

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite import problems, registry
+from t2t_lite import exit_status, problems, registry
 from t2t_lite.data import datagen
 from t2t_lite.decoding.translate import translate
 from t2t_lite.errors import UserError
@@ -148,7 +148,7 @@ def test_second_trainer_on_the_same_model_dir_refuses(data_dir, tmp_path):
     with model_dir_lib.TrainerLock(str(model_dir)):
         out = subprocess.run(trainer_command(data_dir, model_dir, "--train_steps=5"), env=env(),
                              capture_output=True, text=True, timeout=120)
-    assert out.returncode == 1
+    assert out.returncode == exit_status.USER_ERROR
     assert out.stderr.strip().splitlines()[-1].startswith("error: ")
     assert "in use by another trainer" in out.stderr
 
@@ -177,7 +177,7 @@ def test_nan_stops_with_a_clear_message_and_keeps_the_good_checkpoint(data_dir, 
 def test_user_mistakes_are_one_line_errors(data_dir, tmp_path, args, message):
     command = trainer_command(data_dir, tmp_path / "m", "--train_steps=1") + args
     out = subprocess.run(command, env=env(), capture_output=True, text=True, timeout=120)
-    assert out.returncode == 1
+    assert out.returncode == exit_status.USER_ERROR
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("error: ") and message in last
     assert "Traceback" not in out.stderr
@@ -186,7 +186,7 @@ def test_user_mistakes_are_one_line_errors(data_dir, tmp_path, args, message):
 def test_missing_data_is_a_one_line_error(tmp_path):
     out = subprocess.run(trainer_command(tmp_path / "empty", tmp_path / "m", "--train_steps=1"),
                          env=env(), capture_output=True, text=True, timeout=120)
-    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert out.returncode == exit_status.USER_ERROR and "Traceback" not in out.stderr
     assert "datagen" in out.stderr.strip().splitlines()[-1]
 
 
@@ -382,7 +382,7 @@ def test_a_signal_before_the_first_step_exits_at_once_and_saves_nothing(data_dir
     run = Trainer(trainer_command(data_dir, model_dir, "--train_steps=100000", *EACH_STEP))
     run.wait_for(r"^batching: ")  # printed before the model is built
     run.process.send_signal(signal.SIGTERM)
-    assert run.finish() == 143, run.output[-3000:]
+    assert run.finish() == exit_status.TERMINATED, run.output[-3000:]
     assert run.wait_for(r"^SIGTERM before the first step: nothing to save")
     assert not tf.train.latest_checkpoint(str(model_dir))
     assert "Traceback" not in run.output and not re.search(r"^step \d", run.output, re.M)
@@ -394,7 +394,8 @@ def test_sigterm_on_one_worker_saves_every_worker_at_one_step_and_both_resume(da
     chief, other = workers(data_dir, model_dir, "--train_steps=100000", *EACH_STEP)
     other.wait_for(r"^step 10/")
     other.process.send_signal(signal.SIGTERM)  # as Kubernetes preempts one pod
-    assert finish_all([chief, other]) == [143, 143], chief.output[-3000:] + other.output[-3000:]
+    assert finish_all([chief, other]) == [exit_status.TERMINATED] * 2, (
+        chief.output[-3000:] + other.output[-3000:])
     path, step, rate = other.wait_for(SAVED.format("SIGTERM")).groups()
     assert chief.wait_for(SAVED.format("SIGTERM on another worker")).groups() == (path, step,
                                                                                    rate)
@@ -418,7 +419,7 @@ def test_a_lost_worker_ends_the_other_with_one_line_and_a_restart_finishes(data_
     chief.wait_for(r"^step 15/")  # after the checkpoint at step 10
     other.process.kill()
     killed = time.monotonic()
-    assert chief.finish(timeout=120) == 1, chief.output[-3000:]
+    assert chief.finish(timeout=120) == exit_status.USER_ERROR, chief.output[-3000:]
     assert time.monotonic() - killed < 60
     other.finish()
     last = chief.lines[-1]

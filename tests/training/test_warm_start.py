@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from t2t_lite import hparams, models, problems, registry
+from t2t_lite import exit_status, hparams, models, problems, registry
 from t2t_lite.data import datagen
 from t2t_lite.errors import UserError
 from t2t_lite.model_dir import averaging, limits, loaded
@@ -120,7 +120,7 @@ def _trainer_cli(data_dir, child, *flags):
 
 def _refused_line(out):
     """The one error line a refused run ends with (exit 1, no traceback)."""
-    assert out.returncode == 1, out.stderr[-2000:]
+    assert out.returncode == exit_status.USER_ERROR, out.stderr[-2000:]
     assert "Traceback" not in out.stderr
     return out.stderr.strip().splitlines()[-1]
 

@@ -7,7 +7,7 @@ import keras
 import pytest
 import tensorflow as tf
 
-from t2t_lite import hparams
+from t2t_lite import exit_status, hparams
 from t2t_lite.data.tokenizers import RESERVED_TOKENS
 from t2t_lite.models.transformer import Transformer
 from t2t_lite.model_dir import files as model_dir_lib
@@ -63,7 +63,7 @@ def test_writes_pngs_and_html_for_the_models_own_translation(model_dir, tmp_path
 def test_missing_model_dir_is_one_error_line(tmp_path):
     result = run_plot(f"--model_dir={tmp_path / 'nowhere'}", "--source=the cat",
                       f"--output_dir={tmp_path / 'plots'}")
-    assert result.returncode == 1
+    assert result.returncode == exit_status.USER_ERROR
     # TensorFlow's C++ start-up lines may precede it; the message itself is the last line.
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: ") and "nowhere" in last
