@@ -73,7 +73,7 @@ from t2t_lite.decoding.phrase_matching import WORD_END, WORD_START  # noqa: F401
 # alike.
 from t2t_lite.decoding.beam_search import (
     _DEAD, NEG_INF, _gather_beams, _loop, _NBest, _start, _top_candidates, _write_position,
-    _write_results, length_penalty, log_normaliser, most_favourable_penalty)
+    _write_results, length_penalty, log_normaliser, most_favourable_penalty, without_repeats)
 
 # Ranks a finished hypothesis that misses a phrase below any that meets all, whatever the scores
 # (real scores stay far above -UNMET_PENALTY; 16 misses stay far above the search's _DEAD).
@@ -135,6 +135,22 @@ def _barred(logits, banned, barred_words=None):
     if barred_words is not None:
         logits = tf.where(barred_words, NEG_INF, logits)
     return logits, normaliser
+
+
+def _phrase_tokens_kept(beams, following):
+    """keep(barred [N, 2]) -> bool [N] for beam_search.without_repeats: the rule against loops
+    never bars the token that takes an unmet phrase's alternative one step on (its next token
+    after the beam's partial match, else its first): a required phrase that repeats itself, or
+    one asked for twice, is still written; its tokens are free only in the phrase's order."""
+    unmet = tf.logical_not(beams.constraints.met)[:, :, :, None]
+    tokens = tf.where(unmet, following, 0)
+    rows = tf.reshape(tokens, [tf.shape(following)[0] * tf.shape(following)[1], -1])
+
+    def keep(barred):
+        phrase_tokens = tf.gather(rows, barred[:, 0])
+        return tf.reduce_any(tf.equal(phrase_tokens, barred[:, 1:]) & (phrase_tokens > 0), axis=1)
+
+    return keep
 
 
 def _inverse(permutation):
@@ -337,7 +353,8 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
                             negative, beam_size=DecodeConfig.beam_size, alpha=DecodeConfig.alpha,
                             max_decode_length=ModelConfig.max_length, decode_lengths=None,
                             eos_id=1, early_stopping=True, tile_static=True, word_starts=None,
-                            word_ends=None, eos_until_met=False, prefix_bars=None):
+                            word_ends=None, eos_until_met=False, prefix_bars=None,
+                            no_repeat_ngram_size=0):
     """beam_search's n-best under per-example constraints (see the module docstring).
 
     positive: int32 [B, P, A, T] phrases that must appear (0-padded); negative: int32 [B, Q, T]
@@ -350,7 +367,9 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
     word_starts, word_ends) -> int32 [N, 2] (row, token) indices into the flat [B*K, V] log
     probs of the tokens barred now, given the alive hypotheses seqs [B, K, L+1] up to column
     index: the pieces that would write a word a `*` prefix form bars
-    (inference/graph_prefixes.py). The other arguments are beam_search's.
+    (inference/graph_prefixes.py). no_repeat_ngram_size: beam_search's rule against loops,
+    which never bars an unmet phrase's next token (the constraint wins: _phrase_tokens_kept).
+    The other arguments are beam_search's.
 
     Returns sequences int32 [B, K, L], scores float32 [B, K] (log probability / length penalty,
     -inf for empty slots) and unmet int32 [B, K] (positive phrases each hypothesis misses).
@@ -382,6 +401,8 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
         following = matching.next_tokens(positive, prefix)  # [B, K, P, A]
         barred = _word_rules(beams, prefix, following, negative_words, must_end, word_starts,
                              eos_id, eos_until_met)
+        logits = without_repeats(logits, beams.alive_seqs, index, no_repeat_ngram_size,
+                                 _phrase_tokens_kept(beams, following))
         logits, normaliser = _barred(logits, banned, barred)
         return _next_beams(beams, logits, normaliser, must_end, index, matches, following,
                            beam_size, vocab_size, alpha, eos_id, word_starts)
