@@ -240,6 +240,8 @@ def main():
             name, _, folder = item.partition(":")
             record["data"][name] = measure(name, folder, runs, args, work)
             print(table(name, record["data"][name]), flush=True)
+    # Read again at the end: a demo still writing its results when the run began has them now.
+    record["model_steps"], record["model_steps_from"] = model_steps(os.path.dirname(model_dir))
     record["load_after"] = harness.load_note()
     record["wall_seconds"] = round(time.time() - started, 1)
     output = args.output or os.path.join(harness.ROOT, "bench", "results", f"loops-{date}.json")
