@@ -432,13 +432,14 @@ def random_model_dir(folder, hparams_set, vocab_size, gin_params=()):
     return model_dir, symbols
 
 
-def run_decoder(flags, source, output):
+def run_decoder(flags, source, output, command=None):
     """One t2t-lite-decoder process translating `source` into `output`, from the start:
     (its summary: lines, seconds, lines_per_second, ... of the translation itself, without process
     start-up or model load; the process's peak RSS in MiB). Exits with the decoder's last stderr
-    lines when it fails."""
+    lines when it fails. command: what runs the decoder with the flags after it (default
+    `python -m t2t_lite.bin.decoder`)."""
     summary = output + ".summary.json"
-    command = [sys.executable, "-m", "t2t_lite.bin.decoder", *flags,
+    command = [*(command or [sys.executable, "-m", "t2t_lite.bin.decoder"]), *flags,
                f"--decode_from_file={source}", f"--decode_to_file={output}",
                f"--summary_file={summary}", "--start_over"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

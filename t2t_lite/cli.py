@@ -146,6 +146,18 @@ def define_decode_precision_flag(applies_to):
                       "float32's. auto: bfloat16 only where a probe measures it faster.")
 
 
+def define_no_repeat_ngram_flag(applies_to):
+    """--no_repeat_ngram_size, shared by the decoder, the exporter and t2t-lite-po; `applies_to`
+    ends the help (how the tool takes it)."""
+    from absl import flags
+
+    flags.DEFINE_integer("no_repeat_ngram_size", None,
+                         "The rule against loops: no output repeats an n-gram of this many "
+                         "tokens, counted as fairseq, Hugging Face and CTranslate2 count them; "
+                         "0: off; a required phrase may still repeat (default: the model's "
+                         f"DecodeConfig, docs/decoding.md). {applies_to}")
+
+
 def _print_registry_if_asked():
     from absl import flags
 

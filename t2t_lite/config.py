@@ -177,6 +177,10 @@ class TrainConfig:
 # it; model_dir/limits.py bounds a configured extra_length by it.
 MAX_EXTRA_LENGTH = 1024
 
+# The rule against loops' largest n (decoding/repeats.py): a loop of longer n-grams is one the
+# rule no longer sees, and its check grows with n. model_dir/limits.py bounds the setting by it.
+MAX_NO_REPEAT_NGRAM_SIZE = 32
+
 
 @gin.configurable
 @dataclasses.dataclass(frozen=True)
@@ -186,13 +190,24 @@ class DecodeConfig:
     beam_size: int = 4  # hypotheses kept at each step (1: greedy)
     alpha: float = 0.6  # GNMT length penalty ((5 + len) / 6) ** alpha
     extra_length: int = 50  # max output length = input length + extra_length
+    # The rule against loops: no hypothesis produces an n-gram of tokens it already holds, n
+    # counted as fairseq, Hugging Face and CTranslate2 count it (decoding/repeats.py); 0: off.
+    no_repeat_ngram_size: int = 0
 
     def __post_init__(self):
         if self.beam_size < 1:
             raise ValueError(f"beam_size must be >= 1, got {self.beam_size}")
+        if self.no_repeat_ngram_size < 0:
+            raise ValueError(f"no_repeat_ngram_size must be >= 0, got {self.no_repeat_ngram_size}")
 
-    def settings(self, beam_size=None, alpha=None, extra_length=None):
-        """{beam_size, alpha, extra_length}: each value given (a flag's), else this config's."""
-        return {"beam_size": int(self.beam_size if beam_size is None else beam_size),
-                "alpha": float(self.alpha if alpha is None else alpha),
-                "extra_length": int(self.extra_length if extra_length is None else extra_length)}
+    def settings(self, beam_size=None, alpha=None, extra_length=None, no_repeat_ngram_size=None):
+        """{beam_size, alpha, extra_length, no_repeat_ngram_size}: each value given (a flag's),
+        else this config's."""
+        def given(value, default):
+            return default if value is None else value
+
+        return {"beam_size": int(given(beam_size, self.beam_size)),
+                "alpha": float(given(alpha, self.alpha)),
+                "extra_length": int(given(extra_length, self.extra_length)),
+                "no_repeat_ngram_size": int(given(no_repeat_ngram_size,
+                                                  self.no_repeat_ngram_size))}

@@ -35,6 +35,7 @@ class DecodeOptions:
     beam_size: Optional[int] = None  # None: the model's (an export's is fixed)
     alpha: Optional[float] = None
     extra_length: Optional[int] = None
+    no_repeat_ngram_size: Optional[int] = None  # None: the model's (an export's is fixed)
     nbest: int = 1
     print_scores: bool = False
     split_sentences: str = "auto"
@@ -60,7 +61,7 @@ class DecodeOptions:
 OUTPUT_SETTINGS = ("engine", "compute_type", "decode_precision", "beam_size", "alpha",
                    "extra_length", "nbest", "print_scores", "split_sentences", "batch_tokens",
                    "chunk_lines", "num_shards", "shard_index", "glossary_ignore_case", "protect",
-                   "output_format", "eos_until_met")
+                   "output_format", "eos_until_met", "no_repeat_ngram_size")
 
 
 def decode_file(options, progress=sys.stderr):

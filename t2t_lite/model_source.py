@@ -31,6 +31,7 @@ class ModelSource:
     compute_type: str = "default"
     beam_size: Optional[int] = None
     eos_until_met: bool = False  # the decoder's --eos_until_met
+    no_repeat_ngram_size: Optional[int] = None  # None: the model's
 
     @classmethod
     def from_options(cls, options):
@@ -46,12 +47,13 @@ class ModelSource:
         import unless a --beam_size is given, which is checked against the model's bounds)."""
         check_choice(self.model_dir, self.export_dir, self.checkpoint_path, self.engine,
                      self.precision, self.compute_type, self.eos_until_met)
-        if self.beam_size is not None:
-            if self.beam_size < 1:
-                raise UserError(f"--beam_size must be >= 1, got {self.beam_size}")
+        if self.beam_size is not None and self.beam_size < 1:
+            raise UserError(f"--beam_size must be >= 1, got {self.beam_size}")
+        if self.beam_size is not None or self.no_repeat_ngram_size is not None:
             from t2t_lite.inference.translator import check_overrides
 
-            check_overrides(beam_size=self.beam_size)
+            check_overrides(beam_size=self.beam_size,
+                            no_repeat_ngram_size=self.no_repeat_ngram_size)
 
     def identity(self):
         """What identifies the model a resumed run must use (resume.model_identity)."""
@@ -76,7 +78,8 @@ class ModelSource:
         return load(self.model_dir, self.export_dir, self.checkpoint_path, self.engine,
                     beam_size=self.beam_size, alpha=alpha, precision=precision or self.precision,
                     compute_type=compute_type or self.compute_type, searches=searches,
-                    eos_until_met=self.eos_until_met)
+                    eos_until_met=self.eos_until_met,
+                    no_repeat_ngram_size=self.no_repeat_ngram_size)
 
 
 def _recorded_problem(model_dir, export_dir):
@@ -140,22 +143,24 @@ def check_choice(model_dir=None, export_dir=None, checkpoint_path=None, engine="
 
 def load(model_dir=None, export_dir=None, checkpoint_path=None, engine="tensorflow",
          beam_size=None, alpha=None, precision="float32", compute_type="default", searches=1,
-         eos_until_met=False):
+         eos_until_met=False, no_repeat_ngram_size=None):
     """The translator (inference/translator.py's Translator protocol) for these settings: the one
     way to load a model for translation. check() first; `precision` is resolved ("float32" or
     "bfloat16"); `searches`: how many searches run at once (CTranslate2's threads);
-    `eos_until_met`: the constrained search's EOS rule (TranslationModule)."""
+    `eos_until_met`: the constrained search's EOS rule (TranslationModule);
+    `no_repeat_ngram_size`: the rule against loops (None: the model's; an export's is fixed)."""
     check_choice(model_dir, export_dir, checkpoint_path, engine, precision, compute_type,
                  eos_until_met)
     if engine == "ctranslate2":
         return _ctranslate2(model_dir, export_dir, checkpoint_path, beam_size, compute_type,
-                            searches)
+                            searches, no_repeat_ngram_size)
     if model_dir:
         from t2t_lite.inference import translation_module
 
         return translation_module.from_model_dir(model_dir, checkpoint_path, beam_size=beam_size,
                                          alpha=alpha, precision=precision,
-                                         eos_until_met=eos_until_met)
+                                         eos_until_met=eos_until_met,
+                                         no_repeat_ngram_size=no_repeat_ngram_size)
     from t2t_lite.inference import saved_model
 
     version_dir = saved_model.latest_version_dir(export_dir)
@@ -164,10 +169,16 @@ def load(model_dir=None, export_dir=None, checkpoint_path=None, engine="tensorfl
     if beam_size is not None and beam_size != fixed:
         raise UserError(f"{version_dir} was exported with beam size {fixed}; re-export with "
                         f"--beam_size={beam_size} or decode with --model_dir")
+    fixed = module.settings.no_repeat_ngram_size
+    if no_repeat_ngram_size is not None and no_repeat_ngram_size != fixed:
+        raise UserError(f"{version_dir} was exported with --no_repeat_ngram_size={fixed}; "
+                        f"re-export with --no_repeat_ngram_size={no_repeat_ngram_size} or "
+                        "decode with --model_dir")
     return module
 
 
-def _ctranslate2(model_dir, export_dir, checkpoint_path, beam_size, compute_type, searches):
+def _ctranslate2(model_dir, export_dir, checkpoint_path, beam_size, compute_type, searches,
+                 no_repeat_ngram_size=None):
     from t2t_lite.inference import ctranslate2_engine
 
     folder, keep_alive = export_dir, None
@@ -175,7 +186,7 @@ def _ctranslate2(model_dir, export_dir, checkpoint_path, beam_size, compute_type
         folder, keep_alive = _converted(model_dir, checkpoint_path)
     return ctranslate2_engine.CTranslate2Translator(
         folder, compute_type=compute_type, beam_size=beam_size, keep_alive=keep_alive,
-        searches=searches)
+        searches=searches, no_repeat_ngram_size=no_repeat_ngram_size)
 
 
 def _converted(model_dir, checkpoint_path=None):

@@ -37,6 +37,7 @@ flags.DEFINE_float("alpha", None, "Length penalty exponent (default: the model's
 flags.DEFINE_integer("extra_length", None,
                      "Max output length = input length + this, capped at the model's max_length "
                      "and at 1,024, the step budget (default: the model's setting).")
+cli.define_no_repeat_ngram_flag("An export's is fixed when it is exported.")
 flags.DEFINE_integer("nbest", DecodeOptions.nbest,
                      "Hypotheses per line, tab-separated (at most the beam size).")
 flags.DEFINE_bool("print_scores", DecodeOptions.print_scores,

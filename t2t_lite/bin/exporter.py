@@ -24,6 +24,7 @@ flags.DEFINE_integer("beam_size", None, "Beam size fixed in the export (default:
 flags.DEFINE_float("alpha", None, "Default length penalty alpha (default: model_dir's).")
 flags.DEFINE_integer("extra_length", None,
                      "Default max output length = input length + this (default: model_dir's).")
+cli.define_no_repeat_ngram_flag("Fixed in the export.")
 flags.DEFINE_enum("format", exporters.names()[0], exporters.names(),
                   "savedmodel: a versioned text-in/text-out SavedModel under --export_dir; "
                   "ctranslate2: a CTranslate2 model folder at --export_dir.")
@@ -57,7 +58,8 @@ def main(argv):
                {"precision": FLAGS.decode_precision, "protect": FLAGS.protect})
     print(exporters.make_exporter(FLAGS.format, **options).export(
         FLAGS.model_dir, FLAGS.export_dir, FLAGS.checkpoint_path, beam_size=FLAGS.beam_size,
-        alpha=FLAGS.alpha, extra_length=FLAGS.extra_length))
+        alpha=FLAGS.alpha, extra_length=FLAGS.extra_length,
+        no_repeat_ngram_size=FLAGS.no_repeat_ngram_size))
 
 
 def run():

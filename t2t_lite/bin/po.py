@@ -47,6 +47,7 @@ flags.DEFINE_bool("start_over", PoOptions.start_over,
                   "output (default: continue it).")
 flags.DEFINE_integer("beam_size", None, "Beam size (default: the model's; an export's is "
                      "fixed).")
+cli.define_no_repeat_ngram_flag("An export's is fixed when it is exported.")
 flags.DEFINE_integer("batch_tokens", PoOptions.batch_tokens,
                      "Source tokens (with padding) per batch, as the decoder's.")
 flags.DEFINE_integer("chunk_lines", PoOptions.chunk_lines,

@@ -30,12 +30,17 @@ Every sequence ends with EOS: at the last position an example allows (`decode_le
 the only token left, and it keeps the model's own log probability (fairseq's rule), so scores stay
 true sequence probabilities. The loop stops as soon as no alive beam can still beat the worst
 finished one, even at the most favourable length penalty.
+
+With no_repeat_ngram_size n > 0, a hypothesis may not produce an n-gram of tokens it already
+holds (decoding/repeats.py): those tokens leave the row before it is normalised, as CTranslate2
+does, so scores are the log probabilities of the distribution the rule leaves.
 """
 from typing import Any, NamedTuple
 
 import tensorflow as tf
 
 from t2t_lite.config import DecodeConfig, ModelConfig
+from t2t_lite.decoding import repeats
 
 # Large but finite "minus infinity": sums of it stay finite and ordered, unlike -inf (which turns
 # into NaN in -inf - -inf and makes top_k ties arbitrary).
@@ -72,6 +77,19 @@ class _SearchState(NamedTuple):
     cache: Any  # tokens_to_logits' cache, one row per beam of the examples still searching
     static: Any  # tokens_to_logits' static, one row per such example (or per beam, tiled)
     results: _NBest  # every example's n-best at its original row, written when it leaves
+
+
+def without_repeats(logits, alive_seqs, index, ngram_size, keep=None):
+    """float32 logits [B*K, V] with the tokens the rule against loops bars (repeats.py) at
+    NEG_INF; unchanged with ngram_size 0. keep(barred [N, 2]) -> bool [N]: the bars to lift
+    (the constrained search's phrase tokens)."""
+    logits = tf.cast(logits, tf.float32)
+    if not ngram_size:
+        return logits
+    barred = repeats.repeated_ngram_tokens(alive_seqs, index, ngram_size)
+    if keep is not None:
+        barred = tf.boolean_mask(barred, tf.logical_not(keep(barred)))
+    return tf.tensor_scatter_nd_update(logits, barred, tf.fill([tf.shape(barred)[0]], NEG_INF))
 
 
 def length_penalty(length, alpha):
@@ -365,7 +383,7 @@ def _loop(state, tokens_to_logits, choose, beam_size, max_decode_length, early_s
 def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size,
                 beam_size=DecodeConfig.beam_size, alpha=DecodeConfig.alpha,
                 max_decode_length=ModelConfig.max_length, decode_lengths=None, eos_id=1,
-                early_stopping=True, tile_static=True):
+                early_stopping=True, tile_static=True, no_repeat_ngram_size=0):
     """Returns the n-best continuations for every example, best first.
 
     Args:
@@ -383,6 +401,8 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size,
         it until its limit (the same outputs, for testing that rule).
       tile_static: repeat `static` to B*K rows; False passes it at B rows (tokens_to_logits then
         serves rows b*K .. b*K + K - 1 from example b).
+      no_repeat_ngram_size: static int n; a hypothesis never produces an n-gram of tokens it
+        already holds (decoding/repeats.py; 0: no such rule).
 
     Returns:
       sequences: int32 [B, K, L], each ending with EOS and padded with 0, best first.
@@ -395,6 +415,7 @@ def beam_search(tokens_to_logits, cache, static, batch_size, vocab_size,
 
     def choose(beams, logits, index, must_end):
         new_length = index + 1
+        logits = without_repeats(logits, beams.alive_seqs, index, no_repeat_ngram_size)
         top_log_probs, top_beams, top_tokens = _top_candidates(
             logits, beams.alive_log_probs, must_end, beam_size, vocab_size, eos_id)
         top_seqs = _write_position(_gather_beams(beams.alive_seqs, top_beams), top_tokens,

@@ -60,6 +60,10 @@ constraint tokens P A T times at most T (<= 33, a word end included) or P (<= 16
 beams' suffix matches ([B, K, P, A, T, T], phrase_matching.suffix_matches), every candidate's
 extended matches ([B, M, P, A, T]) and the crediting of identical phrases ([B, M, P, P]), with
 M <= K (3 + 16).
+
+The rule against loops (no_repeat_ngram_size, as in beam_search) bars a token before the row is
+normalised, except an unmet phrase's next token: a required phrase that repeats itself, or one
+asked for twice, is still written (the constraint wins, _without_loops).
 """
 from typing import NamedTuple
 
@@ -73,7 +77,7 @@ from t2t_lite.decoding.phrase_matching import WORD_END, WORD_START  # noqa: F401
 # alike.
 from t2t_lite.decoding.beam_search import (
     _DEAD, NEG_INF, _gather_beams, _loop, _NBest, _start, _top_candidates, _write_position,
-    _write_results, length_penalty, log_normaliser, most_favourable_penalty)
+    _write_results, length_penalty, log_normaliser, most_favourable_penalty, without_repeats)
 
 # Ranks a finished hypothesis that misses a phrase below any that meets all, whatever the scores
 # (real scores stay far above -UNMET_PENALTY; 16 misses stay far above the search's _DEAD).
@@ -135,6 +139,23 @@ def _barred(logits, banned, barred_words=None):
     if barred_words is not None:
         logits = tf.where(barred_words, NEG_INF, logits)
     return logits, normaliser
+
+
+def _without_loops(logits, beams, index, following, ngram_size):
+    """beam_search.without_repeats under constraints: the rule against loops never bars the
+    token that takes an unmet phrase's alternative one step on (its next token after the beam's
+    partial match, else its first; following [B, K, P, A]). A required phrase that repeats
+    itself, or one asked for twice, is still written: the constraint wins, and its tokens are
+    free only in the phrase's order."""
+    unmet = tf.logical_not(beams.constraints.met)[:, :, :, None]
+    tokens = tf.where(unmet, following, 0)
+    rows = tf.reshape(tokens, [tf.shape(following)[0] * tf.shape(following)[1], -1])
+
+    def keep(barred):
+        phrase_tokens = tf.gather(rows, barred[:, 0])
+        return tf.reduce_any(tf.equal(phrase_tokens, barred[:, 1:]) & (phrase_tokens > 0), axis=1)
+
+    return without_repeats(logits, beams.alive_seqs, index, ngram_size, keep)
 
 
 def _inverse(permutation):
@@ -335,22 +356,21 @@ def _next_beams(beams, logits, normaliser, must_end, index, matches, following, 
 
 def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_size, positive,
                             negative, beam_size=DecodeConfig.beam_size, alpha=DecodeConfig.alpha,
-                            max_decode_length=ModelConfig.max_length, decode_lengths=None,
-                            eos_id=1, early_stopping=True, tile_static=True, word_starts=None,
-                            word_ends=None, eos_until_met=False, prefix_bars=None):
+                            max_decode_length=ModelConfig.max_length, decode_lengths=None, eos_id=1,
+                            early_stopping=True, tile_static=True, word_starts=None, word_ends=None,
+                            eos_until_met=False, prefix_bars=None, no_repeat_ngram_size=0):
     """beam_search's n-best under per-example constraints (see the module docstring).
 
     positive: int32 [B, P, A, T] phrases that must appear (0-padded); negative: int32 [B, Q, T]
     phrases that must not; either may end in WORD_END. word_starts: bool [V], the tokens that
     start a word (inference/word_pieces.py; None: every token); word_ends: those that end one
-    (for a negative phrase's WORD_START). eos_until_met: a hypothesis
-    may not end before it meets every phrase (fairseq's and Sockeye's rule) but at its length
-    limit; off by default (docs/design.md). prefix_bars: None, or (texts [B, F], barred):
-    per-example values the search carries with its examples, and barred(seqs, index, texts,
-    word_starts, word_ends) -> int32 [N, 2] (row, token) indices into the flat [B*K, V] log
-    probs of the tokens barred now, given the alive hypotheses seqs [B, K, L+1] up to column
-    index: the pieces that would write a word a `*` prefix form bars
-    (inference/graph_prefixes.py). The other arguments are beam_search's.
+    (for a negative phrase's WORD_START). eos_until_met: a hypothesis may not end before it meets
+    every phrase (fairseq's and Sockeye's rule) but at its length limit; off by default
+    (docs/design.md). prefix_bars: None, or (texts [B, F], barred): per-example values the search
+    carries with its examples, and barred(seqs, index, texts, word_starts, word_ends) -> int32
+    [N, 2] (row, token) indices into the flat [B*K, V] log probs of the tokens barred now, given
+    the alive hypotheses seqs [B, K, L+1] up to column index: the pieces that would write a word a
+    `*` prefix form bars (inference/graph_prefixes.py). The other arguments are beam_search's.
 
     Returns sequences int32 [B, K, L], scores float32 [B, K] (log probability / length penalty,
     -inf for empty slots) and unmet int32 [B, K] (positive phrases each hypothesis misses).
@@ -382,6 +402,7 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
         following = matching.next_tokens(positive, prefix)  # [B, K, P, A]
         barred = _word_rules(beams, prefix, following, negative_words, must_end, word_starts,
                              eos_id, eos_until_met)
+        logits = _without_loops(logits, beams, index, following, no_repeat_ngram_size)
         logits, normaliser = _barred(logits, banned, barred)
         return _next_beams(beams, logits, normaliser, must_end, index, matches, following,
                            beam_size, vocab_size, alpha, eos_id, word_starts)

@@ -78,7 +78,8 @@ def _search_setup(model, inputs, beam_size, extra_length):
 
 
 def translate(model, inputs, beam_size=DecodeConfig.beam_size, alpha=DecodeConfig.alpha,
-              extra_length=DecodeConfig.extra_length):
+              extra_length=DecodeConfig.extra_length,
+              no_repeat_ngram_size=DecodeConfig.no_repeat_ngram_size):
     """n-best translations of inputs.
 
     Args:
@@ -88,6 +89,8 @@ def translate(model, inputs, beam_size=DecodeConfig.beam_size, alpha=DecodeConfi
       alpha: length penalty exponent (float or scalar tensor).
       extra_length: each example decodes at most (its input length + extra_length) tokens
         (int or scalar int tensor).
+      no_repeat_ngram_size: static int n; no output repeats an n-gram of tokens
+        (decoding/repeats.py; 0: no such rule).
 
     Returns:
       sequences: int32 [B, K, L] ids ending with EOS, 0-padded, best first; L = S +
@@ -95,21 +98,25 @@ def translate(model, inputs, beam_size=DecodeConfig.beam_size, alpha=DecodeConfi
       scores: float32 [B, K] log probability / GNMT length penalty (-inf for empty slots).
     """
     return beam_search(beam_size=beam_size, alpha=alpha,
+                       no_repeat_ngram_size=no_repeat_ngram_size,
                        **_search_setup(model, inputs, beam_size, extra_length))
 
 
 def translate_constrained(model, inputs, positive, negative, beam_size=DecodeConfig.beam_size,
                           alpha=DecodeConfig.alpha, extra_length=DecodeConfig.extra_length,
                           word_starts=None, word_ends=None, eos_until_met=False,
-                          prefix_bars=None):
+                          prefix_bars=None,
+                          no_repeat_ngram_size=DecodeConfig.no_repeat_ngram_size):
     """translate() under per-example constraints (decoding/constrained_search.py): positive
     int32 [B, P, A, T] phrases that must appear, negative int32 [B, Q, T] phrases that must not
     (target ids, 0-padded). Returns sequences, scores and unmet int32 [B, K] (positive phrases
     each hypothesis misses). word_starts, word_ends: bool [V], the target tokens that start and
     end a word (see constrained_search's WORD_END and WORD_START). eos_until_met: a hypothesis
     may not end before it meets every phrase (constrained_search; off by default,
-    docs/design.md). prefix_bars: the pieces `*` prefix forms bar (constrained_search)."""
+    docs/design.md). prefix_bars: the pieces `*` prefix forms bar (constrained_search).
+    no_repeat_ngram_size: translate()'s, which never bars a phrase's token."""
     return constrained_beam_search(positive=positive, negative=negative, beam_size=beam_size,
                                    alpha=alpha, word_starts=word_starts, word_ends=word_ends,
                                    eos_until_met=eos_until_met, prefix_bars=prefix_bars,
+                                   no_repeat_ngram_size=no_repeat_ngram_size,
                                    **_search_setup(model, inputs, beam_size, extra_length))

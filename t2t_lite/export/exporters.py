@@ -38,9 +38,10 @@ class Exporter:
     """Writes a model_dir's checkpoint in one format."""
 
     def export(self, model_dir, export_dir, checkpoint_path=None, beam_size=None, alpha=None,
-               extra_length=None):
+               extra_length=None, no_repeat_ngram_size=None):
         """Exports the checkpoint (default: the averaged one if newest, else the latest) under
-        export_dir; beam_size, alpha, extra_length default to the model_dir's DecodeConfig.
+        export_dir; beam_size, alpha, extra_length, no_repeat_ngram_size default to the
+        model_dir's DecodeConfig.
         Returns the path written. A beam or alpha outside the bounds is refused first, and so
         is an export_dir that is a model_dir or holds checkpoints (model_dir/outputs.py) and a
         model_dir without a usable run.json and configs.json, before TensorFlow loads."""
@@ -48,12 +49,14 @@ class Exporter:
         from t2t_lite.model_dir import files, outputs
 
         outputs.check_export_folder(export_dir)
-        check_overrides(beam_size, alpha)
+        check_overrides(beam_size, alpha, no_repeat_ngram_size)
         files.check_model_dir(model_dir)
-        return self._write(model_dir, export_dir, checkpoint_path, beam_size, alpha,
-                           extra_length)
+        settings = {"beam_size": beam_size, "alpha": alpha, "extra_length": extra_length,
+                    "no_repeat_ngram_size": no_repeat_ngram_size}
+        return self._write(model_dir, export_dir, checkpoint_path, settings)
 
-    def _write(self, model_dir, export_dir, checkpoint_path, beam_size, alpha, extra_length):
+    def _write(self, model_dir, export_dir, checkpoint_path, settings):
+        """settings: the DecodeConfig.settings overrides, None for the model_dir's."""
         raise NotImplementedError
 
 
@@ -70,13 +73,12 @@ class SavedModelExporter(Exporter):
         self.precision = precision
         self.protect = protected_spans.parse_setting(protect)
 
-    def _write(self, model_dir, export_dir, checkpoint_path, beam_size, alpha, extra_length):
+    def _write(self, model_dir, export_dir, checkpoint_path, settings):
         from t2t_lite.export import saved_model_versions
         from t2t_lite.inference import translation_module
 
-        module = translation_module.from_model_dir(model_dir, checkpoint_path, beam_size=beam_size,
-                                           alpha=alpha, extra_length=extra_length,
-                                           precision=self.precision, protect=self.protect)
+        module = translation_module.from_model_dir(model_dir, checkpoint_path, **settings,
+                                                   precision=self.precision, protect=self.protect)
         return saved_model_versions.save(module, export_dir)
 
 
@@ -89,7 +91,7 @@ class CTranslate2Exporter(Exporter):
     def __init__(self, quantization=None):
         self.quantization = quantization
 
-    def _write(self, model_dir, export_dir, checkpoint_path, beam_size, alpha, extra_length):
+    def _write(self, model_dir, export_dir, checkpoint_path, settings):
         from t2t_lite.data.tokenizers import vocabulary_tokens
         from t2t_lite.export import ctranslate2_export
         from t2t_lite.inference.ctranslate2_engine import import_ctranslate2
@@ -103,7 +105,7 @@ class CTranslate2Exporter(Exporter):
         vocab_path = files.vocab_path(model_dir, run.info)
         # The same settings a SavedModel fixes; a folder never carries ones its reader refuses.
         settings = DecodeSettings.for_model(
-            model, **run.decode_config.settings(beam_size, alpha, extra_length),
+            model, **run.decode_config.settings(**settings),
             provenance=run.metadata(), where="the export settings")
         return ctranslate2_export.convert(model, vocabulary_tokens(vocab_path), export_dir,
                                           vocab_path=vocab_path, quantization=self.quantization,

@@ -71,11 +71,14 @@ class CTranslate2Translator:
     supports_constraints = False
 
     def __init__(self, folder, compute_type="default", beam_size=None, keep_alive=None,
-                 searches=1):
+                 searches=1, no_repeat_ngram_size=None):
         ctranslate2 = import_ctranslate2()
         values = read_settings(folder)
+        # Search settings in CTranslate2, taken per call: a flag's value replaces the folder's.
         if beam_size is not None:
-            values["beam_size"] = int(beam_size)  # a search setting in CTranslate2
+            values["beam_size"] = int(beam_size)
+        if no_repeat_ngram_size is not None:
+            values["no_repeat_ngram_size"] = int(no_repeat_ngram_size)
         values["engine"] = f"ctranslate2 ({compute_type})"
         # The folder is data someone may have sent: its settings are held to a model_dir's
         # bounds before CTranslate2 loads it.
@@ -119,7 +122,8 @@ class CTranslate2Translator:
         beam_size = self.settings.beam_size
         results = translate_tokens(
             self.translator, sources, beam_size=beam_size, alpha=float(alpha),
-            extra_length=int(extra_length), max_length=self.max_length, nbest=beam_size)
+            extra_length=int(extra_length), max_length=self.max_length, nbest=beam_size,
+            no_repeat_ngram_size=self.settings.no_repeat_ngram_size)
         width = max((len(tokens) for hyps in results for tokens, _ in hyps), default=0) + 1
         output_ids = np.full([len(sources) * beam_size, width], PAD_ID, np.int32)
         scores = np.full([len(sources), beam_size], -np.inf, np.float32)
@@ -146,7 +150,8 @@ def decode_limits(source_tokens, extra_length, max_length):
 
 def translate_tokens(translator, sources, beam_size=DecodeConfig.beam_size,
                      alpha=DecodeConfig.alpha, extra_length=DecodeConfig.extra_length,
-                     max_length=ModelConfig.max_length, nbest=1, max_batch_size=64):
+                     max_length=ModelConfig.max_length, nbest=1, max_batch_size=64,
+                     no_repeat_ngram_size=DecodeConfig.no_repeat_ngram_size):
     """t2t_lite's translations of token lists through a ctranslate2.Translator.
 
     Args:
@@ -156,6 +161,8 @@ def translate_tokens(translator, sources, beam_size=DecodeConfig.beam_size,
       beam_size, alpha, extra_length: as t2t_lite's decoder (alpha is the GNMT exponent).
       max_length: the model's max_length (t2t_lite.json's), which bounds every output.
       nbest: hypotheses to return per source (<= beam_size).
+      no_repeat_ngram_size: the rule against loops, CTranslate2's own (t2t_lite's beam search
+        counts and normalises as it does: decoding/repeats.py); 0: off.
 
     Returns:
       list (same order) of n-best lists [(target tokens without EOS, score)], best first, where
@@ -186,7 +193,7 @@ def translate_tokens(translator, sources, beam_size=DecodeConfig.beam_size,
             num_hypotheses=int(beam_size), length_penalty=ct2_alpha,
             max_decoding_length=decode_limits(length, extra_length, max_length),
             min_decoding_length=0, return_scores=True, return_end_token=True,
-            max_batch_size=max_batch_size)
+            max_batch_size=max_batch_size, no_repeat_ngram_size=int(no_repeat_ngram_size))
         lengths = np.array([len(tokens) for output in outputs for tokens in output.hypotheses])
         penalties = iter(length_penalty(lengths, alpha).numpy().tolist() if len(lengths) else [])
         for (index, _), output in zip(items, outputs):

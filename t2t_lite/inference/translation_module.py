@@ -25,6 +25,10 @@ as TF Serving's row-format REST API requires):
                              source_tokens / target_tokens string [B, S] / [B, T]
 
 Scores are log probability / GNMT length penalty ((5 + length) / 6) ** alpha, length counting EOS.
+Every search signature (serving_default, nbest, translate_with_settings, translate_ids and the
+constrained ones) runs the module's rule against loops, `no_repeat_ngram_size` (fixed when the
+module is built, named in describe(); decoding/repeats.py): no output repeats an n-gram of
+tokens, except where a constraint's phrase needs it.
 The text-in translation signatures (serving_default, nbest, translate_with_settings,
 translate_constrained) keep the protected spans of each source (format specifiers, brace fields,
 markup: `protect`, "auto" by default, fixed when the module is built and named in describe())
@@ -89,12 +93,14 @@ class TranslationModule(tf.Module):
     problem named in metadata, none otherwise; "none"; or a comma list of protected_spans.KINDS).
     eos_until_met: the constrained search bars EOS until every phrase is met (off by default,
     docs/design.md); a Python setting of the module, not of an export's signatures.
+    no_repeat_ngram_size: the rule against loops every search runs (decoding/repeats.py; 0: off),
+    fixed in the traced searches and an export's describe().
     """
 
     def __init__(self, model, tokenizer, beam_size=DecodeConfig.beam_size, alpha=DecodeConfig.alpha,
                  extra_length=DecodeConfig.extra_length, metadata=None,
                  name="t2t_lite_translation", precision="float32", protect="auto",
-                 eos_until_met=False):
+                 eos_until_met=False, no_repeat_ngram_size=DecodeConfig.no_repeat_ngram_size):
         super().__init__(name=name)
         # Keras 3 variables wrap tf.Variables. Saving the Keras model itself records the wrappers,
         # whose restore never reaches the tf.Variables the traced graph reads: session-based
@@ -120,7 +126,8 @@ class TranslationModule(tf.Module):
         metadata["protect"] = sorted(self.protect)
         # Before the search is traced: a NaN alpha or a beam past the bounds (a flag, an edited
         # configs.json) is refused in one line.
-        settings = DecodeSettings.for_model(model, beam_size, alpha, extra_length, metadata)
+        settings = DecodeSettings.for_model(model, beam_size, alpha, extra_length,
+                                            no_repeat_ngram_size, metadata)
         self._settings = _Untracked(settings)  # untracked: tf.Module would wrap its dict
         self.tokenizer = tokenizer
         # Where target words begin and end, per token: a constrained phrase is whole words.
@@ -137,6 +144,7 @@ class TranslationModule(tf.Module):
         # Which pieces write a word a `*` prefix form begins. Tracked: an export holds its tables.
         self.prefix_pieces = graph_prefixes.PrefixPieces(word_pieces.surfaces(tokenizer))
         self.beam_size, self.max_length = settings.beam_size, settings.max_length
+        self.no_repeat_ngram_size = settings.no_repeat_ngram_size
         self.default_alpha, self.default_extra_length = settings.alpha, settings.extra_length
         # Python attributes are lost in a SavedModel; the constant describe() returns survives.
         self.metadata_json = settings.to_json()
@@ -191,7 +199,8 @@ class TranslationModule(tf.Module):
     def translate_ids(self, ids, alpha, extra_length):
         """ids as `tokenize` gives them (rows may carry extra 0 padding) -> n-best texts."""
         sequences, scores = translate(self.decoder_model, ids, beam_size=self.beam_size,
-                                      alpha=alpha, extra_length=extra_length)
+                                      alpha=alpha, extra_length=extra_length,
+                                      no_repeat_ngram_size=self.no_repeat_ngram_size)
         return self._texts(ids, sequences, scores)
 
     def _texts(self, ids, sequences, scores):
@@ -233,7 +242,8 @@ class TranslationModule(tf.Module):
             self.decoder_model, ids, positive, negative, beam_size=self.beam_size, alpha=alpha,
             extra_length=extra_length, word_starts=self._word_starts.value,
             word_ends=self._word_ends.value, eos_until_met=self.eos_until_met,
-            prefix_bars=(prefix_texts, self.prefix_pieces.barred))
+            prefix_bars=(prefix_texts, self.prefix_pieces.barred),
+            no_repeat_ngram_size=self.no_repeat_ngram_size)
         result = self._texts(ids, sequences, scores)
         result["unmet"] = unmet
         return result
@@ -310,17 +320,20 @@ class TranslationModule(tf.Module):
 
 
 def from_model_dir(model_dir, checkpoint_path=None, beam_size=None, alpha=None,
-                   extra_length=None, precision="float32", protect="auto", eos_until_met=False):
+                   extra_length=None, precision="float32", protect="auto", eos_until_met=False,
+                   no_repeat_ngram_size=None):
     """A TranslationModule for a trained model_dir; settings default to its DecodeConfig.
 
     precision: "float32" (default), or the opt-in "bfloat16" / "auto" beam search.
     protect: what the text-in signatures keep exactly (see TranslationModule).
     eos_until_met: the constrained search bars EOS until every phrase is met (see
-    constrained_search; off by default, docs/design.md)."""
+    constrained_search; off by default, docs/design.md). beam_size, alpha, extra_length,
+    no_repeat_ngram_size: None for the model_dir's DecodeConfig."""
     from t2t_lite.model_dir import loaded
 
     run = loaded.load(model_dir, checkpoint_path)
     return TranslationModule(run.model, run.tokenizer,
-                             **run.decode_config.settings(beam_size, alpha, extra_length),
+                             **run.decode_config.settings(beam_size, alpha, extra_length,
+                                                          no_repeat_ngram_size),
                              metadata=run.metadata(), precision=precision, protect=protect,
                              eos_until_met=eos_until_met)

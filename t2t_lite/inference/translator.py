@@ -29,6 +29,8 @@ class DecodeSettings:
     extra_length: int
     max_length: int
     vocab_size: int
+    # The rule against loops (decoding/repeats.py); an export written without it has 0.
+    no_repeat_ngram_size: int = 0
     num_layers: Optional[int] = None
     d_model: Optional[int] = None
     num_heads: Optional[int] = None
@@ -41,12 +43,15 @@ class DecodeSettings:
     def __post_init__(self, where, why):
         limits.check_bounds({"beam_size": self.beam_size, "alpha": self.alpha,
                             "extra_length": self.extra_length, "max_length": self.max_length,
-                            "vocab_size": self.vocab_size, **self.model_dims()}, where, why)
+                            "vocab_size": self.vocab_size,
+                            "no_repeat_ngram_size": self.no_repeat_ngram_size,
+                            **self.model_dims()}, where, why)
         limits.check_beam_steps(self.beam_size, self.max_length, where)
         object.__setattr__(self, "alpha", float(self.alpha))  # an int alpha is in bounds too
 
     @classmethod
-    def for_model(cls, model, beam_size, alpha, extra_length, provenance=None, where="decoding"):
+    def for_model(cls, model, beam_size, alpha, extra_length, no_repeat_ngram_size=0,
+                  provenance=None, where="decoding"):
         """The settings an engine running `model` fixes (a TranslationModule, an export of
         either format), with `provenance` (the run's problem, hparams, checkpoint, ...)."""
         from t2t_lite.decoding.translate import clamp_to_limit
@@ -54,6 +59,7 @@ class DecodeSettings:
         max_length = int(model.config.max_length)
         values = dict(provenance or {})
         values.update(beam_size=beam_size, alpha=alpha, vocab_size=int(model.vocab_size),
+                      no_repeat_ngram_size=no_repeat_ngram_size,
                       # clamped as translate() clamps it: any configured value fits int32
                       extra_length=clamp_to_limit(extra_length, max_length),
                       max_length=max_length, max_source_tokens=max_length - 1,
@@ -76,6 +82,7 @@ class DecodeSettings:
         settings = cls(beam_size=values.get("beam_size"), alpha=values.get("alpha"),
                        extra_length=values.get("extra_length"),
                        max_length=values.get("max_length"), vocab_size=values.get("vocab_size"),
+                       no_repeat_ngram_size=values.get("no_repeat_ngram_size", 0),
                        problem=problem if isinstance(problem, str) else None,
                        values=dict(values), where=where, why=why, **dims)
         limits.check_named_model(values, where, why)
@@ -98,12 +105,13 @@ class DecodeSettings:
 _MODEL_DIMS = tuple(name for name in MODEL_DIMENSIONS
                     if name in {field.name for field in dataclasses.fields(DecodeSettings)})
 
-def check_overrides(beam_size=None, alpha=None):
-    """UserError for a --beam_size or --alpha outside the bounds a model_dir's settings keep."""
-    if beam_size is not None:
-        limits.check_bounds({"beam_size": beam_size}, "--beam_size")
-    if alpha is not None:
-        limits.check_bounds({"alpha": alpha}, "--alpha")
+def check_overrides(beam_size=None, alpha=None, no_repeat_ngram_size=None):
+    """UserError for a --beam_size, --alpha or --no_repeat_ngram_size outside the bounds a
+    model_dir's settings keep."""
+    for name, value in (("beam_size", beam_size), ("alpha", alpha),
+                        ("no_repeat_ngram_size", no_repeat_ngram_size)):
+        if value is not None:
+            limits.check_bounds({name: value}, f"--{name}")
 
 
 @runtime_checkable

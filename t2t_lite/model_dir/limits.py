@@ -22,7 +22,8 @@ import os
 
 # No TensorFlow at import (nor models, the checkpoint reader): the bounds are what a tool's flags
 # are checked against before TensorFlow loads, so that a refusal costs no start-up (issue 54).
-from t2t_lite.config import MAX_EXTRA_LENGTH, MODEL_DIMENSIONS, ModelConfig
+from t2t_lite.config import (MAX_EXTRA_LENGTH, MAX_NO_REPEAT_NGRAM_SIZE, MODEL_DIMENSIONS,
+                             ModelConfig)
 from t2t_lite.errors import UserError
 
 # Far beyond any model this package trains; past them a configs.json is broken, not ambitious.
@@ -39,6 +40,9 @@ BOUNDS = {
     # Past the source, a line decodes at most this many steps (the step budget, see
     # decoding/translate.py); a larger configured value is a hang, not a setting.
     "extra_length": (-(1 << 16), MAX_EXTRA_LENGTH),
+    # The rule against loops' n (decoding/repeats.py): past it the check costs, and sees, nothing
+    # a shorter n does not.
+    "no_repeat_ngram_size": (0, MAX_NO_REPEAT_NGRAM_SIZE),
 }
 # The ModelConfig fields BOUNDS holds: the model's dimensions and the longest sequence.
 MODEL_FIELDS = (*MODEL_DIMENSIONS, "max_length")
@@ -177,7 +181,8 @@ def check_model_dir(model_config, vocab_size, checkpoint_path, where, decode_con
                   **{name: getattr(model_config, name) for name in MODEL_FIELDS}}, where, why)
     if decode_config is not None:
         check_bounds({"beam_size": decode_config.beam_size, "alpha": decode_config.alpha,
-                      "extra_length": decode_config.extra_length}, where, why)
+                      "extra_length": decode_config.extra_length,
+                      "no_repeat_ngram_size": decode_config.no_repeat_ngram_size}, where, why)
         check_beam_steps(decode_config.beam_size, model_config.max_length, where)
     # Before the index is read: shapes that match it may still be more than any machine holds.
     check_model_size(model_config, vocab_size, where)
@@ -209,6 +214,8 @@ def check_settings(settings, where, why=DAMAGED_EXPORT):
     check_is_settings(settings, where)
     check_bounds({name: settings.get(name) for name in
                   ("beam_size", "alpha", "extra_length", "max_length", "vocab_size")}, where, why)
+    # An export written before the rule against loops has none: 0.
+    check_bounds({"no_repeat_ngram_size": settings.get("no_repeat_ngram_size", 0)}, where, why)
     check_beam_steps(settings["beam_size"], settings["max_length"], where)
     check_named_model(settings, where, why)
 

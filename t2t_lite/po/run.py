@@ -63,6 +63,7 @@ class PoOptions:
     translate_fuzzy: bool = False
     start_over: bool = False
     beam_size: Optional[int] = None
+    no_repeat_ngram_size: Optional[int] = None  # None: the model's rule against loops
     batch_tokens: int = 4096
     chunk_lines: int = 500  # lines per journal record: a killed run resumes after its last one
     decode_precision: str = "float32"
@@ -489,4 +490,4 @@ def _run_identity(options, raw):
             "model": ModelSource.from_options(options).identity(),
             "settings": {name: getattr(options, name) for name in (
                 "target_language", "protect", "translate_fuzzy", "no_fuzzy", "beam_size",
-                "batch_tokens", "decode_precision", "engine")}}
+                "batch_tokens", "decode_precision", "engine", "no_repeat_ngram_size")}}
