@@ -199,13 +199,15 @@ class SearchBudget(Budget):
         and form, the ops' bytes for each barred (row, token) pair (a form bars at most the
         vocabulary at once: the pieces that begin it begin with the word mark, those that
         complete a beginning do not) and a few strings; per beam, the window of surfaces it
-        reads (a form of `tokens` tokens writes at most MAX_PIECE_CHARACTERS a token)."""
+        reads (a form of `tokens` tokens writes at most MAX_PIECE_CHARACTERS a token), and per
+        character of it the text's endings a glued form may begin with (four strings each, and
+        per form three more)."""
         if not prefixes:
             return 0
         window = MAX_PIECE_CHARACTERS * tokens + 1
         return self.beam_size * (prefixes * (PREFIX_PAIR_BYTES * self.vocab_size
-                                             + 8 * TSTRING_BYTES)
-                                 + 2 * window * TSTRING_BYTES)
+                                             + 8 * TSTRING_BYTES + 4 * window * TSTRING_BYTES)
+                                 + 6 * window * TSTRING_BYTES)
 
     def __call__(self, rows, width, constraints=None):
         return (sum(self.search_bytes(rows, width, constraints).values()) <= self.limit
