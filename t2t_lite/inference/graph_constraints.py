@@ -4,7 +4,8 @@ count alike.
 
     encode(tokenizer, lines, word_ends) -> positive int32 [B, P, A, T], negative int32 [B, Q, T]
         (target ids, 0-padded, each alternative ending in constrained_search.WORD_END unless its
-        last token ends a word itself, a `*` prefix form in graph_prefixes.PREFIX_END), errors
+        last token ends a word itself, a `*` prefix form in graph_prefixes.PREFIX_END; a
+        positive alternative a negative one of its line bars has no ids), errors
         string [B] ("" for a good line, else the one-line reason constraints.py gives);
     unmet(outputs, lines) -> int32 [B]: the phrases an output does not keep as whole words
         (a positive phrase past the occurrences of its alternatives, a negative one it holds),
@@ -123,6 +124,10 @@ def encode(tokenizer, lines, word_ends, glued=None):
     positive_raw, positive_ids = ids(positive_texts, tf.zeros_like(
         positive_texts.flat_values, tf.bool))
     negative_raw, negative_ids = ids(negative_texts, prefix.flat_values)
+    # An alternative its line bars is left out (no tokens): another one meets the phrase.
+    bars, barred = _bars(positive_texts, negative_texts, prefix)
+    positive_ids = tf.ragged.boolean_mask(positive_ids, positive_ids.with_flat_values(
+        tf.repeat(tf.logical_not(barred), positive_ids.row_lengths())))
     positive = positive_texts.with_flat_values(positive_ids).to_tensor()
     negative = negative_texts.with_flat_values(negative_ids)
     if glued is not None:
@@ -137,14 +142,15 @@ def encode(tokenizer, lines, word_ends, glued=None):
     negative = negative.to_tensor()
     positive, negative = tf.cast(positive, tf.int32), tf.cast(negative, tf.int32)
 
-    errors = _refusals(parsed, positive_raw, negative_raw, tokenizer)
+    errors = _refusals(parsed, positive_raw, negative_raw, tokenizer, bars)
     return {"positive": positive, "negative": negative, "errors": errors}
 
 
-def _refusals(parsed, positive_raw, negative_raw, tokenizer):
+def _refusals(parsed, positive_raw, negative_raw, tokenizer, bars):
     """string [B]: why each line is refused ("" for none), the first of the reasons in the
     order constraints.py checks them. parsed: parse's tuple; positive_raw, negative_raw: the
-    ragged ids of its positive and negative alternatives (flat), before any word end."""
+    ragged ids of its positive and negative alternatives (flat), before any word end; bars:
+    _bars' first."""
     positive_texts, negative_texts, prefix, phrase_counts, alternative_counts, empty = parsed
     reasons = [tf.where(empty, "an empty phrase or alternative", "")]
     most = constraints_lib.MAX_PHRASES
@@ -167,7 +173,7 @@ def _refusals(parsed, positive_raw, negative_raw, tokenizer):
     reasons.append(tf.where(tokens > total_cap, tf.strings.join(
         [tf.strings.as_string(tokens), f" constraint tokens; at most {total_cap} per line"]),
         ""))
-    conflict = _contradictions(positive_texts, negative_texts, prefix)
+    conflict = _contradictions(bars)
     conflicting = _first(negative_texts.with_flat_values(
         tf.where(conflict, negative_texts.flat_values, "")))
     reasons.append(tf.where(tf.not_equal(conflicting, ""), tf.strings.join(
@@ -175,17 +181,26 @@ def _refusals(parsed, positive_raw, negative_raw, tokenizer):
     return _first(tf.RaggedTensor.from_tensor(tf.stack(reasons, axis=1)))
 
 
-def _contradictions(positive_texts, negative_texts, prefix):
-    """bool [N], per negative alternative: it bars a positive phrase of its line, every
-    alternative of it (constraints.contradiction), in normal form."""
-    # [n, (p), (a)]: the positive phrases of each negative alternative's line.
-    groups = tf.gather(positive_texts, _rows(negative_texts))
+def _bars(positive_texts, negative_texts, prefix):
+    """(bars bool [n, (p), (a)]: negative alternative n bars alternative a of positive phrase p
+    of its line, in normal form; barred bool [N]: each positive alternative (flat) that a
+    negative alternative of its line bars)."""
+    rows = _rows(negative_texts)
+    groups = tf.gather(positive_texts, rows)  # the positive phrases of each one's line
     per_alternative = tf.cast(groups.merge_dims(1, 2).row_lengths(), tf.int32)
     held = _holds(normal_form(groups.flat_values),
                   tf.repeat(normal_form(negative_texts.flat_values), per_alternative),
                   tf.repeat(prefix.flat_values, per_alternative))
-    barred_all = tf.reduce_all(groups.with_flat_values(held), axis=2)  # [n, (p)]
-    return tf.reduce_any(barred_all, axis=1)
+    count = tf.size(positive_texts.flat_values)
+    which = tf.gather(positive_texts.with_flat_values(tf.range(count)), rows).flat_values
+    barred = tf.math.unsorted_segment_max(tf.cast(held, tf.int32), which, count) > 0
+    return groups.with_flat_values(held), barred
+
+
+def _contradictions(bars):
+    """bool [n], per negative alternative: it bars a positive phrase of its line, every
+    alternative of it (constraints.contradiction). bars: _bars' first."""
+    return tf.reduce_any(tf.reduce_all(bars, axis=2), axis=1)
 
 
 def _rows(ragged):

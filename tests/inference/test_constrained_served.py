@@ -156,3 +156,7 @@ def test_an_alternative_group_that_a_ban_leaves_a_member_of_is_allowed(module):
     encoded = module.encode_constraints(tf.constant(["Hund|Katze\t!Katze", "Hund\t!Katze*"]))
     assert encoded["errors"].numpy().tolist() == [b"", b""]
     assert constraints.split_line("Hund|Katze\t!Katze")
+    # The barred member is left out of the search's phrase: the other one meets it.
+    positive = encoded["positive"].numpy()
+    assert positive[0, 0, 0].any() and not positive[0, 0, 1].any()
+    assert positive[0, 0, 0].tolist() == positive[1, 0, 0].tolist()
