@@ -309,9 +309,11 @@ def _glossary_entry_tokens(translator, glossary):
 def _same_term(phrases, negative, alternatives):
     """A glossary phrase that a line's phrases give already: a positive one sharing an
     alternative with a positive phrase of the line, a negative one with the same
-    alternatives."""
+    alternatives (in normal form)."""
+    alternatives = {constraints.normal_form(a) for a in alternatives}
     for other_negative, other in phrases:
-        if negative == other_negative and (set(alternatives) & set(other) if not negative
-                                           else set(alternatives) == set(other)):
+        other = {constraints.normal_form(a) for a in other}
+        if negative == other_negative and (alternatives & other if not negative
+                                           else alternatives == other):
             return True
     return False

@@ -93,8 +93,8 @@ flags.DEFINE_bool("glossary_ignore_case", DecodeOptions.glossary_ignore_case,
                   "Match --glossary source terms ignoring case.")
 flags.DEFINE_bool("eos_until_met", DecodeOptions.eos_until_met,
                   "With --constraints_file / --glossary and --model_dir: a hypothesis may not end "
-                  "before it meets every phrase (fairseq's and Sockeye's rule; off by default, "
-                  "docs/design.md says why).")
+                  "before it meets every phrase while they still fit before the length limit "
+                  "(fairseq's and Sockeye's rule; off by default, docs/design.md says why).")
 flags.DEFINE_string("protect", DecodeOptions.protect,
                     "Keep format specifiers, markup and code-like text byte for byte: auto (on "
                     "for the gettext problems), none, or a comma list of printf, brace, markup, "

@@ -103,12 +103,13 @@ class _Extra(NamedTuple):
 
 
 def _word_rules(beams, prefix, following, negative_words, must_end, word_starts, eos_id,
-                eos_until_met=False):
+                eos_until_met=False, index=None):
     """bool [B*K, V]: the tokens barred by the word rules. A row that ends with every token of
     an unmet positive phrase's alternative but its WORD_END may not continue the word (only a
     token that starts a word, or the next token of another phrase it is matching); a row in
     negative_words (see phrase_matching.banned) may not start one; with eos_until_met, a row
-    with an unmet phrase may not end. EOS stays open where it is the only token left (must_end).
+    with an unmet phrase may not end while its phrases still fit before its length limit
+    (_room, at step `index`). EOS stays open where it is the only token left (must_end).
     prefix, following: the alive beams' progress and next tokens (phrase_matching)."""
     started = (prefix > 0) & tf.logical_not(beams.constraints.met)[..., None]
     pending = tf.reduce_any(started & tf.equal(following, WORD_END), axis=[2, 3])
@@ -124,9 +125,24 @@ def _word_rules(beams, prefix, following, negative_words, must_end, word_starts,
         tf.zeros_like(rows, tf.bool))
     is_eos = tf.equal(tf.range(tf.shape(word_starts)[0]), eos_id)[None, :]
     if eos_until_met:
-        unmet = tf.reshape(tf.reduce_any(tf.logical_not(beams.constraints.met), axis=2), [-1])
+        unmet = tf.reduce_any(tf.logical_not(beams.constraints.met), axis=2)
+        unmet = tf.reshape(unmet & _room(beams, prefix, index), [-1])
         barred |= unmet[:, None] & is_eos
     return barred & tf.logical_not(tf.repeat(must_end, beam_size)[:, None] & is_eos)
+
+
+def _room(beams, prefix, index):
+    """bool [B, K]: the tokens a beam's unmet phrases still need fit before its length limit:
+    their shortest alternatives' tokens (a word end is met by the next word's first token, or
+    EOS), less the deepest partial match, at most the tokens left (this step's included, EOS
+    not). Where they cannot fit, eos_until_met lets the beam end, counted as unmet."""
+    constraints = beams.constraints
+    real = matching.phrase_sizes(tf.maximum(constraints.positive, 0))  # [B, P], no word end
+    unmet = tf.logical_not(constraints.met)
+    wanted = tf.reduce_sum(tf.where(unmet, real[:, None], 0), axis=2)
+    partial = tf.reduce_max(tf.where(unmet[..., None], prefix, 0), axis=[2, 3])
+    left = beams.decode_lengths - index - 1  # [B]
+    return wanted - tf.minimum(partial, wanted) <= left[:, None]
 
 
 def _barred(logits, banned, barred_words=None):
@@ -213,6 +229,10 @@ def _forced(logits, normaliser, must_end, beams, following, top_beams, top_token
     by_beam = tf.reshape(logits, [batch_size, beam_size, vocab_size])
     log_probs = (tf.gather(by_beam, forced, batch_dims=2) - row_max) - log_sum
     scores = tf.where(usable, beams.alive_log_probs[:, :, None] + log_probs, NEG_INF)
+    # An unusable entry (a met phrase's token) writes no token: it would take the (beam,
+    # token) place of a usable one with the same token ("Datei" given three times) in
+    # _candidates, which keeps only the first.
+    forced = tf.where(usable, forced, 0)
     _, picks = tf.math.top_k(scores, k=tf.minimum(FORCED_PER_BEAM, count))
     picks = tf.sort(picks, axis=-1)
     return (tf.gather(scores, picks, batch_dims=2), tf.gather(forced, picks, batch_dims=2))
@@ -401,7 +421,7 @@ def constrained_beam_search(tokens_to_logits, cache, static, batch_size, vocab_s
             word_starts)
         following = matching.next_tokens(positive, prefix)  # [B, K, P, A]
         barred = _word_rules(beams, prefix, following, negative_words, must_end, word_starts,
-                             eos_id, eos_until_met)
+                             eos_id, eos_until_met, index)
         logits = _without_loops(logits, beams, index, following, no_repeat_ngram_size)
         logits, normaliser = _barred(logits, banned, barred)
         return _next_beams(beams, logits, normaliser, must_end, index, matches, following,

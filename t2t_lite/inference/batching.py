@@ -66,7 +66,7 @@ from t2t_lite.inference.graph_prefixes import PREFIX_END
 # Each term is the sum of every tensor of its kind a step makes (measured with TensorFlow's debug
 # dump: tests/inference/test_constraint_memory.py), an upper bound on what it holds at once. On
 # the demo's model (beam 4, vocabulary 8,000) a line with 1-3 short phrases makes ~0.75 MiB, most
-# of it the masks (its logits: 0.25 MiB), and each prefix form ~3.9 MiB; the largest shape the
+# of it the masks (its logits: 0.25 MiB), and each prefix form ~2.5 MiB; the largest shape the
 # caps allow (16 phrases padded to 16 alternatives of 33 tokens, 128 negative phrases of 34)
 # ~21 MiB, at beam 64 ~340 MiB. No line is refused for its constraints: one whose state alone is
 # over the budget is a batch alone.
@@ -84,7 +84,7 @@ FLOAT_BYTES = 4
 TSTRING_BYTES = 32
 # What the search's ops make for each (row, token) pair a prefix form bars, summed over the ops
 # (fitted to TensorFlow's debug dump: tests/inference/test_constraint_memory.py).
-PREFIX_PAIR_BYTES = 128
+PREFIX_PAIR_BYTES = 80
 # SentencePiece's longest piece by default (max_sentencepiece_length), in characters.
 MAX_PIECE_CHARACTERS = 16
 
@@ -199,13 +199,15 @@ class SearchBudget(Budget):
         and form, the ops' bytes for each barred (row, token) pair (a form bars at most the
         vocabulary at once: the pieces that begin it begin with the word mark, those that
         complete a beginning do not) and a few strings; per beam, the window of surfaces it
-        reads (a form of `tokens` tokens writes at most MAX_PIECE_CHARACTERS a token)."""
+        reads (a form of `tokens` tokens writes at most MAX_PIECE_CHARACTERS a token), and per
+        character of it the text's endings a glued form may begin with (four strings each, and
+        per form three more)."""
         if not prefixes:
             return 0
         window = MAX_PIECE_CHARACTERS * tokens + 1
         return self.beam_size * (prefixes * (PREFIX_PAIR_BYTES * self.vocab_size
-                                             + 8 * TSTRING_BYTES)
-                                 + 2 * window * TSTRING_BYTES)
+                                             + 8 * TSTRING_BYTES + 4 * window * TSTRING_BYTES)
+                                 + 6 * window * TSTRING_BYTES)
 
     def __call__(self, rows, width, constraints=None):
         return (sum(self.search_bytes(rows, width, constraints).values()) <= self.limit

@@ -14,12 +14,19 @@ the target for a "do not use" entry; blank lines and lines starting with `#` are
 entry applies to every input line whose source holds the term as whole words (case-sensitive
 unless ignore_case). The line's phrases are its constraints-file phrases, then the glossary's.
 
+Phrases, glossary terms, source lines and outputs are compared in their normal form
+(normal_form: NFKC, as SentencePiece's nmt_nfkc applies it, white space and the invisible
+characters the tokenizer reads as a space, a zero-width space among them, as one space), the form
+the tokenizer writes them in: "Speichern unter…" is met by "Speichern unter...". Messages quote a
+phrase as it was typed.
+
 Everything here is text; the phrases become target ids in one place, the translator's
 encode_constraints (translation_module.py), where `check_tokenized` holds them to having tokens.
 """
 import dataclasses
 import hashlib
 import re
+import unicodedata
 
 from t2t_lite.errors import UserError
 from t2t_lite.progress_line import counted
@@ -38,6 +45,19 @@ ALTERNATIVES = "|"
 PREFIX = "*"  # after a negative alternative: every word that begins with it
 SEPARATOR = "\t"
 BOM = "\ufeff"
+
+
+# White space, and the invisible format characters SentencePiece's nmt_nfkc rule writes as a
+# space: zero-width space and non-joiner, the direction marks, the byte-order mark.
+SPACES = "\u200b\u200c\u200e\u200f\ufeff\u061c"
+_SPACE_RUN = re.compile(f"[\\s{SPACES}]+")
+_INVISIBLE = re.compile(f"[{SPACES}]")
+
+
+def normal_form(text):
+    """text as the tokenizer writes it (see the module docstring; graph_constraints.normal_form
+    is the same in the graph)."""
+    return _SPACE_RUN.sub(" ", unicodedata.normalize("NFKC", text)).strip()
 
 
 def split_line(line):
@@ -65,14 +85,26 @@ def split_line(line):
         if len(alternatives) > MAX_ALTERNATIVES:
             raise ValueError(f"a phrase with {len(alternatives)} alternatives; at most "
                              f"{MAX_ALTERNATIVES} per phrase")
-    required = SEPARATOR.join(a for negative, alternatives in phrases if not negative
-                              for a in alternatives)
+    conflict = contradiction(phrases)
+    if conflict:
+        text = conflict[:-1] if conflict.endswith(PREFIX) else conflict
+        raise ValueError(f"the phrase {text!r} is both required and forbidden")
+    return phrases
+
+
+def contradiction(phrases):
+    """The first negative alternative of phrases ([(negative, [alternative, ...]), ...]) that
+    bars a required phrase, every alternative of it (any one satisfies it: "Ordner|Verzeichnis"
+    with "!Verzeichnis" is met by "Ordner"), compared in normal form; None for none."""
+    required = [[normal_form(a) for a in alternatives]
+                for negative, alternatives in phrases if not negative]
     for negative, alternatives in phrases:
         for alternative in alternatives if negative else ():
-            if barred(required, alternative):
-                text = alternative[:-1] if alternative.endswith(PREFIX) else alternative
-                raise ValueError(f"the phrase {text!r} is both required and forbidden")
-    return phrases
+            bar = normal_form(alternative[:-1]) + PREFIX if alternative.endswith(
+                PREFIX) else normal_form(alternative)
+            if any(all(barred(a, bar) for a in group) for group in required):
+                return alternative
+    return None
 
 
 def barred(text, negative):
@@ -109,17 +141,19 @@ def holds_word(text, phrase, open_ended=False):
 def unmet_phrases(text, line):
     """The phrases of constraint line `line` that `text` does not keep as whole words: each
     positive phrase past the occurrences of its alternatives (a phrase given twice must appear
-    twice),
-    each alternative of a negative phrase it holds."""
+    twice), each alternative of a negative phrase it holds; in normal form."""
     phrases = split_line(line)
-    positive = [tuple(alternatives) for negative, alternatives in phrases if not negative]
+    text = normal_form(text)
+    positive = [tuple(normal_form(a) for a in alternatives)
+                for negative, alternatives in phrases if not negative]
     missing = 0
     for phrase in set(positive):
         wanted = positive.count(phrase)
         missing += max(wanted - sum(occurrences(text, a) for a in set(phrase)), 0)
     for negative, alternatives in phrases:
         if negative:
-            missing += sum(barred(text, a) for a in alternatives)
+            missing += sum(barred(text, normal_form(a[:-1]) + PREFIX if a.endswith(PREFIX)
+                                  else normal_form(a)) for a in alternatives)
     return missing
 
 
@@ -190,15 +224,25 @@ class GlossaryEntry:
 _WORD = re.compile(r"[^\W_]+|[^\w\s]|_", re.UNICODE)
 
 
-def _folded(text):
-    """(text casefolded, the index in text of each of its characters): Unicode casefolding
-    may change a text's length ("ß" -> "ss")."""
-    folded, where = [], []
-    for index, character in enumerate(text):
-        for piece in character.casefold():
-            folded.append(piece)
-            where.append(index)
-    return "".join(folded), where
+def _normalized(text, fold=False):
+    """(text as normal_form writes it, casefolded if fold, each white space character a space
+    of its own; the (start, end) in text of each of its characters), for matching words.
+    Normalized a character with the marks that follow it at a time ("o" and U+0308 become
+    "ö"), so each character of the result comes from one such run; casefolding may change a
+    text's length ("ß" -> "ss")."""
+    if not fold and unicodedata.is_normalized("NFKC", text) and not _INVISIBLE.search(text):
+        return text, [(i, i + 1) for i in range(len(text))]
+    result, where = [], []
+    start = 0
+    for end in range(1, len(text) + 1):
+        if end < len(text) and unicodedata.category(text[end])[0] == "M":
+            continue
+        piece = unicodedata.normalize("NFKC", text[start:end])
+        piece = _SPACE_RUN.sub(" ", piece.casefold() if fold else piece)
+        result.append(piece)
+        where.extend([(start, end)] * len(piece))
+        start = end
+    return "".join(result), where
 
 
 class Glossary:
@@ -219,7 +263,7 @@ class Glossary:
                          for first, terms in self._terms.items()}
 
     def _key(self, text):
-        return text.casefold() if self.ignore_case else text
+        return _normalized(text, self.ignore_case)[0]
 
     @classmethod
     def load(cls, path, ignore_case=False, flag="--glossary", data=None):
@@ -238,13 +282,44 @@ class Glossary:
                 raise UserError(f"{flag} {path}:{number}: {reason}") from None
             entries.append(GlossaryEntry(columns[0].strip(), negative, tuple(alternatives),
                                          number))
-        return cls(entries, ignore_case, path)
+        glossary = cls(entries, ignore_case, path)
+        glossary.check_entries(flag)
+        return glossary
+
+    def check_entries(self, flag="--glossary"):
+        """UserError naming both rows where the entries of one source term (as matches finds
+        it: normal form, casefolded under ignore_case) contradict each other: two different
+        required targets (both would be forced in), or a target another row forbids. Exact
+        duplicates, and a term with its own bans, are allowed."""
+        for terms in self._terms.values():
+            for entries in terms.values():
+                required = [e for e in entries if not e.negative]
+                for entry in required[1:]:
+                    first = required[0]
+                    if ({normal_form(a) for a in entry.alternatives}
+                            != {normal_form(a) for a in first.alternatives}):
+                        raise UserError(
+                            f"{flag} {self.path}:{first.line} and {entry.line}: two required "
+                            f"targets for one source term ({first.source!r} -> "
+                            f"{ALTERNATIVES.join(first.alternatives)!r}, {entry.source!r} -> "
+                            f"{ALTERNATIVES.join(entry.alternatives)!r}); give one row with "
+                            f"'{ALTERNATIVES}' between the targets if any one will do")
+                for ban in (e for e in entries if e.negative):
+                    for entry in required:
+                        bar = contradiction([(False, list(entry.alternatives)),
+                                             (True, list(ban.alternatives))])
+                        if bar:
+                            raise UserError(
+                                f"{flag} {self.path}:{entry.line} and {ban.line}: "
+                                f"{entry.source!r} requires "
+                                f"{ALTERNATIVES.join(entry.alternatives)!r}, which "
+                                f"{ban.source!r} forbids ({bar!r})")
 
     def matches(self, source, protect=frozenset()):
         """[(start, end, [entry, ...]), ...]: the terms that apply to `source`, in source order
         (character offsets into source). protect: the protected_spans kinds whose spans no term
         may cut; code-like spans (code_spans.CODE_KINDS) are never cut either."""
-        text, where = _folded(source) if self.ignore_case else (source, None)
+        text, where = _normalized(source, self.ignore_case)
         words = list(_WORD.finditer(text))
         found = []
         for i, word in enumerate(words):
@@ -254,9 +329,8 @@ class Glossary:
             for length in range(min(self._longest[word.group()], len(words) - i), 0, -1):
                 key = tuple(w.group() for w in words[i:i + length])
                 if key in terms:
-                    start, end = word.start(), words[i + length - 1].end()
-                    if where is not None:
-                        start, end = where[start], where[end - 1] + 1
+                    start, end = where[word.start()][0], where[words[i + length - 1].end()
+                                                               - 1][1]
                     found.append((start, end, terms[key]))
         if found:
             from t2t_lite.inference import protected_spans
@@ -311,7 +385,7 @@ def check_tokenized(lines, encoded, where):
             if reason:
                 reason = reason.decode("utf-8", errors="replace")
                 # An invisible phrase (a zero-width space) shown as Python writes it.
-                reason = re.sub(r"^the phrase '(.*)' (?=has |is )",
+                reason = re.sub(r"^the phrase '(.*)' (?=has |is |cannot )",
                                 lambda m: f"the phrase {m.group(1)!r} " if not
                                 m.group(1).isprintable() else m.group(0), reason)
                 flag, path, number = where(i)

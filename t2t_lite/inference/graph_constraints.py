@@ -4,13 +4,18 @@ count alike.
 
     encode(tokenizer, lines, word_ends) -> positive int32 [B, P, A, T], negative int32 [B, Q, T]
         (target ids, 0-padded, each alternative ending in constrained_search.WORD_END unless its
-        last token ends a word itself, a `*` prefix form in graph_prefixes.PREFIX_END), errors
+        last token ends a word itself, a `*` prefix form in graph_prefixes.PREFIX_END; a
+        positive alternative a negative one of its line bars has no ids), errors
         string [B] ("" for a good line, else the one-line reason constraints.py gives);
     unmet(outputs, lines) -> int32 [B]: the phrases an output does not keep as whole words
         (a positive phrase past the occurrences of its alternatives, a negative one it holds),
         as constraints.unmet_phrases counts them.
+
+Phrases and outputs are compared, and phrases tokenized, in their normal form (normal_form, as
+constraints.normal_form writes it); reasons quote a phrase as it was typed.
 """
 import tensorflow as tf
+import tensorflow_text as tf_text
 
 from t2t_lite.decoding.constrained_search import WORD_END, WORD_START
 from t2t_lite.ids import UNK_ID
@@ -19,6 +24,15 @@ from t2t_lite.inference.graph_prefixes import PREFIX_END
 
 # A character that is part of a word, as word_pieces.is_word_character judges it.
 WORD = r"[\pL\pM\pN]"
+# A run of what constraints.normal_form writes as one space: Python's white space (RE2's \s is
+# ASCII only) and constraints.SPACES.
+SPACE_RUN = r"[\t\n\x{0B}\f\r\x{1C}-\x{1F}\x{85}\p{Z}" + constraints_lib.SPACES + "]+"
+
+
+def normal_form(texts):
+    """string tensor -> each text in its normal form (constraints.normal_form)."""
+    texts = tf.strings.regex_replace(tf_text.normalize_utf8(texts, "NFKC"), SPACE_RUN, " ")
+    return tf.strings.strip(texts)
 
 
 def _strip(strings):
@@ -67,15 +81,20 @@ def _with_word_end(ids, word_ends, open_ended):
     return tf.concat([ids, ends], axis=1)
 
 
-def _alternative_errors(texts, ids):
-    """string [N]: each alternative's reason to refuse it ("" for none)."""
+def _alternative_errors(texts, ids, tokenizer):
+    """string [N]: each alternative's reason to refuse it ("" for none). A phrase whose tokens
+    write another text than its normal form (a control character, "▁") could never be met."""
     real = tf.cast(ids.row_lengths(), tf.int32)
     quoted = tf.strings.join(["the phrase '", texts, "'"])
     unknown = tf.reduce_any(tf.equal(ids, UNK_ID), axis=1)
     cap = constraints_lib.MAX_PHRASE_TOKENS
+    written = normal_form(tokenizer.decode(ids.to_tensor()))
+    reasons = tf.where(tf.not_equal(written, normal_form(texts)), tf.strings.join(
+        [quoted, " cannot be written by the model's vocabulary (its tokens write '", written,
+         "')"]), "")
     reasons = tf.where(
         real > cap, tf.strings.join([quoted, " has ", tf.strings.as_string(real),
-                                     f" tokens; at most {cap} per phrase"]), "")
+                                     f" tokens; at most {cap} per phrase"]), reasons)
     reasons = tf.where(unknown, tf.strings.join(
         [quoted, " has a token outside the model's vocabulary"]), reasons)
     reasons = tf.where(tf.equal(real, 0) & tf.not_equal(texts, ""), tf.strings.join(
@@ -99,18 +118,21 @@ def encode(tokenizer, lines, word_ends, glued=None):
     word_ends = tf.cast(word_ends, tf.bool)
 
     def ids(texts, open_ended):
-        flat = texts.flat_values
-        raw = tokenizer.encode(flat)
+        raw = tokenizer.encode(normal_form(texts.flat_values))
         return raw, _with_word_end(raw, word_ends, open_ended)
 
     positive_raw, positive_ids = ids(positive_texts, tf.zeros_like(
         positive_texts.flat_values, tf.bool))
     negative_raw, negative_ids = ids(negative_texts, prefix.flat_values)
+    # An alternative its line bars is left out (no tokens): another one meets the phrase.
+    bars, barred = _bars(positive_texts, negative_texts, prefix)
+    positive_ids = tf.ragged.boolean_mask(positive_ids, positive_ids.with_flat_values(
+        tf.repeat(tf.logical_not(barred), positive_ids.row_lengths())))
     positive = positive_texts.with_flat_values(positive_ids).to_tensor()
     negative = negative_texts.with_flat_values(negative_ids)
     if glued is not None:
         flat = negative_texts.flat_values
-        pieces = tf.cast(glued(flat), negative_raw.dtype)
+        pieces = tf.cast(glued(normal_form(flat)), negative_raw.dtype)
         start = tf.RaggedTensor.from_row_lengths(
             tf.fill([tf.size(flat)], tf.constant(WORD_START, pieces.dtype)),
             tf.ones([tf.size(flat)], tf.int64))
@@ -120,14 +142,15 @@ def encode(tokenizer, lines, word_ends, glued=None):
     negative = negative.to_tensor()
     positive, negative = tf.cast(positive, tf.int32), tf.cast(negative, tf.int32)
 
-    errors = _refusals(parsed, positive_raw, negative_raw)
+    errors = _refusals(parsed, positive_raw, negative_raw, tokenizer, bars)
     return {"positive": positive, "negative": negative, "errors": errors}
 
 
-def _refusals(parsed, positive_raw, negative_raw):
+def _refusals(parsed, positive_raw, negative_raw, tokenizer, bars):
     """string [B]: why each line is refused ("" for none), the first of the reasons in the
     order constraints.py checks them. parsed: parse's tuple; positive_raw, negative_raw: the
-    ragged ids of its positive and negative alternatives (flat), before any word end."""
+    ragged ids of its positive and negative alternatives (flat), before any word end; bars:
+    _bars' first."""
     positive_texts, negative_texts, prefix, phrase_counts, alternative_counts, empty = parsed
     reasons = [tf.where(empty, "an empty phrase or alternative", "")]
     most = constraints_lib.MAX_PHRASES
@@ -139,9 +162,9 @@ def _refusals(parsed, positive_raw, negative_raw):
         ["a phrase with ", tf.strings.as_string(too_many.flat_values),
          f" alternatives; at most {cap} per phrase"]))))
     reasons.append(_first(positive_texts.with_flat_values(
-        _alternative_errors(positive_texts.flat_values, positive_raw)).merge_dims(1, 2)))
+        _alternative_errors(positive_texts.flat_values, positive_raw, tokenizer)).merge_dims(1, 2)))
     reasons.append(_first(negative_texts.with_flat_values(
-        _alternative_errors(negative_texts.flat_values, negative_raw))))
+        _alternative_errors(negative_texts.flat_values, negative_raw, tokenizer))))
     tokens = (tf.reduce_sum(positive_texts.with_flat_values(
         tf.cast(positive_raw.row_lengths(), tf.int32)), axis=[1, 2])
         + tf.reduce_sum(negative_texts.with_flat_values(
@@ -150,16 +173,34 @@ def _refusals(parsed, positive_raw, negative_raw):
     reasons.append(tf.where(tokens > total_cap, tf.strings.join(
         [tf.strings.as_string(tokens), f" constraint tokens; at most {total_cap} per line"]),
         ""))
-    # Required and forbidden: a negative alternative that a positive one holds.
-    required = tf.strings.reduce_join(positive_texts.merge_dims(1, 2), axis=1,
-                                      separator=constraints_lib.SEPARATOR)
-    conflict = _holds(tf.gather(required, _rows(negative_texts)), negative_texts.flat_values,
-                      prefix.flat_values)
+    conflict = _contradictions(bars)
     conflicting = _first(negative_texts.with_flat_values(
         tf.where(conflict, negative_texts.flat_values, "")))
     reasons.append(tf.where(tf.not_equal(conflicting, ""), tf.strings.join(
         ["the phrase '", conflicting, "' is both required and forbidden"]), ""))
     return _first(tf.RaggedTensor.from_tensor(tf.stack(reasons, axis=1)))
+
+
+def _bars(positive_texts, negative_texts, prefix):
+    """(bars bool [n, (p), (a)]: negative alternative n bars alternative a of positive phrase p
+    of its line, in normal form; barred bool [N]: each positive alternative (flat) that a
+    negative alternative of its line bars)."""
+    rows = _rows(negative_texts)
+    groups = tf.gather(positive_texts, rows)  # the positive phrases of each one's line
+    per_alternative = tf.cast(groups.merge_dims(1, 2).row_lengths(), tf.int32)
+    held = _holds(normal_form(groups.flat_values),
+                  tf.repeat(normal_form(negative_texts.flat_values), per_alternative),
+                  tf.repeat(prefix.flat_values, per_alternative))
+    count = tf.size(positive_texts.flat_values)
+    which = tf.gather(positive_texts.with_flat_values(tf.range(count)), rows).flat_values
+    barred = tf.math.unsorted_segment_max(tf.cast(held, tf.int32), which, count) > 0
+    return groups.with_flat_values(held), barred
+
+
+def _contradictions(bars):
+    """bool [n], per negative alternative: it bars a positive phrase of its line, every
+    alternative of it (constraints.contradiction). bars: _bars' first."""
+    return tf.reduce_any(tf.reduce_all(bars, axis=2), axis=1)
 
 
 def _rows(ragged):
@@ -230,8 +271,11 @@ def unmet(outputs, lines):
     """int32 [B]: the phrases of each constraint line its output string does not keep as whole
     words, as constraints.unmet_phrases counts them: each positive phrase past the occurrences
     of its alternatives (each alternative once; a phrase given n times needs n), each
-    alternative of a negative phrase that the output holds."""
+    alternative of a negative phrase that the output holds; in normal form."""
     positive_texts, negative_texts, prefix, _, _, _ = parse(lines)
+    outputs = normal_form(outputs)
+    positive_texts = positive_texts.with_flat_values(normal_form(positive_texts.flat_values))
+    negative_texts = negative_texts.with_flat_values(normal_form(negative_texts.flat_values))
     counts = positive_texts.with_flat_values(_occurrences(
         tf.gather(outputs, _rows(positive_texts)), positive_texts.flat_values,
         tf.zeros_like(positive_texts.flat_values, tf.bool))).to_tensor()  # [B, P, A]

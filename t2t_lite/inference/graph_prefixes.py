@@ -7,9 +7,12 @@ demo's vocabulary "Dateien" and "Dateisystem" are single pieces (`▁Dateien`), 
 not enough. graph_constraints.encode ends a prefix form's tokens in PREFIX_END; PrefixPieces.texts
 turns each such row into S, the text its tokens write (word_pieces.surfaces: "▁Datei" for the
 spaced form; "Datei" for the glued one, whose row begins with a WORD_START). At every step,
-PrefixPieces.barred reads each hypothesis's current word as text: for the spaced form, the
-surfaces from its last token that starts a word; for the glued form, those after its last token
-that ends a word (or the start). Where that word is a proper beginning of S (say "▁Da" `te`:
+PrefixPieces.barred reads the text of each hypothesis's last pieces: for the spaced form, the
+word is the text since its last space ("▁"); for the glued form, every ending of that text
+that follows a character that is no letter, mark, digit or space (or the sequence's start), as
+"»" does in "»Datei". Punctuation inside a prefix ("E-Mail", `▁E` `-` `M` `ail`; "z.B.")
+stays in its word: the word is read as text, not from the pieces that start or end words.
+Where that word is a proper beginning of S (say "▁Da" `te`:
 "▁Date"), the pieces whose text begins with the rest of S ("i", "ien", "isystem") are barred;
 pieces that only go on along S ("i" of a longer rest) stay open, so the bar moves with the word.
 The spaced form also bars, at every step, the pieces that begin with S itself ("▁Dateien").
@@ -30,6 +33,9 @@ from t2t_lite.decoding.phrase_matching import phrase_lengths
 PREFIX_END = -4
 # SentencePiece's word mark, with which a spaced form's text begins.
 SPACE = "\u2581"
+# What the sequence's start writes in the text a hypothesis's word is read from: no piece's
+# surface holds a line end.
+START = "\n"
 
 
 def _lookup(keys, values):
@@ -85,52 +91,56 @@ class PrefixPieces(tf.Module):
     def barred(self, seqs, index, texts, word_starts, word_ends):
         """What the prefix forms bar now, as the search's banned tokens (int32 [N, 2] (row,
         token) indices into the flat [B*K, V] log probs). seqs int32 [B, K, L+1]: the alive
-        hypotheses up to column `index`; texts string [B, F] as `texts` gives them;
-        word_starts, word_ends bool [V]: the search's word tables."""
+        hypotheses up to column `index`; texts string [B, F] as `texts` gives them. The word is
+        read from the text the pieces write, so word_starts and word_ends (the search's
+        interface) are not needed: a hyphen or a dot inside a prefix does not end its word."""
+        del word_starts, word_ends
         shape = tf.shape(seqs)
         forms = tf.shape(texts)[1]
         s_texts = tf.broadcast_to(texts[:, None, :], [shape[0], shape[1], forms])  # [B, K, F]
-        word = self._current_words(seqs, index, texts, word_starts, word_ends)  # [B, K, F]
-        written = tf.strings.length(word)
-        length = tf.strings.length(s_texts)
-        begins = (tf.strings.substr(s_texts, tf.zeros_like(written), written) == word) & (
-            written < length)
-        # substr refuses a position past the end: a longer word begins nothing.
-        cut = tf.minimum(written, length)
-        rests = tf.strings.substr(s_texts, cut, length - cut)
-        # A spaced form's word may begin at any step: S itself is barred everywhere.
+        length = tf.strings.length(s_texts, unit="UTF8_CHAR")
         spaced = _is_spaced(s_texts)
-        rows = tf.range(shape[0])[:, None, None] * shape[1] + tf.range(shape[1])[None, :, None]
-        rows = tf.broadcast_to(rows, tf.shape(s_texts))
-        all_rests = tf.concat([tf.boolean_mask(rests, begins),
-                               tf.boolean_mask(s_texts, spaced)], axis=0)
-        all_rows = tf.concat([tf.boolean_mask(rows, begins), tf.boolean_mask(rows, spaced)],
-                             axis=0)
-        which, tokens = self._beginning_with(all_rests)
-        return tf.stack([tf.gather(all_rows, which), tokens], axis=1)
+        most = tf.reduce_max(tf.concat([tf.reshape(length, [-1]), [0]], axis=0))
+        written = self._window_text(seqs, index, most)  # [B, K]
+        rows = tf.range(shape[0])[:, None] * shape[1] + tf.range(shape[1])[None, :]  # [B, K]
 
-    def _current_words(self, seqs, index, texts, word_starts, word_ends):
-        """string [B, K, F]: each hypothesis's current word as a form of its example reads it
-        (see the module docstring); a word begun before the window (then no beginning of S: it
-        already has more pieces than S has characters) reads as a NUL, which no S begins with."""
-        most = tf.reduce_max(tf.concat([tf.reshape(
-            tf.strings.length(texts, unit="UTF8_CHAR"), [-1]), [0]], axis=0))
+        # The spaced form: the word since the last space, a proper beginning of S.
+        word = tf.where(tf.strings.regex_full_match(written, "(?s).*" + SPACE + ".*"),
+                        tf.strings.regex_replace(written, "(?s)^.*" + SPACE, SPACE), "\0")
+        word = tf.broadcast_to(word[:, :, None], tf.shape(s_texts))
+        begins = spaced & _proper_beginning(s_texts, length, word)
+        cut = tf.minimum(tf.strings.length(word, unit="UTF8_CHAR"), length)
+        rests = [tf.boolean_mask(_rest(s_texts, length, cut), begins),
+                 # A spaced form's word may begin at any step: S itself is barred everywhere.
+                 tf.boolean_mask(s_texts, spaced)]
+        where = [tf.boolean_mask(tf.broadcast_to(rows[..., None], tf.shape(s_texts)), begins),
+                 tf.boolean_mask(tf.broadcast_to(rows[..., None], tf.shape(s_texts)), spaced)]
+
+        # The glued form: each ending of the text, c < most characters, that follows a character
+        # that is no letter, mark, digit or space (or the sequence's start) and begins S.
+        ending, after_mark = _glued_endings(written, most)  # [B, K, C]
+        c = tf.range(most)
+        s_c = tf.broadcast_to(s_texts[..., None], tf.concat([tf.shape(s_texts), [most]], 0))
+        length_c = length[..., None] + tf.zeros_like(c)
+        begins = (tf.logical_not(spaced)[..., None] & after_mark[:, :, None, :]
+                  & _proper_beginning(s_c, length_c, tf.broadcast_to(ending[:, :, None, :],
+                                                                      tf.shape(s_c))))
+        cut = tf.minimum(c + tf.zeros_like(length_c), length_c)
+        rests.append(tf.boolean_mask(_rest(s_c, length_c, cut), begins))
+        where.append(tf.boolean_mask(tf.broadcast_to(rows[:, :, None, None], tf.shape(s_c)),
+                                     begins))
+        which, tokens = self._beginning_with(tf.concat(rests, axis=0))
+        return tf.stack([tf.gather(tf.concat(where, axis=0), which), tokens], axis=1)
+
+    def _window_text(self, seqs, index, most):
+        """string [B, K]: the text each hypothesis's last `most` + 1 pieces write (each writes
+        at least one character, so it holds S's length and one character before), the
+        sequence's start written as START."""
         window = matching.windows(seqs, index, most + 1)  # [B, K, W]
         written = tf.where(window > 0, tf.gather(tf.constant(self._surfaces, tf.string),
-                                                  tf.maximum(window, 0)), "")
-        positions = tf.range(most + 1)
-
-        def from_position(first):
-            """The window's text from column first [B, K] on; a NUL where first < 0."""
-            text = tf.strings.reduce_join(
-                tf.where(positions >= first[..., None], written, ""), axis=-1)
-            return tf.where(first >= 0, text, "\0")
-
-        starts = matching.starts_word(window, word_starts)
-        ends = matching.ends_word(window, word_ends)
-        spaced = from_position(tf.reduce_max(tf.where(starts, positions, -1), axis=-1))
-        glued = from_position(tf.reduce_max(tf.where(ends, positions + 1, -1), axis=-1))
-        return tf.where(_is_spaced(texts)[:, None, :], spaced[:, :, None], glued[:, :, None])
+                                                  tf.maximum(window, 0)),
+                           tf.where(window < 0, START, ""))
+        return tf.strings.reduce_join(written, axis=-1)
 
     def _beginning_with(self, rests):
         """(which int32 [N], tokens int32 [N]): every token whose surface begins with a rest,
@@ -149,6 +159,36 @@ class PrefixPieces(tf.Module):
         first = tf.gather(offsets - (ends - starts), which)
         return which, tf.gather(tf.constant(self._tokens),
                                 tf.gather(starts, which) + positions - first)
+
+
+def _proper_beginning(texts, lengths, word):
+    """bool, texts' shape: word is a beginning of texts shorter than it (lengths: texts'
+    characters)."""
+    written = tf.strings.length(word, unit="UTF8_CHAR")
+    return (written < lengths) & tf.equal(
+        tf.strings.substr(texts, tf.zeros_like(written), tf.minimum(written, lengths),
+                          unit="UTF8_CHAR"), word)
+
+
+def _rest(texts, lengths, cut):
+    """texts from character `cut` (<= lengths) on."""
+    return tf.strings.substr(texts, cut, lengths - cut, unit="UTF8_CHAR")
+
+
+def _glued_endings(written, most):
+    """(endings string [B, K, C], after_mark bool [B, K, C]) for c < C = most: the last c
+    characters of each text, and whether the character before them marks where a glued word
+    begins: not a letter, mark, digit or the word mark SPACE (a spaced word is the spaced form's),
+    or START."""
+    size = tf.strings.length(written, unit="UTF8_CHAR")[..., None]  # [B, K, 1]
+    c = tf.range(most)[None, None, :]
+    texts = tf.broadcast_to(written[..., None], tf.shape(size + c))
+    endings = tf.strings.substr(texts, tf.maximum(size - c, 0), tf.minimum(c, size),
+                                unit="UTF8_CHAR")
+    before = tf.strings.substr(texts, tf.maximum(size - c - 1, 0), tf.ones_like(size + c),
+                               unit="UTF8_CHAR")
+    mark = tf.strings.regex_full_match(before, "(?s)[^\\pL\\pM\\pN" + SPACE + "]")
+    return endings, mark & (size - c - 1 >= 0)
 
 
 def _is_spaced(texts):

@@ -186,6 +186,38 @@ def test_eos_until_met_keeps_a_hypothesis_going_until_its_phrases_are_met(toys):
         assert np.isfinite(scores[0, 0]) and best[-1] == toys.EOS
 
 
+@pytest.mark.parametrize("times", [2, 3, 4, 6])
+def test_a_phrase_required_k_times_is_placed_k_times(toys, times):
+    # The model writes "▁ist ▁Datei : EOS" and would not write "▁Datei" again: each further
+    # one is forced, on a beam whose top candidates leave it out (a beam of 1 offers 2).
+    model = _table(toys, [4, 2, 6, toys.EOS])
+    table = np.exp(model.log_table)
+    table[[0, 2, 3, 5, 6], 2] = 0.001
+    model = toys.TableModel(table)
+    for eos_until_met in (False, True):
+        sequences, _, unmet = _run(model, [[[[2, END]]] * times], beam_size=1, alpha=0.0,
+                                   max_decode_length=3 * times + 2,
+                                   eos_until_met=eos_until_met)
+        best = toys.strip(sequences[0, 0])
+        assert unmet[0, 0] == 0 and _words(best) == times, (eos_until_met, best)
+
+
+def test_eos_until_met_ends_a_line_whose_phrases_cannot_fit(toys):
+    # A phrase of seven tokens cannot fit in five: the hypothesis ends where the model wants,
+    # as without the rule, and is counted as missing it (not run on to the limit).
+    model = _table(toys, [4, 6, toys.EOS])
+    results = [_run(model, [[[[2, 5, 5, 5, 5, 5, 5]]]], beam_size=2, alpha=0.0,
+                    max_decode_length=6, eos_until_met=eos_until_met)
+               for eos_until_met in (False, True)]
+    (plain, _, plain_unmet), (ruled, _, ruled_unmet) = results
+    assert toys.strip(ruled[0, 0]) == toys.strip(plain[0, 0])
+    assert len(toys.strip(ruled[0, 0])) < 6 and ruled_unmet[0, 0] == plain_unmet[0, 0] == 1
+    # Where they fit, the rule keeps the hypothesis going until they are met.
+    sequences, _, unmet = _run(model, [[[[2, END]]] * 2], beam_size=2, alpha=0.0,
+                               max_decode_length=6, eos_until_met=True)
+    assert unmet[0, 0] == 0 and _words(toys.strip(sequences[0, 0])) == 2
+
+
 @pytest.mark.slow  # traces a search of its own: the whole suite runs it
 def test_a_negative_glued_to_punctuation_is_barred_after_a_word_end(toys):
     # The model wants ": format" glued (":format", [6, 3]) as a word; the glued negative

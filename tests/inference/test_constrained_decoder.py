@@ -123,6 +123,28 @@ def test_the_export_translates_under_constraints(export_version_dir):
     assert outputs[1] == plain["outputs"].numpy()[0].decode()
 
 
+def test_the_export_translates_as_the_module_does_line_for_line(model_dir, export_version_dir):
+    # A phrase required three times, phrases in another spelling of their normal form, a
+    # prefix form: the export, the Python module and the decoder's count agree.
+    from t2t_lite.inference import constraints, translation_module
+
+    sources = tf.constant(["the house is small .", "we read books", "a cat sat on the mat",
+                           "the dog ran away"])
+    lines = tf.constant(["der Hund\tder Hund\tder Hund", "Hund\u00a0Katze|Matte\t!Hund*",
+                         "Katze\u200b\tKatze", "Hund  Katze\t!die*"])
+    module = translation_module.from_model_dir(model_dir)
+    loaded = tf.saved_model.load(export_version_dir)
+    want = module.translate_constrained(sources, lines)
+    got = loaded.signatures["translate_constrained"](inputs=sources, constraints=lines)
+    assert got["outputs"].numpy().tolist() == want["outputs"].numpy().tolist()
+    outputs = [o.decode() for o in want["outputs"].numpy()]
+    counted = [constraints.unmet_phrases(o, line.decode())
+               for o, line in zip(outputs, lines.numpy())]
+    assert got["unmet"].numpy().tolist() == want["unmet"].numpy().tolist() == counted
+    assert counted == [0, 0, 0, 0], outputs
+    assert constraints.occurrences(outputs[0], "der Hund") == 3
+
+
 def test_the_export_writes_a_negative_phrase_glued_as_the_module_does(model_dir,
                                                                        export_version_dir):
     # Both SentencePiece models live in the export: the glued form is not the spaced one.

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 GERMAN = ("Die Datei wurde nicht gefunden . Das Dateiformat ist ungültig . Der Dateityp ist "
           "unbekannt : Datei : »Ordner« und »%s« fehlen . Verzeichnis Verzeichnisse "
           "Verzeichnisname Formatdatei Ordner Speicher Gruppen Wurzel Dateien Dateisystem "
-          "Dateiname Verzeichnissen").split()
+          "Dateiname Verzeichnissen E-Mail E-Mails E-Mail-Adresse z.B. Wi-Fi").split()
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +50,8 @@ CASES = [
     "Dateiformat\t!Datei", "Formatdatei\t!Datei*", "Verzeichnisname\t!Verzeichnis",
     "Datei\t!Verzeichnis*", "Speicher|Gruppen\tWurzel", "»%s«\t!Ordner\t!Datei*",
     "!Datei*", "Ordner\t!Verzeichnis*|Dateisystem", "Datei\tDatei", "Wurzel\t!Datei*|Ordner*",
+    "Datei\tDatei\tDatei", "Datei\tDatei\tDatei\tDatei", "Ordner|Verzeichnis\t!Verzeichnis",
+    "!E-Mail*\t!z.B.*\t!Wi-Fi*", "Datei\u00a0wurde\t!E-Mail*", "Speicher\u200b\tOrdner  und",
 ]
 
 
@@ -96,7 +98,7 @@ def _barred(module, line, written):
     return {surfaces[t] for t in pairs.numpy()[:, 1]}, surfaces
 
 
-@pytest.mark.parametrize("prefix", ["Datei", "Verzeichnis"])
+@pytest.mark.parametrize("prefix", ["Datei", "Verzeichnis", "E-Mail", "z.B.", "Wi-Fi"])
 def test_a_prefix_form_bars_every_piece_that_would_begin_a_word_with_it(module, prefix):
     line = f"!{prefix}*"
     barred, surfaces = _barred(module, line, [])

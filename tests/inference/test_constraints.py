@@ -245,3 +245,70 @@ def test_a_span_the_model_invents_is_removed_where_the_source_has_none():
                                      frozenset({"printf"}), stats, repaired)
     assert "%" not in fixed[0][0][0] and fixed[1][0][0] == "Hallo"
     assert (stats.protected, stats.protect_repaired, repaired) == (1, 1, [True, False])
+
+
+# The five rows: (source, required phrase as typed, the output, the phrase's normal form).
+TYPED = [
+    ("Save As…", "Speichern unter\u2026", "Speichern unter...", "Speichern unter..."),
+    ("File size too large", "Gro\u0308\u00dfe", "Die Größe ist zu groß", "Größe"),
+    ("Open file", "Datei\u00a0öffnen", "Datei öffnen", "Datei öffnen"),
+    ("Open file", "Datei  öffnen", "Datei öffnen", "Datei öffnen"),
+    ("Cannot open file %s", "Datei\u200b", "Datei %s kann nicht geöffnet werden", "Datei"),
+]
+
+
+@pytest.mark.parametrize("source, typed, output, normal", TYPED)
+def test_a_phrase_is_met_in_the_form_the_tokenizer_writes_it(source, typed, output, normal):
+    assert constraints.normal_form(typed) == normal
+    assert constraints.unmet_phrases(output, typed) == 0
+    assert constraints.unmet_phrases(output, "!" + typed) == 1
+    # The output's own spelling is normalized too.
+    assert constraints.unmet_phrases(typed + " x", normal) == 0
+
+
+def test_a_zero_width_space_inside_a_phrase_parts_words_as_the_tokenizer_reads_it():
+    assert constraints.normal_form("Datei\u200böffnen") == "Datei öffnen"
+    assert constraints.normal_form("\ufeff ﬁle\t\u3000x ") == "file x"
+
+
+def test_an_alternative_group_is_satisfied_by_any_of_its_members():
+    assert constraints.split_line("Ordner|Verzeichnis\t!Verzeichnis") == [
+        (False, ["Ordner", "Verzeichnis"]), (True, ["Verzeichnis"])]
+    with pytest.raises(ValueError, match="'Verzeichnis' is both required and forbidden"):
+        constraints.split_line("Verzeichnisse|Verzeichnis\t!Verzeichnis*")
+    # Compared in normal form.
+    with pytest.raises(ValueError, match="'unter…' is both required and forbidden"):
+        constraints.split_line("Speichern unter...\t!unter\u2026")
+
+
+def test_glossary_terms_match_the_source_in_normal_form(tmp_path):
+    glossary = _glossary(tmp_path, "Save As…\tSpeichern unter\nGro\u0308\u00dfe\tSize\n")
+    assert glossary.phrases_for("Save As...") == [(False, ["Speichern unter"])]
+    assert glossary.phrases_for("Größe") == [(False, ["Size"])]
+    # Offsets stay the source's.
+    (start, end, _), = glossary.matches("die Gro\u0308\u00dfe!")
+    assert (start, end) == (4, 10)
+    folded = _glossary(tmp_path, "GRO\u0308SSE\tSize\n", ignore_case=True)
+    assert folded.phrases_for("die größe") == [(False, ["Size"])]
+
+
+@pytest.mark.parametrize("rows, ignore_case, reason", [
+    ("folder\tOrdner\nfolder\tVerzeichnis\n", False,
+     r":1 and 2: two required targets for one source term \('folder' -> 'Ordner', 'folder' -> "
+     r"'Verzeichnis'\)"),
+    ("folder\tOrdner\nx\ty\nFolder\tOrdner|Verzeichnis\n", True,
+     ":1 and 3: two required targets for one source term"),
+    ("folder\tOrdner\nfolder\t!Ordner*\n", False,
+     r":1 and 2: 'folder' requires 'Ordner', which 'folder' forbids \('Ordner\*'\)"),
+])
+def test_conflicting_glossary_entries_are_refused_naming_both_rows(tmp_path, rows,
+                                                                    ignore_case, reason):
+    with pytest.raises(UserError, match=r"^--glossary .*g\.tsv" + reason):
+        _glossary(tmp_path, rows, ignore_case=ignore_case)
+
+
+def test_duplicates_a_terms_own_bans_and_other_cases_stay_allowed(tmp_path):
+    rows = ("folder\tOrdner|Verzeichnis\nfolder\tOrdner|Verzeichnis\nfolder\t!Verzeichnis\n"
+            "Folder\tMappe\nfile\tDatei\nfile\tDatei\u200b\n")
+    glossary = _glossary(tmp_path, rows)
+    assert glossary.phrases_for("Move folder to trash")[2] == (True, ["Verzeichnis"])

@@ -24,14 +24,15 @@ def _boundaries():
     return tf.constant(starts), tf.constant(ends)
 
 
-def _barred(negative, written):
+def _barred(negative, written, surfaces=SURFACES):
     """The surfaces one example's prefix forms bar after a hypothesis that wrote `written`."""
-    pieces = PrefixPieces(SURFACES)
+    pieces = PrefixPieces(surfaces)
+    ids = {surface: token for token, surface in enumerate(surfaces) if surface}
     _, texts = pieces.texts(tf.constant([negative], tf.int32))
-    seqs = tf.constant([[[0] + [ID[s] for s in written]]], tf.int32)  # column 0: the start
+    seqs = tf.constant([[[0] + [ids[s] for s in written]]], tf.int32)  # column 0: the start
     pairs = pieces.barred(seqs, len(written), texts, *_boundaries())
     assert set(pairs.numpy()[:, 0]) <= {0}
-    return {SURFACES[t] for t in pairs.numpy()[:, 1]}
+    return {surfaces[t] for t in pairs.numpy()[:, 1]}
 
 
 def test_a_spaced_prefix_bars_every_piece_that_begins_it_anywhere():
@@ -62,6 +63,54 @@ def test_a_glued_prefix_bars_after_a_word_end_or_the_start():
     assert _barred([GLUED], ["»", "D", "a", "te"]) == {"ien", "i"}
     assert _barred([GLUED], ["▁ist"]) == set()  # "▁ist" ends no word: "istDatei" is allowed
     assert _barred([GLUED], ["▁ist", ":", "▁Date"]) == set()  # a spaced word is not glued
+
+
+# The demo's vocabulary spells "E-Mails" `▁E` `-` `M` `ails` and "z.B." `▁z` `.` `B` `.`.
+PUNCTUATED = ["", "", "", "▁E", "-", "M", "ail", "ails", "▁E-Mail", "Mails", "▁z", ".", "B",
+              "▁z.B.", "»", "E", "▁", "▁Wi", "i", "F", "▁W", "▁ist", "s", "▁Mail"]
+P_ID = {surface: token for token, surface in enumerate(PUNCTUATED) if surface}
+
+
+def _punctuated(*surfaces, glued=False):
+    return ([WORD_START] if glued else []) + [P_ID[s] for s in surfaces] + [PREFIX_END]
+
+
+@pytest.mark.parametrize("negative, written, rest", [
+    (_punctuated("▁E", "-", "M", "ail"), ["▁E", "-", "M"], {"ail", "ails"}),
+    (_punctuated("▁E", "-", "M", "ail"), ["▁E", "-"], {"Mails"}),
+    (_punctuated("▁E", "-", "M", "ail"), ["▁ist", "▁", "E", "-", "M"], {"ail", "ails"}),
+    (_punctuated("▁z", ".", "B", "."), ["▁z", ".", "B"], {"."}),
+    (_punctuated("▁z", ".", "B", "."), ["▁z", "."], set()),  # "B" goes on along it
+    (_punctuated("▁W", "i", "-", "F", "i"), ["▁Wi", "-", "F"], {"i"}),
+    (_punctuated("E", "-", "M", "ail", glued=True), ["»", "E", "-", "M"], {"ail", "ails"}),
+    (_punctuated("E", "-", "M", "ail", glued=True), ["»", "E", "-"], {"Mails"}),
+    (_punctuated("E", "-", "M", "ail", glued=True), ["▁ist", "-", "M"], set()),
+])
+def test_punctuation_inside_a_prefix_does_not_end_its_word(negative, written, rest):
+    everywhere = {"▁E-Mail", "▁z.B."} & _barred([negative], [], PUNCTUATED)
+    assert _barred([negative], written, PUNCTUATED) - everywhere == rest
+
+
+@pytest.mark.parametrize("preferred", [
+    ["▁E", "-", "M", "ails"], ["▁E", "-", "Mails"], ["▁E-Mail", "s"], ["»", "E", "-", "M", "ails"],
+    ["▁ist", "▁E", "-", "M", "ail"]])
+def test_the_search_writes_no_word_that_begins_with_a_hyphenated_prefix(preferred):
+    starts, ends = word_pieces.boundaries_of_pieces(
+        [s if s else "<r>" for s in PUNCTUATED], "sentencepiece")
+    starts[:3] = ends[:3] = True
+    pieces = PrefixPieces(PUNCTUATED)
+    negative, texts = pieces.texts(tf.constant([[
+        _punctuated("▁E", "-", "M", "ail") + [0],
+        _punctuated("E", "-", "M", "ail", glued=True)]], tf.int32))
+    model = _table_model([P_ID[s] for s in preferred] + [1], len(PUNCTUATED))
+    sequences, scores, _ = constrained_beam_search(
+        model, {}, {}, 1, len(PUNCTUATED), tf.zeros([1, 0, 1, 1], tf.int32), negative,
+        beam_size=3, alpha=0.0, max_decode_length=8, word_starts=starts, word_ends=ends,
+        prefix_bars=(texts, pieces.barred))
+    for row, score in zip(sequences.numpy()[0], scores.numpy()[0]):
+        if score > -np.inf:
+            text = "".join(PUNCTUATED[t] for t in row if t > 2).replace("▁", " ")
+            assert "E-Mail" not in text, text
 
 
 def test_a_prefix_of_several_tokens_bars_along_any_spelling():
