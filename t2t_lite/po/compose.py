@@ -116,7 +116,7 @@ def _accept(source, options, data, others, stats):
                         "t2t-lite-po did not translate; nothing written")
     line, message = others[0]
     stats.msgfmt = (f"{len(others)} errors the input already had, kept as they were (first: "
-                    f"{options.input}:{_input_line(own, message)}: {message})")
+                    f"{options.input}:{_input_line(own, message)}: {' '.join(message.split())})")
     return data
 
 

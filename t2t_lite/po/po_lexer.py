@@ -271,6 +271,8 @@ class Lexer:
             if index > first:
                 text = text.replace("\\\n", "")
                 self.continued[first] = index
+            if text.endswith("\\\n"):  # on the last line: no character, then the file's end
+                text = text[:-2]
             last_line = index == len(self.lines) - 1
             yield from _line_tokens(text, first, self.name, last_line, self.encoding,
                                     self._state)
