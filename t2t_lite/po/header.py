@@ -86,8 +86,9 @@ class HeaderPlan:
 def plan(metadata, has_plurals, first_plural_line, target_language, where, charset=None):
     """The HeaderPlan for a header's fields (`metadata`: name -> value) and a target language;
     `charset`: the one the header entry names as msgfmt reads it (po_lexer.encoding_of), None
-    for none. where(field or None) -> "path:line" for messages. UserError where it cannot work: a catalog
-    in another language, a Plural-Forms that cannot be read, plural entries without a rule."""
+    for none. where(field or None) -> "path:line" for messages. UserError where it cannot
+    work: a catalog in another language, a Plural-Forms that cannot be read, plural entries
+    without a rule."""
     language = field_value(metadata.get("Language"))
     if language and target_language and not same_language(language, target_language):
         raise UserError(f"{where('Language')}: the catalog is in {language!r}, but the "

@@ -13,8 +13,11 @@ What it promises, by construction:
   fields po/header.py sets, comments, flags, contexts, obsolete entries, wrapping, escapes;
 - a catalog msgfmt would refuse (a syntax error, a duplicate msgid, a bad escape or charset) is
   refused in one line naming the file and line, before a model is loaded;
-- the output is never the input, has one writer (a lock beside it), and is replaced atomically
-  when complete; a killed run re-run with the same command continues (po/work_folder.py).
+- the input is read once, at the start, and every step uses those bytes (a pipe, a FIFO or
+  /dev/stdin gives them once; a file may change under a long run);
+- the output is never the input, has one writer (a lock beside it, taken before TensorFlow
+  loads), and is replaced atomically when complete; a killed run re-run with the same command
+  continues (po/work_folder.py).
 
 Which entries and which hypothesis: po/entries.py. The model: po/engine.py, loaded once per run;
 its attempts go from the decoder's 1-best to the beam's n-best to a search with the line's

@@ -81,29 +81,37 @@ def without_tensorflow(tmp_path):
     return dict(ENV, PYTHONPATH=os.pathsep.join([str(fake.parent), REPO]))
 
 
-def quick(env, *args):
-    model = os.path.join(os.path.dirname(env["PYTHONPATH"].split(os.pathsep)[0]), "model")
-    os.makedirs(model, exist_ok=True)
-    with open(os.path.join(model, "run.json"), "w", encoding="utf-8") as f:
-        f.write("{}\n")
-    return subprocess.run(command(model, *args), capture_output=True, text=True, env=env,
+def quick(env, *args, model_dir=None):
+    """The CLI's run under `env`, on a model_dir (by default one whose run.json names no
+    problem, enough for what is refused before the model is read)."""
+    if model_dir is None:
+        model_dir = os.path.join(os.path.dirname(env["PYTHONPATH"].split(os.pathsep)[0]),
+                                 "model")
+        os.makedirs(model_dir, exist_ok=True)
+        with open(os.path.join(model_dir, "run.json"), "w", encoding="utf-8") as f:
+            f.write("{}\n")
+    return subprocess.run(command(model_dir, *args), capture_output=True, text=True, env=env,
                           cwd=REPO, timeout=120)
 
 
-def test_a_locked_output_is_refused_before_tensorflow_loads(tmp_path, without_tensorflow):
+def test_a_locked_output_is_refused_before_tensorflow_loads(model_dir, tmp_path,
+                                                             without_tensorflow):
+    """The model's problem (run.json) is looked up in the registry, which imports TensorFlow:
+    the lock comes first."""
     source = tmp_path / "in.po"
     source.write_text(header() + entries(2), encoding="utf-8")
     output = tmp_path / "out.po"
     lock = file_lock.FileLock(str(output) + file_lock.LOCK_SUFFIX, "a test").acquire()
     try:
-        result = quick(without_tensorflow, f"--input={source}", f"--output={output}")
+        result = quick(without_tensorflow, f"--input={source}", f"--output={output}",
+                       model_dir=model_dir)
     finally:
         lock.release()
     assert result.returncode == 1, result.stderr[-2000:]
     assert re.fullmatch(rf"error: --output {re.escape(str(output))} is being written by another "
                         r"run \(pid \d+ .*\); wait for it or stop it \(its lock: .*\)",
                         result.stderr.strip()), result.stderr[-2000:]
-    assert sorted(os.listdir(tmp_path)) == ["fake_tf", "in.po", "model"]
+    assert sorted(os.listdir(tmp_path)) == ["fake_tf", "in.po"]
 
 
 def test_several_inputs_are_refused_in_one_line(tmp_path, without_tensorflow):
@@ -307,7 +315,8 @@ def _catalog(header_strings, probe, encoding, before="", after=""):
 CHARSETS = {
     "a comment before the header names another charset": (
         _catalog(["Content-Type: text/plain; charset=UTF-8\\n"], "Café —", "utf-8",
-                 before="# Converted from charset=ISO-8859-1 in 2003\n"), "UTF-8", "Café —"),
+                 before="# Was Content-Type: text/plain; charset=ISO-8859-1 until 2003\n"),
+        "UTF-8", "Café —"),
     "Content-Type split over two strings": (
         _catalog(["Content-Type: text/plain; ", "charset=ISO-8859-1\\n"], "Café", "latin-1"),
         "ISO-8859-1", "Café"),
