@@ -290,6 +290,7 @@ ALLOWED = {
         "is not a regular file": SAYS_FIX,
         "the translator returned": "an engine fault, not a user's; reported if it ever happens",
         "--output {}: cannot write": OS_ERROR,
+        "holds no catalog entry": "the line names the input; nothing is written",
     },
     "po/compose.py": {
         "msgfmt keeps rejecting the translations": "a fault of the tool's own checks; nothing "

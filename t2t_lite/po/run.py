@@ -327,6 +327,9 @@ def translate_catalog(options, translate=None, kinds_of=None, progress=sys.stder
     # file may change under a long run; everything after reads this copy.
     raw = catalog_file.read_bytes(options.input)
     catalog = catalog_file.parse(raw, options.input)
+    if not catalog.entries:  # an empty pipe (a failed command before it) must not empty a file
+        raise UserError(f"--input {options.input} holds no catalog entry ({len(raw)} bytes "
+                        "read); nothing written")
     # The output's lock before anything imports TensorFlow: a second run is refused at once.
     lock = file_lock.FileLock(target_path + file_lock.LOCK_SUFFIX,
                               f"--output {target_path}").acquire()

@@ -114,6 +114,23 @@ def test_a_locked_output_is_refused_before_tensorflow_loads(model_dir, tmp_path,
     assert sorted(os.listdir(tmp_path)) == ["fake_tf", "in.po"]
 
 
+def test_an_empty_pipe_never_empties_an_existing_output(tmp_path, without_tensorflow):
+    output = tmp_path / "existing.po"
+    output.write_text(header() + 'msgid "old"\nmsgstr "alt"\n', encoding="utf-8")
+    before = output.read_bytes()
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "run.json").write_text("{}\n")
+    result = subprocess.run(command(model, "--input=/dev/stdin", f"--output={output}"),
+                            input="", capture_output=True, text=True, env=without_tensorflow,
+                            cwd=REPO, timeout=120)
+    assert result.returncode == 1
+    assert result.stderr.strip() == ("error: --input /dev/stdin holds no catalog entry (0 bytes "
+                                     "read); nothing written")
+    assert output.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["existing.po", "fake_tf", "model"]
+
+
 def test_several_inputs_are_refused_in_one_line(tmp_path, without_tensorflow):
     names = []
     for name in ("a.po", "b.po", "c.po"):
