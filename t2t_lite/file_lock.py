@@ -40,6 +40,7 @@ import socket
 import sys
 import time
 
+from t2t_lite import process_end
 from t2t_lite.errors import UserError
 
 LOCK_SUFFIX = ".lock"
@@ -198,8 +199,15 @@ class FileLock:
                 raise self._cannot_create(error) from None
             try:
                 taken = self._take(descriptor, created)
-            except BaseException:
+            except BaseException as error:
+                failed = isinstance(error, OSError) and process_end.is_write_failure(error)
+                if failed and created:  # its record failed: an empty file would stop a re-run
+                    self._remove_own(descriptor)
                 os.close(descriptor)
+                if failed:
+                    raise process_end.write_failed(
+                        error, f"the lock {self.path} of {self.what}",
+                        "nothing was written") from None
                 raise
             if taken is True:
                 self._descriptor = descriptor
@@ -211,6 +219,13 @@ class FileLock:
                             f"whether a run is starting; if no run is writing {self.what}, "
                             f"remove it")
         raise self._keeps_changing()
+
+    def _remove_own(self, descriptor):
+        try:
+            if os.stat(self.path).st_ino == os.fstat(descriptor).st_ino:
+                os.remove(self.path)
+        except OSError:
+            pass
 
     def _cannot_create(self, error):
         return UserError(f"cannot write {self.what}: its lock {self.path} cannot be "

@@ -45,6 +45,7 @@ ALLOWED = {
         "--decode_precision applies to --format=savedmodel": FLAG_PAIR,
         "--protect applies to --format=savedmodel": FLAG_PAIR,
     },
+    "bin/po.py": {"is given {} times; t2t-lite-po translates one catalog": SAYS_FIX},
     "bin/table3.py": {"required (see --helpshort)": "names the missing flags; --helpshort lists them"},
     "cli.py": {
         "unexpected arguments:": "the tools take flags only; the line shows what was left over",
@@ -290,6 +291,9 @@ ALLOWED = {
         "is not a regular file": SAYS_FIX,
         "the translator returned": "an engine fault, not a user's; reported if it ever happens",
         "--output {}: cannot write": OS_ERROR,
+        "holds no catalog entry": "the line names the input; nothing is written",
+    },
+    "po/compose.py": {
         "msgfmt keeps rejecting the translations": "a fault of the tool's own checks; nothing "
                                                    "is written",
         "msgfmt rejects the output at line": "the line quotes msgfmt's reason and line",

@@ -59,8 +59,14 @@ flags.DEFINE_enum("engine", PoOptions.engine, ["tensorflow", "ctranslate2"],
 
 
 def main(argv):
+    from t2t_lite.errors import UserError
     from t2t_lite.po.run import translate_catalog
 
+    for name in ("input", "output"):
+        if FLAGS[name].present > 1:  # absl keeps the last: the others would be dropped unsaid
+            raise UserError(f"--{name} is given {FLAGS[name].present} times; t2t-lite-po "
+                            "translates one catalog into one output per run: run it once for "
+                            "each catalog")
     stats = translate_catalog(command_line.from_flags(PoOptions, FLAGS))
     print(stats.summary(), file=sys.stderr)
 

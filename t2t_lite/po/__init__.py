@@ -4,6 +4,7 @@
   for byte except what is changed: its entries and header.
 - po_lexer: gettext's lexer and grammar over a PO file's lines: its charset, its messages, and
   msgfmt's refusals as FILE:LINE errors.
+- iconv_codec: the charsets msgfmt reads that Python lacks (EUC-TW, GEORGIAN-PS), through iconv.
 - po_strings: a string written as msgmerge writes it: escapes, Unicode line breaking at 79
   columns, never inside a format directive.
 - formats: msgfmt's reading of c-format, objc-format, python-format, python-brace-format,
@@ -21,6 +22,7 @@
 - engine: the model, loaded once per run, with a journal a killed run resumes from.
 - judge: msgfmt itself, over the catalog's bytes before they are written.
 - review: translate-toolkit's checks (pofilter's) on every candidate, the second judge.
+- compose: the output from the input's bytes read once, the translations written in, judged.
 - work_folder: OUTPUT.t2t-po-work, an unfinished run's work.
 - run: PoOptions, PoStats and translate_catalog, the whole run.
 """

@@ -95,6 +95,7 @@ class Entry:
                 line_flags = _flags_of(text[1:])
                 self.flags.extend(line_flags)
                 self._flag_lines.append((token.line, line_flags))
+        self.domain = "messages"  # the `domain` directive it stands under
         self._edits: Dict[int, List[bytes]] = {}
         self._inserts: Dict[int, List[bytes]] = {}
 
@@ -105,6 +106,19 @@ class Entry:
     @property
     def span(self):
         return self._catalog._offsets[self._first], self._catalog._offsets[self._last + 1]
+
+    @property
+    def last_line(self):
+        """The 1-based line where the entry ends."""
+        return self._last + 1
+
+    @property
+    def eol(self):
+        """The line end of the entry's msgid line, for the lines written into it (a catalog of
+        mixed line ends keeps each entry's own)."""
+        line = self._catalog._lines[self.msgid_line - 1]
+        return b"\r\n" if line.endswith(b"\r\n") else (
+            b"\n" if line.endswith(b"\n") else self._catalog.eol)
 
     @property
     def fuzzy(self):
@@ -131,7 +145,7 @@ class Entry:
         for index in range(self._first, self._last + 1):
             out.extend(self._inserts.get(index, ()))
             out.extend(self._edits.get(index, [lines[index]]))
-        eol = self._catalog.eol
+        eol = self.eol
         out = [line if line.endswith(b"\n") else line + eol for line in out]
         if out and not lines[self._last].endswith(b"\n"):
             out[-1] = out[-1][:-len(eol)]
@@ -213,7 +227,7 @@ class Entry:
 
     def _set_fuzzy(self, fuzzy):
         """Rewrites the flags lines for fuzzy (from the lines as read, so calls can repeat)."""
-        eol = self._catalog.eol
+        eol = self.eol
         anchor = self._message.tokens[0].line
         self._inserts.pop(anchor, None)
         flags = []
@@ -248,7 +262,9 @@ class Catalog:
 
     def __init__(self, raw, name="<catalog>"):
         self.name = name
-        self.encoding, self.charset = encoding_of(raw, name)
+        charset = encoding_of(raw, name)
+        self.encoding, self.charset = charset.reading, charset.name
+        self._writing, self._header_end = charset.writing, charset.header_end
         self._lines = split_lines(raw)
         self._offsets = [0]
         for line in self._lines:
@@ -261,7 +277,7 @@ class Catalog:
         self._read()
 
     def _read(self):
-        lexer = Lexer(self._lines, self.encoding, self.name)
+        lexer = Lexer(self._lines, self.encoding, self.name, self._header_end)
         seen: Dict[Tuple[str, Optional[str], str], int] = {}
         owner: Dict[int, Entry] = {}
         for comments, message, domain in Parser(lexer).messages():
@@ -276,6 +292,7 @@ class Catalog:
             first = (comments or message.tokens)[0].line
             last = lexer.continued.get(message.tokens[-1].line, message.tokens[-1].line)
             entry = Entry(self, message, comments, first, last)
+            entry.domain = domain
             for index in (entry._first, entry._last):
                 if index in owner and owner[index] is not entry:
                     self._shared[index] = True
@@ -295,7 +312,7 @@ class Catalog:
         out = []
         for line in lines:
             try:
-                out.append(line.encode(self.encoding) + self.eol)
+                out.append(line.encode(self._writing) + entry.eol)
             except UnicodeEncodeError as error:
                 raise NotEncodable(
                     f"{self.name}:{entry.msgid_line}: {line[error.start:error.end]!r} cannot be "
@@ -424,11 +441,16 @@ def parse(raw: bytes, name="<catalog>") -> Catalog:
     return Catalog(raw, name)
 
 
-def read(path) -> Catalog:
-    """The catalog at `path`; a UserError naming the file (and line) for what cannot be read."""
+def read_bytes(path) -> bytes:
+    """The bytes at `path`, read to their end once (a file, a pipe, a FIFO, /dev/stdin); a
+    UserError naming the file for what cannot be read."""
     try:
         with open(path, "rb") as f:
-            raw = f.read()
+            return f.read()
     except OSError as error:
         raise UserError(f"{path}: cannot read ({error.strerror})") from None
-    return Catalog(raw, str(path))
+
+
+def read(path) -> Catalog:
+    """The catalog at `path`; a UserError naming the file (and line) for what cannot be read."""
+    return Catalog(read_bytes(path), str(path))

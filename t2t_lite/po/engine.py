@@ -14,7 +14,9 @@ import json
 import os
 import sys
 
+from t2t_lite import process_end
 from t2t_lite.inference import constraints as constraints_lib
+from t2t_lite.progress_line import counted
 
 ATTEMPTS = ("best", "nbest", "forced")
 # What the progress line says each attempt does.
@@ -24,20 +26,46 @@ _DOING = {"best": "translated", "nbest": "retried with the beam's other hypothes
 
 class Journal:
     """Append-only JSON lines {"key": [attempt, kinds, line], "hyps": [...]}: the hypotheses of
-    finished chunks, each chunk on disk (fsync) before the next starts. A torn last record (a
-    kill mid-write) is ignored."""
+    finished chunks, each chunk on disk (fsync) before the next starts. A record is whole when
+    its line ends in "\n" and parses; a torn one (a kill or a full disk mid-write, cut anywhere,
+    inside a UTF-8 character too) is dropped and said, every whole record before and after it
+    kept, and a torn tail is cut off before the next record is appended, so that a second
+    interruption loses nothing already done."""
 
-    def __init__(self, path):
+    def __init__(self, path, progress=sys.stderr):
         self.path = path
         self.done = {}
         if path and os.path.isfile(path):
-            with open(path, encoding="utf-8") as f:
-                for line in f:
-                    try:
-                        record = json.loads(line)
-                        self.done[tuple(record["key"])] = record["hyps"]
-                    except (ValueError, KeyError, TypeError):
-                        break
+            self._read(progress)
+
+    def _read(self, progress):
+        with open(self.path, "rb") as f:
+            data = f.read()
+        whole = data.rfind(b"\n") + 1  # the bytes after the last "\n": a torn tail
+        torn = [number for number, line in enumerate(data[:whole].splitlines(), 1)
+                if not self._take(line)]
+        if whole < len(data):
+            torn.append(data.count(b"\n") + 1)
+            self._cut(whole)
+        if torn:
+            print(f"t2t-lite-po: {self.path}: dropped {counted(len(torn), 'torn record')} (an "
+                  f"interrupted write; line {', '.join(map(str, torn))}); its lines are "
+                  f"translated again, the {counted(len(self.done), 'whole record')} kept",
+                  file=progress, flush=True)
+
+    def _take(self, line):
+        try:
+            record = json.loads(line.decode("utf-8"))
+            self.done[tuple(record["key"])] = record["hyps"]
+            return True
+        except (ValueError, KeyError, TypeError):
+            return False
+
+    def _cut(self, size):
+        try:
+            os.truncate(self.path, size)
+        except OSError as error:
+            raise process_end.write_failed(error, f"the journal {self.path}") from None
 
     def add(self, items):
         """items: [(key, hypotheses)]."""
@@ -47,14 +75,21 @@ class Journal:
             return
         data = "".join(json.dumps({"key": list(key), "hyps": hyps}, ensure_ascii=False) + "\n"
                        for key, hyps in items).encode("utf-8")
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as error:
+            if not process_end.is_write_failure(error):
+                raise
+            raise process_end.write_failed(
+                error, f"the journal {self.path}", "the translations it holds are kept; "
+                "re-run the same command to continue") from None
 
 
 def group_name(kinds):
@@ -83,7 +118,7 @@ class ModelEngine:
 
     def __init__(self, options, journal_path=None, progress=sys.stderr):
         self.options, self.progress = options, progress
-        self.journal = Journal(journal_path)
+        self.journal = Journal(journal_path, progress)
         self.resumed = 0  # lines whose hypotheses an earlier, interrupted run left
         self._translator = self._settings = None
         self.searches = 1

@@ -7,7 +7,6 @@ charset=UTF-8, and the header's fuzzy mark goes. PO-Revision-Date is set when a 
 written. These are the only header fields the tool writes; every other header byte stays.
 """
 import datetime
-import re
 
 from t2t_lite.errors import UserError
 from t2t_lite.po import plural
@@ -84,10 +83,12 @@ class HeaderPlan:
         return fields
 
 
-def plan(metadata, has_plurals, first_plural_line, target_language, where):
-    """The HeaderPlan for a header's fields (`metadata`: name -> value) and a target language.
-    where(field or None) -> "path:line" for messages. UserError where it cannot work: a catalog
-    in another language, a Plural-Forms that cannot be read, plural entries without a rule."""
+def plan(metadata, has_plurals, first_plural_line, target_language, where, charset=None):
+    """The HeaderPlan for a header's fields (`metadata`: name -> value) and a target language;
+    `charset`: the one the header entry names as msgfmt reads it (po_lexer.encoding_of), None
+    for none. where(field or None) -> "path:line" for messages. UserError where it cannot
+    work: a catalog in another language, a Plural-Forms that cannot be read, plural entries
+    without a rule."""
     language = field_value(metadata.get("Language"))
     if language and target_language and not same_language(language, target_language):
         raise UserError(f"{where('Language')}: the catalog is in {language!r}, but the "
@@ -117,8 +118,7 @@ def plan(metadata, has_plurals, first_plural_line, target_language, where):
             raise UserError(f"{where('Plural-Forms')}: the header has no Plural-Forms, the entry "
                             f"at line {first_plural_line} has plural forms, and {why}; add a "
                             "Plural-Forms line to the header")
-    content_type = metadata.get("Content-Type") or ""
-    if "charset=" not in content_type or "CHARSET" in content_type:
+    if not charset or charset == "CHARSET":  # what the catalog is read in: UTF-8
         changes["Content-Type"] = "text/plain; charset=UTF-8"
         if not field_value(metadata.get("Content-Transfer-Encoding")):
             changes["Content-Transfer-Encoding"] = "8bit"
@@ -126,13 +126,3 @@ def plan(metadata, has_plurals, first_plural_line, target_language, where):
         changes["MIME-Version"] = "1.0"
     return HeaderPlan(changes, target, rule)
 
-
-_CHARSET = re.compile(r"charset=([\w_\-:.]+)", re.IGNORECASE)
-
-
-def charset_of(metadata):
-    """The charset a header's Content-Type names, None for none or the template's CHARSET."""
-    found = _CHARSET.search(metadata.get("Content-Type") or "")
-    if not found or found.group(1).upper() == "CHARSET":
-        return None
-    return found.group(1)

@@ -22,8 +22,8 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from t2t_lite.errors import UserError
+from t2t_lite.po import iconv_codec
 
-_CHARSET = re.compile(rb'"?Content-Type:[^\n]*?charset=([\w_\-:.]+)', re.IGNORECASE)
 _CONTROL = {"n": "\n", "t": "\t", "b": "\b", "r": "\r", "f": "\f", "v": "\v", "a": "\a",
             "\\": "\\", '"': '"'}
 _KEYWORDS = {"domain": "DOMAIN", "msgid": "MSGID", "msgid_plural": "MSGID_PLURAL",
@@ -168,31 +168,85 @@ def split_lines(raw):
     return out
 
 
-def encoding_of(raw, name):
-    """(python codec name, the header's charset or None), as po_catalog.read_catalog finds it."""
-    match = _CHARSET.search(raw)
-    charset = match.group(1).decode("ascii", "replace") if match else None
-    if not charset or charset.upper() == "CHARSET":
-        return "utf-8", charset
+@dataclasses.dataclass
+class Charset:
+    """How a catalog's bytes are read and written, from the charset its header entry names."""
+    name: Optional[str]  # as the header writes it; None where it names none (or CHARSET)
+    reading: str  # the Python codec its strings are decoded with
+    writing: str  # the codec new lines are encoded with
+    header_end: int  # the last line index of the header entry (-1: none), read byte-wise
+
+
+def _codec(charset):
     try:
-        encoding = codecs.lookup(charset).name
+        return codecs.lookup(charset).name
     except LookupError:
-        line = raw.count(b"\n", 0, match.start())
-        raise error_at(name, line, f"unknown charset {charset!r} in the header's "
-                                 "Content-Type") from None
+        return iconv_codec.lookup(charset)
+
+
+def encoding_of(raw, name):
+    """The catalog's Charset, found as msgfmt finds it (po_lex_charset_set): in the msgstr of
+    the header entry (the first with msgid "", no context, not obsolete), read byte-wise as
+    msgfmt reads what comes before it, the text after the first "charset=" (lower case) up to
+    a space, tab or newline, wherever it stands (Content-Type split over strings, or no
+    Content-Type at all). Lines through the header's are never refused for their bytes. A name
+    neither Python nor iconv knows is read byte-wise and new lines written only in ASCII
+    (msgfmt warns and copies its bytes)."""
+    lines = split_lines(raw)
+    try:
+        charset, header_end = _header_charset(Lexer(lines, "latin-1", name))
+    except UserError:  # before the header: the reading proper says it, in file order
+        charset, header_end = None, -1
+    if not charset or charset == "CHARSET":
+        return Charset(charset or None, "utf-8", "utf-8", header_end)
+    encoding = _codec(charset)
+    if encoding is None:
+        return Charset(charset, "latin-1", "ascii", header_end)
     if "\n\"#~|".encode(encoding, "replace") != b'\n"#~|':  # UTF-16, UTF-32: not a PO charset
-        line = raw.count(b"\n", 0, match.start())
-        raise error_at(name, line, f"charset {charset!r} is not ASCII-compatible; gettext reads "
-                                 "only ASCII-compatible charsets")
-    return encoding, charset
+        raise error_at(name, header_end, f"charset {charset!r} is not ASCII-compatible; gettext "
+                                         "reads only ASCII-compatible charsets")
+    return Charset(charset, encoding, encoding, header_end)
+
+
+def _header_charset(lexer):
+    """(the charset the header entry names or None, its last line index or -1)."""
+    for _, message, _ in Parser(lexer).messages():
+        if message is None:
+            break
+        if message.msgctxt is None and message.msgid == "" and message.msgstr is not None \
+                and not message.msgid_token.obsolete:
+            last = message.tokens[-1].line
+            last = lexer.continued.get(last, last)
+            found = message.msgstr.find("charset=")
+            if found < 0:
+                return None, last
+            value = re.match(r"[^ \t\n]*", message.msgstr[found + len("charset="):]).group()
+            return value or None, last
+    return None, -1
+
+
+def _decoded(lines, encoding, lenient_through):
+    """Each line's text: the file decoded whole where it can be (one conversion), else line by
+    line with undecodable bytes kept as surrogates (an error where the lexer meets them in a
+    string), replaced in the lines through `lenient_through` (msgfmt reads them byte-wise)."""
+    try:
+        parts = b"".join(lines).decode(encoding).split("\n")
+        texts = [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+        if len(texts) == len(lines):
+            return texts
+    except UnicodeDecodeError:
+        pass
+    return [line.decode(encoding, "replace" if index <= lenient_through else "surrogateescape")
+            for index, line in enumerate(lines)]
 
 
 class Lexer:
     """Tokens of the whole file, read lazily (so errors come in file order), one lookahead."""
 
-    def __init__(self, lines, encoding, name):
+    def __init__(self, lines, encoding, name, lenient_through=-1):
         self.lines, self.name = lines, name
         self.encoding = encoding
+        self._texts = _decoded(lines, encoding, lenient_through)
         self.continued: Dict[int, int] = {}  # first physical line -> last, of joined lines
         self._state: Dict[str, bool] = {}
         self._tokens = self._generate()
@@ -203,7 +257,7 @@ class Lexer:
         while index < len(self.lines):
             # Bytes the charset cannot decode are an error in a string or keyword, not in a
             # comment (as in msgfmt): they are kept as surrogates until the lexer sees them.
-            text = self.lines[index].decode(self.encoding, "surrogateescape")
+            text = self._texts[index]
             if index == 0 and text.startswith("\ufeff"):
                 raise error_at(self.name, 0, "syntax error: the file starts with a byte order "
                                            "mark (BOM), which msgfmt does not accept; remove "
@@ -213,10 +267,12 @@ class Lexer:
             # the physical lines joined are one line for the lexer.
             while text.endswith("\\\n") and index + 1 < len(self.lines):
                 index += 1
-                text = text[:-2] + self.lines[index].decode(self.encoding, "surrogateescape")
+                text = text[:-2] + self._texts[index]
             if index > first:
                 text = text.replace("\\\n", "")
                 self.continued[first] = index
+            if text.endswith("\\\n"):  # on the last line: no character, then the file's end
+                text = text[:-2]
             last_line = index == len(self.lines) - 1
             yield from _line_tokens(text, first, self.name, last_line, self.encoding,
                                     self._state)

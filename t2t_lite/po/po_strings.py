@@ -189,14 +189,16 @@ def string_lines(keyword, text, prefix="", width=PAGE_WIDTH, first_line=True, fo
     flags), a `""` first line when the string has several lines or wraps. `prefix` is "#~ "
     for an obsolete entry; first_line=False gives the lines of a string that continues an
     earlier one (no keyword). In a CJK `encoding` (EUC-JP, GBK, BIG5, EUC-KR ...) East Asian
-    ambiguous characters count two columns, as gettext counts them."""
+    ambiguous characters count two columns, as gettext counts them. An entry flagged `no-wrap`
+    (in `formats`) is broken only after its \\n's."""
     cjk = codecs.lookup(encoding).name in _CJK_ENCODINGS
     if "\0" in text or "\x04" in text:
         raise ValueError("a PO string cannot hold NUL or the context separator <EOT>")
     portions = re.findall(r"[^\n]*\n|[^\n]+", text) or [""]
     inside = _inside_directives(text, formats)
     after_break = len(prefix) + 1
-    wrap_width = width - 1 - after_break
+    # An entry flagged no-wrap is broken only after its "\n"s, as msgcat writes it.
+    wrap_width = width - 1 - after_break if "no-wrap" not in formats else float("inf")
     lines, offset = [], 0
     for k, portion in enumerate(portions):
         chars, prohibited = [], []

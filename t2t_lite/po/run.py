@@ -15,8 +15,11 @@ What it promises, by construction:
   fields po/header.py sets, comments, flags, contexts, obsolete entries, wrapping, escapes;
 - a catalog msgfmt would refuse (a syntax error, a duplicate msgid, a bad escape or charset) is
   refused in one line naming the file and line, before a model is loaded;
-- the output is never the input, has one writer (a lock beside it), and is replaced atomically
-  when complete; a killed run re-run with the same command continues (po/work_folder.py).
+- the input is read once, at the start, and every step uses those bytes (a pipe, a FIFO or
+  /dev/stdin gives them once; a file may change under a long run);
+- the output is never the input, has one writer (a lock beside it, taken before TensorFlow
+  loads), and is replaced atomically when complete; a killed run re-run with the same command
+  continues (po/work_folder.py).
 
 Which entries and which hypothesis: po/entries.py. The model: po/engine.py, loaded once per run;
 its attempts go from the decoder's 1-best to the beam's n-best to a search with the line's
@@ -35,18 +38,18 @@ from t2t_lite import atomic, file_lock
 from t2t_lite.errors import UserError
 from t2t_lite.inference import protected_spans, resume
 from t2t_lite.model_source import ModelSource
-from t2t_lite.po import (accelerators, catalog_file, engine as engine_lib, entries, header, judge,
-                         review)
+from t2t_lite.po import (accelerators, catalog_file, engine as engine_lib, entries, formats,
+                         header, judge, review)
+from t2t_lite.po.compose import LEFT_CHARSET, LEFT_LAYOUT, LEFT_MSGFMT  # noqa: F401
+from t2t_lite.po.compose import judged
 from t2t_lite.po.work_folder import SUFFIX as WORK_SUFFIX, WorkFolder
 from t2t_lite.progress_line import counted
 
 # Why an entry was left untranslated, as the summary says it.
 LEFT_FORMAT = "their formats or accelerators could not be kept"
 LEFT_EMPTY = "the model gave no translation"
-LEFT_MSGFMT = "msgfmt rejected the translation"
-LEFT_CHARSET = "the catalog's charset cannot hold the translation"
-LEFT_LAYOUT = ("its lines are shared with another entry or continued by a backslash (they "
-               "cannot be rewritten alone)")
+LEFT_UNJUDGED = ("its format is one msgfmt checks and t2t-lite-po cannot read, and msgfmt is "
+                 "not installed")
 
 
 @dataclasses.dataclass
@@ -317,6 +320,29 @@ def translate_catalog(options, translate=None, kinds_of=None, progress=sys.stder
         check_options(options)
     elif not (options.input and options.output):
         raise UserError("--input and --output are required")
+    target_path = _checked_output(options)
+    # The input is read once, here: a pipe, a FIFO or /dev/stdin gives its bytes once, and a
+    # file may change under a long run; everything after reads this copy.
+    raw = catalog_file.read_bytes(options.input)
+    catalog = catalog_file.parse(raw, options.input)
+    if not catalog.entries:  # an empty pipe (a failed command before it) must not empty a file
+        raise UserError(f"--input {options.input} holds no catalog entry ({len(raw)} bytes "
+                        "read); nothing written")
+    # The output's lock before anything imports TensorFlow: a second run is refused at once.
+    lock = file_lock.FileLock(target_path + file_lock.LOCK_SUFFIX,
+                              f"--output {target_path}").acquire()
+    try:
+        stats, data = _translated(options, translate, kinds_of, progress, raw, catalog,
+                                  target_path)
+    finally:
+        lock.release()
+    stats.seconds = time.monotonic() - start
+    return stats
+
+
+def _checked_output(options):
+    """The output's resolved path, once it is known not to be a stream, a model's file or the
+    input."""
     if resume.is_stream_path(options.output):
         raise UserError(f"--output {options.output} is not a regular file: t2t-lite-po "
                         "replaces its output whole when it is complete; write to a file")
@@ -325,43 +351,56 @@ def translate_catalog(options, translate=None, kinds_of=None, progress=sys.stder
     if os.path.exists(options.input):
         resume.check_not_an_input(target_path, [(f"--input {options.input}",
                                                  os.stat(options.input))], "--output")
-    catalog = catalog_file.read(options.input)
-    with open(options.input, "rb") as f:
-        raw = f.read()
+    return target_path
+
+
+def _translated(options, translate, kinds_of, progress, raw, catalog, target_path):
+    """(stats, the output's bytes) once the output is written, under its lock."""
     problem, model_target = (ModelSource.from_options(options).problem_and_target_language()
                              if translate is None else (None, None))
     plan = _header_plan(catalog, raw, options.target_language or model_target)
-    stats = PoStats(target_language=plan.target, header_filled=tuple(plan.changes))
+    stats = PoStats(target_language=plan.target,
+                    header_filled=tuple(plan.changes) if catalog.header is not None else ())
     kinds_of = kinds_of or _kinds_resolver(options.protect, problem)
     stats.obsolete = sum(1 for entry in catalog.entries if entry.obsolete)
     reviewer = review.Reviewer.for_catalog(catalog.header_fields(), catalog.messages(),
                                            plan.target)
-    jobs = entries.plan(catalog.messages(), plan.rule, options, kinds_of, stats, reviewer)
-
-    lock = file_lock.FileLock(target_path + file_lock.LOCK_SUFFIX,
-                              f"--output {target_path}").acquire()
+    jobs = _judgeable(entries.plan(catalog.messages(), plan.rule, options, kinds_of, stats,
+                                   reviewer), stats)
+    work = None
+    if translate is None:
+        work = WorkFolder(target_path + WORK_SUFFIX, _run_identity(options, raw),
+                          options.start_over)
+        engine = engine_lib.ModelEngine(options, work.journal, progress)
+    else:
+        engine = _FunctionEngine(translate)
+    chosen = choose_translations(jobs, engine, stats) if jobs else {}
+    data = judged(raw, options, plan, jobs, chosen, stats)
     try:
-        work = None
-        if translate is None:
-            work = WorkFolder(target_path + WORK_SUFFIX, _run_identity(options, raw),
-                              options.start_over)
-            engine = engine_lib.ModelEngine(options, work.journal, progress)
+        with atomic.open_atomic(target_path, "wb", durable=True) as f:
+            f.write(data)
+    except OSError as error:
+        raise UserError(f"--output {options.output}: cannot write "
+                        f"({error.strerror})") from None
+    if work is not None:
+        work.remove()
+    return stats, data
+
+
+def _judgeable(jobs, stats):
+    """The jobs whose formats a judge reads: without msgfmt, an entry in a format msgfmt checks
+    and po/formats.py cannot read (sh-format, boost-format, ...) is left untranslated."""
+    if judge.available():
+        return jobs
+    kept = []
+    for job in jobs:
+        if any(flag[:-len("-format")] not in formats.LANGUAGES
+               for flag in formats.format_flags(job.entry.flags)):
+            stats.left_untranslated[LEFT_UNJUDGED] = \
+                stats.left_untranslated.get(LEFT_UNJUDGED, 0) + 1
         else:
-            engine = _FunctionEngine(translate)
-        chosen = choose_translations(jobs, engine, stats) if jobs else {}
-        data = _judged(options, plan, jobs, chosen, stats)
-        try:
-            with atomic.open_atomic(target_path, "wb", durable=True) as f:
-                f.write(data)
-        except OSError as error:
-            raise UserError(f"--output {options.output}: cannot write "
-                            f"({error.strerror})") from None
-        if work is not None:
-            work.remove()
-    finally:
-        lock.release()
-    stats.seconds = time.monotonic() - start
-    return stats
+            kept.append(job)
+    return kept
 
 
 def _header_plan(catalog, raw, target_language):
@@ -381,108 +420,7 @@ def _header_plan(catalog, raw, target_language):
     plural_entries = [e for e in catalog.messages() if e.msgid_plural is not None]
     return header.plan(dict(catalog.header_fields()), bool(plural_entries),
                        plural_entries[0].line if plural_entries else None, target_language,
-                       where)
-
-
-def _key(entry):
-    return entry.msgctxt, entry.msgid
-
-
-def _compose(options, plan, jobs, chosen, stats):
-    """(catalog, its bytes): the input read afresh with the chosen translations written in.
-    A translation the catalog's charset cannot hold is left out (and counted)."""
-    catalog = catalog_file.read(options.input)
-    by_key = {_key(job.entry): (i, job) for i, job in enumerate(jobs) if i in chosen}
-    stats.translated = stats.plural = stats.fuzzy_marked = stats.accelerators = 0
-    for entry in catalog.messages():
-        if _key(entry) not in by_key:
-            continue
-        i, job = by_key[_key(entry)]
-        texts = chosen[i]
-        fuzzy = True if not options.no_fuzzy else (False if entry.fuzzy else None)
-        try:
-            if job.forms is not None:
-                entry.set_translation(plural=texts, nplurals=job.forms, fuzzy=fuzzy,
-                                      drop_previous=job.retranslate)
-            else:
-                entry.set_translation(texts[None], fuzzy=fuzzy, drop_previous=job.retranslate)
-        except (catalog_file.NotEncodable, catalog_file.NotRewritable) as error:
-            del chosen[i]
-            why = LEFT_CHARSET if isinstance(error, catalog_file.NotEncodable) else LEFT_LAYOUT
-            stats.left_untranslated[why] = stats.left_untranslated.get(why, 0) + 1
-            return _compose(options, plan, jobs, chosen, stats)
-        stats.translated += 1
-        stats.plural += job.forms is not None
-        stats.fuzzy_marked += not options.no_fuzzy
-        stats.accelerators += job.accelerator is not None
-    fields = plan.fields(stats.translated > 0)
-    if fields and catalog.header is not None:
-        catalog.set_header_fields(fields, fuzzy=False if plan.changes else None)
-    return catalog, catalog.to_bytes()
-
-
-def _key_at_line(catalog, line):
-    """The (msgctxt, msgid) of the entry holding a line of the catalog; None before the first
-    entry."""
-    found = None
-    for entry in catalog.entries:
-        if entry.line > line:
-            break
-        found = entry
-    return _key(found) if found is not None else None
-
-
-def _judged(options, plan, jobs, chosen, stats):
-    """The output's bytes once msgfmt accepts every entry this run wrote: an entry it rejects
-    is left untranslated (and counted) and the catalog judged again."""
-    chosen = dict(chosen)
-    for _ in range(4):
-        catalog, data = _compose(options, plan, jobs, chosen, stats)
-        found = judge.errors(data)
-        if found is None:
-            stats.msgfmt = "not installed (the tool's own checks only)"
-            return data
-        ours = {_key(job.entry): i for i, job in enumerate(jobs) if i in chosen}
-        rejected, others = set(), []
-        written = catalog_file.parse(data, options.output)
-        for line, message in found:
-            key = _key_at_line(written, line)
-            if key in ours:
-                rejected.add(ours[key])
-            else:
-                others.append((line, message))
-        if not rejected:
-            return _accept(options, data, others, stats)
-        for i in rejected:
-            del chosen[i]
-            stats.left_untranslated[LEFT_MSGFMT] = stats.left_untranslated.get(LEFT_MSGFMT,
-                                                                               0) + 1
-    raise UserError(f"msgfmt keeps rejecting the translations of {options.input}; nothing "
-                    "written")
-
-
-def _accept(options, data, others, stats):
-    """The bytes to write when msgfmt's remaining errors are not in entries this run wrote:
-    errors the input already had are kept (and said); any other one refuses the output."""
-    if not others:
-        stats.msgfmt = "accepted"
-        return data
-    with open(options.input, "rb") as f:
-        own = judge.errors(f.read()) or []
-    own_messages = collections.Counter(message for _, message in own)
-    new = [(line, message) for line, message in others if not own_messages[message]]
-    if new:
-        line, message = new[0]
-        raise UserError(f"msgfmt rejects the output at line {line} ({message}), in a part "
-                        "t2t-lite-po did not translate; nothing written")
-    line, message = others[0]
-    stats.msgfmt = (f"{len(others)} errors the input already had, kept as they were (first: "
-                    f"{options.input}:{_input_line(own, message)}: {message})")
-    return data
-
-
-def _input_line(errors, message):
-    return next((line for line, text in errors if text == message), "?")
+                       where, catalog.charset)
 
 
 def _run_identity(options, raw):
