@@ -34,7 +34,7 @@ class Format:
                 else f"{self.oldest} to {self.written}")
 
 
-MODEL_DIR = Format("model_dir", "`M/configs.json`", written=1, oldest=1,
+MODEL_DIR = Format("model_dir", "`M/configs.json`", written=2, oldest=1,
                    older="read it with an older t2t_lite")
 SAVED_MODEL = Format("SavedModel export", "`E/<n>/assets.extra/t2t_lite.json`", written=1,
                      oldest=1, older="export its model_dir again")

@@ -266,6 +266,8 @@ ALLOWED = {
         "--compute_type applies to": FLAG_PAIR,
         "--decode_precision needs --model_dir": FLAG_PAIR,
         "was exported with beam size": "the line gives both ways: re-export or --model_dir",
+        "was exported with --no_repeat_ngram_size": "the line gives both ways: re-export or "
+                                                    "--model_dir",
         "--beam_size must be >= 1, got {}": FLAG_VALUE,
         "--eos_until_met needs --model_dir": FLAG_PAIR,
     },

@@ -83,8 +83,9 @@ def read(model_dir):
         for line in f:
             try:
                 record = json.loads(line)
-                history[int(record.pop("step"))] = {key: _worst(key) if value is None else value
-                                                    for key, value in record.items()}
+                step = int(record.pop("step"))
+                history[step] = {key: _worst(key) if value is None else value
+                                 for key, value in record.items()}
             except (ValueError, KeyError, TypeError):
                 continue
     return history

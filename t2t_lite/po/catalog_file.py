@@ -308,6 +308,14 @@ class Catalog:
         """The entries a translator works on: not the header, not obsolete."""
         return [entry for entry in self.entries if not entry.obsolete and not entry.is_header]
 
+    def can_hold(self, text):
+        """Whether the catalog's charset can write text (a translation it cannot is left)."""
+        try:
+            text.encode(self._writing)
+        except UnicodeEncodeError:
+            return False
+        return True
+
     def _encode(self, lines, entry):
         out = []
         for line in lines:

@@ -22,6 +22,8 @@ from typing import Dict, FrozenSet, Optional, Tuple
 from t2t_lite.inference import protected_spans
 from t2t_lite.po import accelerators, formats, review
 
+# A hypothesis's problem when the catalog's charset cannot write it.
+CHARSET = "a character the catalog's charset cannot hold"
 _RANGE = re.compile(r"range:\s*(\d+)\.\.(\d+)")
 # What separates a source's parts: control characters (escapes such as \\n, \\t, \\a) and
 # ANSI terminal sequences, which the model would drop or turn into spaces.
@@ -57,6 +59,7 @@ class Job:
     rule: object = None  # the catalog's plural.PluralForms
     range_: Optional[Tuple[int, int]] = None  # the entry's `#, range: a..b`
     reviewer: object = None  # the catalog's review.Reviewer (None: msgfmt's checks only)
+    can_hold: object = None  # can_hold(text): the catalog's charset can write it (None: any)
 
     def lines(self):
         """The source parts the model translates (not those copied)."""
@@ -127,12 +130,13 @@ def copied(job, core):
                    for i, char in enumerate(core))
 
 
-def plan(messages, rule, options, kinds_of, stats, reviewer=None):
+def plan(messages, rule, options, kinds_of, stats, reviewer=None, can_hold=None):
     """The entries to translate of a catalog's messages (not the header, not obsolete), as
     Jobs judged by `reviewer` (review.Reviewer); counts the others into stats. An entry's
     accelerator is the catalog's mark (reviewer.accelerator_mark) in its msgid's prose; in a
     catalog that shows no mark, a single mark in prose that msgfmt --check-accelerators would
-    hold the msgstr to."""
+    hold the msgstr to. can_hold(text): whether the catalog's charset writes a hypothesis (one
+    it cannot is passed over for the next)."""
     mark = reviewer.accelerator_mark if reviewer is not None else None
     marks = (mark,) if mark else accelerators.MARKS
     jobs = []
@@ -160,7 +164,7 @@ def plan(messages, rule, options, kinds_of, stats, reviewer=None):
         jobs.append(Job(entry, sources, kinds_of(tuple(sorted(
             f for f in entry.flags if f.endswith("-format")))), checked_flags(entry.flags),
             accelerator, retranslate, forms, singular_only, rule, range_of(entry.flags),
-            reviewer))
+            reviewer, can_hold))
     return jobs
 
 
@@ -171,6 +175,8 @@ def part_problem(job, source_core, hypothesis, protected_of=None):
     that the source does not explain. protected_of(text) -> its protected (start, end) spans."""
     if not hypothesis.strip():
         return "empty"
+    if job.can_hold is not None and not job.can_hold(hypothesis):
+        return CHARSET
     for flag in job.flags:
         reason = formats.check_entry(source_core, hypothesis, flag)
         if reason:

@@ -296,8 +296,7 @@ def _translate_job(job, candidates_of):
                                              lambda t: entries.protected_ranges(job, t))
         if parts is None:
             line, problem = failed
-            return None, (line, LEFT_EMPTY if problem in ("empty", "no hypothesis")
-                          else review.left_reason(problem) or LEFT_FORMAT)
+            return None, (line, _left_because(problem))
         text = entries.with_accelerator(job, entries.rebuilt(source, parts),
                                         lambda t: entries.protected_ranges(job, t))
         if text is None:
@@ -305,8 +304,17 @@ def _translate_job(job, candidates_of):
         texts[index] = text
     problem = entries.entry_problem(job, texts)
     if problem:
-        return None, (None, review.left_reason(problem) or LEFT_FORMAT)
+        return None, (None, _left_because(problem))
     return texts, None
+
+
+def _left_because(problem):
+    """The summary's reason for an entry whose every hypothesis had `problem`."""
+    if problem in ("empty", "no hypothesis"):
+        return LEFT_EMPTY
+    if problem == entries.CHARSET:
+        return LEFT_CHARSET
+    return review.left_reason(problem) or LEFT_FORMAT
 
 
 # ---- the whole run ------------------------------------------------------------------------------
@@ -366,7 +374,7 @@ def _translated(options, translate, kinds_of, progress, raw, catalog, target_pat
     reviewer = review.Reviewer.for_catalog(catalog.header_fields(), catalog.messages(),
                                            plan.target)
     jobs = _judgeable(entries.plan(catalog.messages(), plan.rule, options, kinds_of, stats,
-                                   reviewer), stats)
+                                   reviewer, catalog.can_hold), stats)
     work = None
     if translate is None:
         work = WorkFolder(target_path + WORK_SUFFIX, _run_identity(options, raw),

@@ -79,14 +79,18 @@ def test_a_bad_protect_setting_is_refused():
 
 def test_a_resume_identity_holds_the_constraints_and_the_glossary(tmp_path):
     path = tmp_path / "c.txt"
-    path.write_text("Haus\n", encoding="utf-8")
     options = DecodeOptions(model_dir="M", constraints_file=str(path), glossary=str(path))
-    before = _settings(options, "float32", "default")
-    path.write_text("Hund\n", encoding="utf-8")
-    after = _settings(options, "float32", "default")
+
+    def read(text):  # the bytes the decoder read once at its start
+        return {"constraints_file": text.encode(), "glossary": text.encode()}
+
+    before = _settings(options, "float32", "default", read("Haus\n"))
+    after = _settings(options, "float32", "default", read("Hund\n"))
     assert before["constraints_sha256"] != after["constraints_sha256"]
     assert before["glossary_sha256"] != after["glossary_sha256"]
-    assert _settings(DecodeOptions(model_dir="M"), "float32", "default")["glossary_sha256"] is None
+    unread = {"constraints_file": None, "glossary": None}
+    assert _settings(DecodeOptions(model_dir="M"), "float32", "default",
+                     unread)["glossary_sha256"] is None
 
 
 def test_a_span_repair_that_breaks_a_phrase_counts_the_line_as_unmet():

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 
-from t2t_lite import model_source  # noqa: E402
+from t2t_lite import exit_status, model_source  # noqa: E402
 from t2t_lite.errors import UserError  # noqa: E402
 from t2t_lite.inference import ctranslate2_engine, saved_model, translation_module  # noqa: E402
 
@@ -125,6 +125,6 @@ def test_decoder_refuses_a_setting_outside_its_bounds(tmp_path, cli, value, mess
     (tmp_path / "in.txt").write_text("s3 s4\n")
     result = cli("decoder", f"--model_dir={tmp_path}", f"--no_repeat_ngram_size={value}",
                  f"--decode_from_file={tmp_path / 'in.txt'}")
-    assert result.returncode == 1
+    assert result.returncode == exit_status.USER_ERROR
     last = result.stderr.decode().strip().splitlines()[-1]
     assert last.startswith("error: ") and message in last and value in last

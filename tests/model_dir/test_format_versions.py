@@ -42,6 +42,9 @@ FORMAT_FIELDS = {
         "decode": ["alpha", "beam_size", "extra_length"],
     },
 }
+# Format 2: DecodeConfig's rule against loops; a format-1 configs.json reads with its default.
+FORMAT_FIELDS[2] = {**FORMAT_FIELDS[1],
+                    "decode": ["alpha", "beam_size", "extra_length", "no_repeat_ngram_size"]}
 
 
 def _copy(model_dir, tmp_path, name="model"):
@@ -67,7 +70,7 @@ def _newer(data):
     data["model"]["rope_base"] = 10000.0
 
 
-def _refusal(path, found=NEWER, reads="1", remedy="upgrade t2t_lite"):
+def _refusal(path, found=NEWER, reads=formats.MODEL_DIR.reads(), remedy="upgrade t2t_lite"):
     return (f"{path} has format {found}; this t2t_lite ({__version__}) reads format {reads}: "
             f"{remedy}")
 
@@ -78,7 +81,7 @@ def test_configs_json_carries_the_format_it_is_written_in(model_dir):
     with open(os.path.join(model_dir, files.CONFIGS), encoding="utf-8") as f:
         data = json.load(f)
     assert list(data) == [formats.FIELD, "model", "train", "decode"]
-    assert data[formats.FIELD] == formats.MODEL_DIR.written == 1
+    assert data[formats.FIELD] == formats.MODEL_DIR.written == 2
 
 
 def test_a_model_dir_without_the_field_is_format_1_and_reads_as_before(model_dir, tmp_path):
@@ -105,12 +108,14 @@ def test_a_newer_format_is_refused_naming_both_versions_not_as_a_bad_configurati
 
 def test_a_format_older_than_the_oldest_read_is_refused_naming_both(model_dir, tmp_path,
                                                                     monkeypatch):
-    # A later t2t_lite that writes format 3 and reads 2 to 3, given today's model_dir.
+    # A later t2t_lite that writes two formats on and reads only those, given today's model_dir.
+    today = formats.MODEL_DIR.written
     monkeypatch.setattr(formats, "MODEL_DIR",
-                        dataclasses.replace(formats.MODEL_DIR, written=3, oldest=2))
+                        dataclasses.replace(formats.MODEL_DIR, written=today + 2, oldest=today + 1))
     with pytest.raises(UserError) as error:
         files.load_configs(model_dir)
-    assert str(error.value) == _refusal(files.configs_where(model_dir), found=1, reads="2 to 3",
+    assert str(error.value) == _refusal(files.configs_where(model_dir), found=today,
+                                        reads=f"{today + 1} to {today + 2}",
                                         remedy="read it with an older t2t_lite")
 
 

@@ -10,6 +10,7 @@ real one: what they check happens before TensorFlow loads, and the test proves i
 the CLI on the session's tiny model (random weights: the translations are noise, what is checked
 is what the tool does with them).
 """
+import io
 import os
 import random
 import re
@@ -22,7 +23,7 @@ import time
 
 import pytest
 
-from t2t_lite import file_lock
+from t2t_lite import exit_status, file_lock
 from t2t_lite.po import catalog_file, engine as po_engine, iconv_codec
 from t2t_lite.po import run as po_run
 from t2t_lite.po.run import PoOptions
@@ -107,7 +108,7 @@ def test_a_locked_output_is_refused_before_tensorflow_loads(model_dir, tmp_path,
                        model_dir=model_dir)
     finally:
         lock.release()
-    assert result.returncode == 1, result.stderr[-2000:]
+    assert result.returncode == exit_status.USER_ERROR, result.stderr[-2000:]
     assert re.fullmatch(rf"error: --output {re.escape(str(output))} is being written by another "
                         r"run \(pid \d+ .*\); wait for it or stop it \(its lock: .*\)",
                         result.stderr.strip()), result.stderr[-2000:]
@@ -124,7 +125,7 @@ def test_an_empty_pipe_never_empties_an_existing_output(tmp_path, without_tensor
     result = subprocess.run(command(model, "--input=/dev/stdin", f"--output={output}"),
                             input="", capture_output=True, text=True, env=without_tensorflow,
                             cwd=REPO, timeout=120)
-    assert result.returncode == 1
+    assert result.returncode == exit_status.USER_ERROR
     assert result.stderr.strip() == ("error: --input /dev/stdin holds no catalog entry (0 bytes "
                                      "read); nothing written")
     assert output.read_bytes() == before
@@ -137,7 +138,7 @@ def test_several_inputs_are_refused_in_one_line(tmp_path, without_tensorflow):
         (tmp_path / name).write_text(header() + entries(1), encoding="utf-8")
         names.append(f"--input={tmp_path / name}")
     result = quick(without_tensorflow, *names, f"--output={tmp_path / 'out.po'}")
-    assert result.returncode == 1
+    assert result.returncode == exit_status.USER_ERROR
     assert result.stderr.strip() == (
         "error: --input is given 3 times; t2t-lite-po translates one catalog into one output "
         "per run: run it once for each catalog")
@@ -150,7 +151,7 @@ def test_a_full_disk_names_the_lock_and_leaves_none(tmp_path, without_tensorflow
     with full_disk.full() as folder:
         output = os.path.join(folder, "out.po")
         result = quick(without_tensorflow, f"--input={source}", f"--output={output}")
-        assert result.returncode == 120, result.stderr[-2000:]
+        assert result.returncode == exit_status.WRITE_FAILED, result.stderr[-2000:]
         assert result.stderr.strip() == (
             f"error: cannot write the lock {output}.lock of --output {output}: No space left on "
             "device; nothing was written")
@@ -469,13 +470,13 @@ def test_without_msgfmt_unreadable_formats_and_unencodable_translations_are_left
         assert msgfmt_check(output).returncode == 0
 
 
-@pytest.mark.slow
 @needs_msgfmt
 @needs_iconv
-def test_an_euc_tw_catalog_with_a_domain_no_wrap_and_mixed_line_ends(model_dir, tmp_path):
+def test_an_euc_tw_catalog_with_a_domain_no_wrap_and_mixed_line_ends(tmp_path):
     """EUC-TW (iconv's: Python has no codec), a header with CRLF line ends and entries with LF,
     a `domain` line, a `no-wrap` entry: every entry translated, each new line with its entry's
-    line end, the no-wrap msgstr on one line, the rest byte for byte, msgfmt -c content."""
+    line end, the no-wrap msgstr on one line, the rest byte for byte, msgfmt -c content. (A
+    translator with fixed words: the tiny model's words fail a reviewer's checks.)"""
     long = "the house is small. the dog ran away. we read books every day. she said no."
     text = (header("EUC-TW", eol="\r\n") + '#. 文字\nmsgid "the cat sat 1"\nmsgstr ""\n\n'
             + 'domain "other"\n\n' + f'#, no-wrap\nmsgid "{long}"\nmsgstr ""\n\n'
@@ -485,10 +486,14 @@ def test_an_euc_tw_catalog_with_a_domain_no_wrap_and_mixed_line_ends(model_dir, 
     source = tmp_path / "in.po"
     source.write_bytes(data)
     output = tmp_path / "de.po"
-    result = run(model_dir, f"--input={source}", f"--output={output}")
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert summary(result).startswith("translated 3 of 3 entries"), summary(result)
-    assert "msgfmt: 1 errors the input already had" in summary(result)  # the domain line
+    words = "Das Haus ist klein und der Hund lief weg, wir lesen jeden Tag Buecher"
+    stats = po_run.translate_catalog(
+        PoOptions(input=str(source), output=str(output), no_fuzzy=True),
+        translate=lambda lines, kinds: [" ".join([words] + re.findall(r"\d+", line))
+                                        for line in lines],
+        kinds_of=lambda flags: frozenset(), progress=io.StringIO())
+    assert stats.translated == 3 and not stats.left_untranslated, stats
+    assert stats.msgfmt.startswith("1 errors the input already had")  # the domain line
     out = output.read_bytes()
     assert out.startswith(data[:data.index(b'"Plural-Forms')])
     head, body = out.split(b"\r\n\r\n", 1)

@@ -392,7 +392,7 @@ def test_identical_lines_are_translated_once(tmp_path):
 
 
 def test_a_latin1_catalog_stays_latin1_byte_for_byte(tmp_path):
-    body = 'msgid "Size"\nmsgstr "Größe"\n\nmsgid "Open"\nmsgstr ""\n\nmsgid "Go"\nmsgstr ""\n'
+    body = 'msgid "Size"\nmsgstr "Größe"\n\nmsgid "Open"\nmsgstr ""\n\nmsgid "Go on"\nmsgstr ""\n'
     text = _po(charset="ISO-8859-1", body=body)
     stats, output = _translate(tmp_path, text, encoding="latin-1",
                                translate=lambda lines, kinds: ["Öffnen" if line == "Open"
@@ -402,8 +402,17 @@ def test_a_latin1_catalog_stays_latin1_byte_for_byte(tmp_path):
     assert 'msgid "Size"\nmsgstr "Größe"\n'.encode("latin-1") in data
     assert 'msgstr "Öffnen"'.encode("latin-1") in data
     # A translation the charset cannot hold is left out, counted; the catalog stays Latin-1.
-    assert b'msgid "Go"\nmsgstr ""\n' in data
+    assert b'msgid "Go on"\nmsgstr ""\n' in data
     assert stats.left_untranslated == {po_run.LEFT_CHARSET: 1}
+
+
+def test_a_hypothesis_the_charset_cannot_hold_gives_way_to_the_next(tmp_path):
+    text = _po(charset="ISO-8859-1", body='msgid "Go on"\nmsgstr ""\n')
+    stats, output = _translate(tmp_path, text, encoding="latin-1",
+                               translate=lambda lines, kinds: [["Weiter →", "Weiter"]
+                                                               for _ in lines])
+    assert b'msgid "Go on"\nmsgstr "Weiter"\n' in output.read_bytes()
+    assert stats.translated == 1 and not stats.left_untranslated
 
 
 def _error(tmp_path, text, encoding="utf-8", **options):
