@@ -120,7 +120,7 @@ class ModelEngine:
         self.options, self.progress = options, progress
         self.journal = Journal(journal_path, progress)
         self.resumed = 0  # lines whose hypotheses an earlier, interrupted run left
-        self._translator = self._settings = None
+        self._translator = None
         self.searches = 1
 
     @property
@@ -144,12 +144,7 @@ class ModelEngine:
             precision = precision_lib.choose(precision)[0]
         self._translator = ModelSource.from_options(options).load(precision=precision,
                                                                   searches=self.searches)
-        self._settings = self._translator.settings
         return self._translator
-
-    @property
-    def problem(self):
-        return self._settings.problem if self._settings else None
 
     def translate(self, lines, kinds, attempt="best", spans_of=None):
         """Per line, its hypotheses (best first; [] for a line the attempt does not cover).
