@@ -74,8 +74,10 @@ def test_each_format_counts_on_its_own(tmp_path, monkeypatch):
     saved_model.check_export(str(tmp_path))
     with pytest.raises(UserError, match="reads format 1: upgrade t2t_lite$"):
         formats.check_version({"format_version": 2}, formats.CTRANSLATE2, "F/t2t_lite.json")
-    with pytest.raises(UserError, match="reads format 1: upgrade t2t_lite$"):
-        formats.check_version({"format_version": 2}, formats.MODEL_DIR, "M/configs.json")
+    newer = formats.MODEL_DIR.written + 1
+    with pytest.raises(UserError, match=f"reads format {formats.MODEL_DIR.reads()}: upgrade "
+                                        "t2t_lite$"):
+        formats.check_version({"format_version": newer}, formats.MODEL_DIR, "M/configs.json")
 
 
 # ---- quick: the CTranslate2 folder ----------------------------------------------------------
@@ -184,7 +186,8 @@ def test_the_decoder_reads_an_export_without_the_field_and_refuses_a_newer_one(
     found = formats.SAVED_MODEL.written + 1
     path = _edit(newer / saved_model.METADATA_FILE,
                  lambda values: values.update(format_version=found))
-    result, out = _decode(tmp_path / "newer", f"--export_dir={newer.parent}")
+    (tmp_path / "work").mkdir()  # the output outside the export
+    result, out = _decode(tmp_path / "work", f"--export_dir={newer.parent}")
     _one_error_line(result, _refusal(path, found))
     assert not out.exists()
 
