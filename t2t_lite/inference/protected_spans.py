@@ -4,12 +4,13 @@ What the user fixed is never rewritten by the model (DESIGN.md, Conventions): a 
 a tag comes out byte for byte. This module and span_finding.py are the pure-text part of that
 promise (no TensorFlow); this one holds the --protect setting and the repair:
 
-    find_spans(text, kinds)             the protected spans of a line, in order, non-overlapping
-    constraint_phrases(spans)           one target phrase per occurrence, for constrained search
-                                        (both span_finding.py's, importable here with KINDS, Span)
     kept_exactly(source, out, kinds)    does the output keep every span exactly?
     restore(source, out, kinds)         a deterministic repair after any search: always kept_exactly
     parse_setting / resolve             the --protect flag and what "auto" means for a problem/entry
+
+Finding them is span_finding.py's: find_spans(text, kinds) (a line's protected spans, in order,
+non-overlapping), constraint_phrases(spans) (one target phrase per occurrence, for constrained
+search), KINDS and Span.
 
 The rules (issue 43, section 3):
   - every protected span appears in the output exactly as often as in the source, byte for byte,
@@ -33,9 +34,7 @@ from typing import NamedTuple
 
 from t2t_lite.errors import UserError
 from t2t_lite.inference import code_spans
-from t2t_lite.inference.code_spans import CODE_KINDS  # noqa: F401  (importable here)
-from t2t_lite.inference.span_finding import (  # noqa: F401  (find_spans etc. importable here)
-    FORMAT_KINDS, KINDS, Span, checked_kinds, constraint_phrases, find_spans, is_movable, scan)
+from t2t_lite.inference.span_finding import KINDS, Span, checked_kinds, is_movable, scan
 
 # Loose pieces: what a reader (msgfmt, Python, str.format, a browser) would still take for a
 # directive or a tag although it is no protected span. They are looked for only in the text

@@ -13,8 +13,7 @@ and msgl-check.c, rewritten in Python; each language's reading is in its own mod
 - format_c.py: c-format and objc-format.
 - format_python.py: python-format and python-brace-format.
 - format_qt_kde.py: qt-format, qt-plural-format and kde-format (not kde-kuit-format).
-- format_base.py: Directive, FormatError, UnsupportedFormat and the language names, which
-  this module gives too.
+- format_base.py: Directive, FormatError, UnsupportedFormat and the language names.
 
 How a translation is compared (format.c): the msgid's directives, or msgid_plural's for every
 msgstr[k] of a plural entry, against the msgstr's. An invalid msgid is not checked at all.
@@ -30,8 +29,8 @@ does; entry_errors includes that. Texts are str; positions are indices into them
 import functools
 
 from t2t_lite.po import format_c, format_python, format_qt_kde, plural as plural_mod
-from t2t_lite.po.format_base import (  # noqa: F401  (the API as it was before the split)
-    ALL_LANGUAGES, LANGUAGES, PRETTY, Directive, FormatError, UnsupportedFormat)
+from t2t_lite.po.format_base import (ALL_LANGUAGES, LANGUAGES, PRETTY, FormatError,
+                                     UnsupportedFormat)
 
 
 def _language(flag):

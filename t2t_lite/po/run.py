@@ -36,12 +36,11 @@ from typing import Dict, Optional, Sequence
 
 from t2t_lite import atomic, file_lock
 from t2t_lite.errors import UserError
-from t2t_lite.inference import protected_spans, resume
+from t2t_lite.inference import protected_spans, resume, span_finding
 from t2t_lite.model_source import ModelSource
-from t2t_lite.po import (accelerators, catalog_file, engine as engine_lib, entries, formats,
-                         header, judge, review)
-from t2t_lite.po.compose import LEFT_CHARSET, LEFT_LAYOUT, LEFT_MSGFMT  # noqa: F401
-from t2t_lite.po.compose import judged
+from t2t_lite.po import (accelerators, catalog_file, engine as engine_lib, entries, format_base,
+                         formats, header, judge, review)
+from t2t_lite.po.compose import LEFT_CHARSET, judged
 from t2t_lite.po.work_folder import SUFFIX as WORK_SUFFIX, WorkFolder
 from t2t_lite.progress_line import counted
 
@@ -215,7 +214,7 @@ def _spans_of(flags_of_line):
     reads for its flags, and its identifiers."""
     def spans(line):
         kinds, flags = flags_of_line[line]
-        texts = [span.text for span in protected_spans.find_spans(line, kinds)]
+        texts = [span.text for span in span_finding.find_spans(line, kinds)]
         texts += [d.text for d in entries.directives(line, flags)
                   if d.text not in texts and d.conversion != "%"]
         # An identifier inside a span (`%(model_name)s`) is forced with it, not again alone.
@@ -402,7 +401,7 @@ def _judgeable(jobs, stats):
         return jobs
     kept = []
     for job in jobs:
-        if any(flag[:-len("-format")] not in formats.LANGUAGES
+        if any(flag[:-len("-format")] not in format_base.LANGUAGES
                for flag in formats.format_flags(job.entry.flags)):
             stats.left_untranslated[LEFT_UNJUDGED] = \
                 stats.left_untranslated.get(LEFT_UNJUDGED, 0) + 1

@@ -25,7 +25,7 @@ import pytest
 
 from t2t_lite import exit_status, file_lock
 from t2t_lite.po import catalog_file, engine as po_engine, iconv_codec
-from t2t_lite.po import run as po_run
+from t2t_lite.po import compose, run as po_run
 from t2t_lite.po.run import PoOptions
 from tests import full_disk
 
@@ -429,7 +429,7 @@ def test_translations_the_charset_cannot_hold_are_left_in_linear_time(tmp_path):
         kinds_of=lambda flags: frozenset())
     seconds = time.monotonic() - start
     assert stats.translated == 1200
-    assert stats.left_untranslated == {po_run.LEFT_CHARSET: 300}
+    assert stats.left_untranslated == {compose.LEFT_CHARSET: 300}
     assert len(translated(tmp_path / "out.po")) == 1200
     assert seconds < 60, seconds
 
@@ -460,7 +460,7 @@ def test_without_msgfmt_unreadable_formats_and_unencodable_translations_are_left
     assert "msgfmt: not installed" in line
     written = catalog_file.read(str(output))
     assert not any(e.msgstr for e in written.messages() if any(f in e.flags for f in flags))
-    left = re.search(rf"(\d+) entr(?:y|ies) left untranslated: {po_run.LEFT_CHARSET}", line)
+    left = re.search(rf"(\d+) entr(?:y|ies) left untranslated: {compose.LEFT_CHARSET}", line)
     counted = 0 if left is None else int(left.group(1))
     written_count = len([e for e in written.messages() if e.msgstr])
     empty = re.search(r"(\d+) entr(?:y|ies) left untranslated: the model", line)

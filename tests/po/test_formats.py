@@ -20,7 +20,7 @@ import subprocess
 import pytest
 
 from t2t_lite.po import formats, plural
-from t2t_lite.po.formats import Directive, FormatError
+from t2t_lite.po.format_base import Directive, FormatError, UnsupportedFormat
 
 MSGFMT = shutil.which("msgfmt")
 MSGUNFMT = shutil.which("msgunfmt")
@@ -822,7 +822,7 @@ def test_format_flags_as_msgfmt_reads_them():
         "c-format", "python-brace-format")
     assert formats.format_flags("c-format no-c-format") == ()
     assert formats.format_flags("sh-format") == ("sh-format",)
-    with pytest.raises(formats.UnsupportedFormat):
+    with pytest.raises(UnsupportedFormat):
         formats.check_entry("$x", "$y", "sh-format")
     with pytest.raises(ValueError):
         formats.directives("x", "cobol-format")
@@ -906,5 +906,5 @@ def test_qt_plural_count_directive():
 
 def test_kde_kuit_format_is_left_unsupported():
     assert formats.format_flags("kde-kuit-format, kde-format") == ("kde-format", "kde-kuit-format")
-    with pytest.raises(formats.UnsupportedFormat):
+    with pytest.raises(UnsupportedFormat):
         formats.check_entry("<b>%1</b>", "<b>%1", "kde-kuit-format")

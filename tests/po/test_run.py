@@ -22,9 +22,9 @@ import polib
 import pytest
 
 from t2t_lite import exit_status, file_lock
-from t2t_lite.inference import protected_spans
+from t2t_lite.inference import code_spans, span_finding
 from t2t_lite.po import header as po_header
-from t2t_lite.po import catalog_file
+from t2t_lite.po import catalog_file, compose
 from t2t_lite.po import entries as po_entries
 from t2t_lite.model_source import ModelSource, problem_target_language
 from t2t_lite.po import run as po_run
@@ -365,10 +365,10 @@ def test_the_protection_comes_from_protected_spans_by_the_entries_flags(tmp_path
     body = ('#, c-format\nmsgid "%s a"\nmsgstr ""\n\n#, python-brace-format\nmsgid "{x} c"\n'
             'msgstr ""\n\nmsgid "e"\nmsgstr ""\n')
     _translate(tmp_path, _po(body=body), translate=translate, kinds_of=None)
-    code = frozenset(protected_spans.CODE_KINDS)
+    code = frozenset(code_spans.CODE_KINDS)
     assert calls == {frozenset({"printf", "markup"}) | code: ["%s a"],
                      frozenset({"brace", "markup"}) | code: ["{x} c"],
-                     frozenset(protected_spans.KINDS): ["e"]}
+                     frozenset(span_finding.KINDS): ["e"]}
     calls.clear()
     _translate(tmp_path, _po(body=body), translate=translate, kinds_of=None, protect="none")
     assert calls == {frozenset(): ["%s a", "{x} c", "e"]}
@@ -403,7 +403,7 @@ def test_a_latin1_catalog_stays_latin1_byte_for_byte(tmp_path):
     assert 'msgstr "Öffnen"'.encode("latin-1") in data
     # A translation the charset cannot hold is left out, counted; the catalog stays Latin-1.
     assert b'msgid "Go on"\nmsgstr ""\n' in data
-    assert stats.left_untranslated == {po_run.LEFT_CHARSET: 1}
+    assert stats.left_untranslated == {compose.LEFT_CHARSET: 1}
 
 
 def test_a_hypothesis_the_charset_cannot_hold_gives_way_to_the_next(tmp_path):
@@ -779,7 +779,7 @@ def test_a_broken_hypothesis_is_never_written(tmp_path):
     written = {e.msgid: e for e in catalog_file.read(str(output)).messages()}
     assert written["Tab\there\a"].msgstr == "Tab\thier\a"  # polib would read "\\a"
     assert b'msgstr "Tab\\thier\\a"' in output.read_bytes()
-    assert stats.left_untranslated == {po_run.LEFT_FORMAT: 4, po_run.LEFT_MSGFMT: 1}
+    assert stats.left_untranslated == {po_run.LEFT_FORMAT: 4, compose.LEFT_MSGFMT: 1}
     assert stats.accelerators == 2 and stats.msgfmt == "accepted"
     for check in (["--check", "--use-fuzzy"], ["--use-fuzzy", "--check-accelerators=_"],
                   ["--use-fuzzy", "--check-accelerators=&"]):
@@ -834,8 +834,8 @@ def test_an_entry_that_cannot_be_rewritten_alone_is_left_and_counted(tmp_path):
     written = {e.msgid: e.msgstr for e in catalog_file.read(str(output)).messages()}
     assert written["one"] == "DE«one»" and written["three"] == "DE«three»"
     assert written["two"] == "" and b'msgid "two" msgstr ""\n' in output.read_bytes()
-    assert stats.left_untranslated == {po_run.LEFT_LAYOUT: 1}
-    assert f"; 1 entry left untranslated: {po_run.LEFT_LAYOUT};" in stats.summary()
+    assert stats.left_untranslated == {compose.LEFT_LAYOUT: 1}
+    assert f"; 1 entry left untranslated: {compose.LEFT_LAYOUT};" in stats.summary()
 
 
 def test_a_work_folder_whose_marker_cannot_be_written_is_not_left_behind(tmp_path, monkeypatch):
