@@ -155,25 +155,6 @@ def _kinds_resolver(setting, problem):
     return kinds_of
 
 
-class _FunctionEngine:
-    """A test's translate(lines, kinds) -> one translation (or a list of hypotheses) per line,
-    as the engine's first attempt; it has no further ones."""
-
-    can_force = False
-    resumed = 0
-
-    def __init__(self, translate):
-        self.function = translate
-
-    def translate(self, lines, kinds, attempt="best", spans_of=None):
-        if attempt != "best":
-            return [[] for _ in lines]
-        outputs = self.function(list(lines), kinds)
-        if len(outputs) != len(lines):
-            raise UserError(f"the translator returned {len(outputs)} lines for {len(lines)}")
-        return [[out] if isinstance(out, str) else list(out) for out in outputs]
-
-
 # ---- choosing translations ----------------------------------------------------------------------
 
 class _Candidates:
@@ -270,7 +251,7 @@ def choose_translations(jobs, engine, stats):
                 needed[job.kinds][problem[0]] = None
         if not needed:
             break
-    stats.lines_resumed = getattr(engine, "resumed", 0)
+    stats.lines_resumed = engine.resumed
     for i, (_, why) in problems.items():
         if i not in chosen:
             stats.left_untranslated[why] = stats.left_untranslated.get(why, 0) + 1
@@ -318,12 +299,17 @@ def _left_because(problem):
 
 # ---- the whole run ------------------------------------------------------------------------------
 
-def translate_catalog(options, translate=None, kinds_of=None, progress=sys.stderr):
+def translate_catalog(options, engine=None, kinds_of=None, progress=sys.stderr):
     """Translates options.input into options.output (see the module docstring) and returns
-    PoStats. translate(lines, kinds) -> translations replaces the model (tests); kinds_of
-    (the entry's format flags) -> frozenset of protected kinds replaces protected_spans."""
+    PoStats. engine: what translates the lines, None for the model of options (po/engine.py,
+    with a work folder a killed run resumes from). A given engine is used as it is, with no model
+    behind it: no model flag is read, "auto" protection has no problem and the target language is
+    options.target_language or the catalog's. It has translate(lines, kinds, attempt, spans_of)
+    (per line, its hypotheses), can_force (whether the "forced" attempt is worth asking) and
+    resumed (the lines it took from an earlier run). kinds_of (the entry's format flags) ->
+    frozenset of protected kinds replaces protected_spans."""
     start = time.monotonic()
-    if translate is None:
+    if engine is None:
         check_options(options)
     elif not (options.input and options.output):
         raise UserError("--input and --output are required")
@@ -339,7 +325,7 @@ def translate_catalog(options, translate=None, kinds_of=None, progress=sys.stder
     lock = file_lock.FileLock(target_path + file_lock.LOCK_SUFFIX,
                               f"--output {target_path}").acquire()
     try:
-        stats, data = _translated(options, translate, kinds_of, progress, raw, catalog,
+        stats, data = _translated(options, engine, kinds_of, progress, raw, catalog,
                                   target_path)
     finally:
         lock.release()
@@ -361,10 +347,10 @@ def _checked_output(options):
     return target_path
 
 
-def _translated(options, translate, kinds_of, progress, raw, catalog, target_path):
+def _translated(options, engine, kinds_of, progress, raw, catalog, target_path):
     """(stats, the output's bytes) once the output is written, under its lock."""
     problem, model_target = (ModelSource.from_options(options).problem_and_target_language()
-                             if translate is None else (None, None))
+                             if engine is None else (None, None))
     plan = _header_plan(catalog, raw, options.target_language or model_target)
     stats = PoStats(target_language=plan.target,
                     header_filled=tuple(plan.changes) if catalog.header is not None else ())
@@ -375,12 +361,10 @@ def _translated(options, translate, kinds_of, progress, raw, catalog, target_pat
     jobs = _judgeable(entries.plan(catalog.messages(), plan.rule, options, kinds_of, stats,
                                    reviewer, catalog.can_hold), stats)
     work = None
-    if translate is None:
+    if engine is None:
         work = WorkFolder(target_path + WORK_SUFFIX, _run_identity(options, raw),
                           options.start_over)
         engine = engine_lib.ModelEngine(options, work.journal, progress)
-    else:
-        engine = _FunctionEngine(translate)
     chosen = choose_translations(jobs, engine, stats) if jobs else {}
     data = judged(raw, options, plan, jobs, chosen, stats)
     try:

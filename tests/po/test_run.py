@@ -1,8 +1,9 @@
 """t2t-lite-po (t2t_lite/po/run.py): a gettext catalog in, the same catalog out with its
 untranslated entries translated, fuzzy for review, and accepted by `msgfmt -c --use-fuzzy`.
 
-The quick tests inject a translator (translate(lines, kinds) -> translations) and the kinds of
-protection (kinds_of(flags)), so the catalog logic runs without a model: plural forms, the
+The quick tests inject a translator (tests/po/po_doubles.py: translate(lines, kinds) ->
+translations, as the engine) and the kinds of protection (kinds_of(flags)), so the catalog logic
+runs without a model: plural forms, the
 header of a .pot, fuzzy marks, multi-line msgids, contexts and translations kept, broken
 catalogs as one line. The slow ones run the real CLI on the session's tiny model: the round trip
 of a real catalog from this machine, a .pot, the input refused as output, a killed run resumed.
@@ -30,6 +31,7 @@ from t2t_lite.model_source import ModelSource, problem_target_language
 from t2t_lite.po import run as po_run
 from t2t_lite.errors import UserError
 from t2t_lite.po.run import PoOptions
+from tests.po import po_doubles
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="1")
@@ -142,7 +144,7 @@ def _translate(tmp_path, text, translate=_mark, kinds_of=_no_kinds, name="in.po"
     source = tmp_path / name
     source.write_bytes(text.encode(encoding))
     output = tmp_path / "out.po"
-    stats = po_run.translate_catalog(
+    stats = po_doubles.translate_catalog(
         PoOptions(input=str(source), output=str(output), **options), translate=translate,
         kinds_of=kinds_of)
     return stats, output
@@ -473,8 +475,8 @@ def test_the_input_is_never_the_output(tmp_path):
     (tmp_path / "soft.po").symlink_to(source)
     for output in (source, tmp_path / "hard.po", tmp_path / "soft.po"):
         with pytest.raises(UserError, match="is the input --input"):
-            po_run.translate_catalog(PoOptions(input=str(source), output=str(output)),
-                                         translate=_mark, kinds_of=_no_kinds)
+            po_doubles.translate_catalog(PoOptions(input=str(source), output=str(output)),
+                                             translate=_mark, kinds_of=_no_kinds)
     assert source.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hard.po", "in.po", "soft.po"]
 
@@ -485,13 +487,13 @@ def test_one_writer_per_output_and_a_symlink_written_through(tmp_path):
     output = tmp_path / "out.po"
     with file_lock.FileLock(str(output) + file_lock.LOCK_SUFFIX, "test"):
         with pytest.raises(UserError, match="is being written by another run"):
-            po_run.translate_catalog(PoOptions(input=str(source), output=str(output)),
-                                         translate=_mark, kinds_of=_no_kinds)
+            po_doubles.translate_catalog(PoOptions(input=str(source), output=str(output)),
+                                             translate=_mark, kinds_of=_no_kinds)
     assert not output.exists()
     (tmp_path / "real").mkdir()
     (tmp_path / "link.po").symlink_to(tmp_path / "real" / "de.po")
-    po_run.translate_catalog(PoOptions(input=str(source), output=str(tmp_path / "link.po")),
-                                 translate=_mark, kinds_of=_no_kinds)
+    po_doubles.translate_catalog(PoOptions(input=str(source), output=str(tmp_path / "link.po")),
+                                     translate=_mark, kinds_of=_no_kinds)
     assert (tmp_path / "link.po").is_symlink()
     assert os.listdir(tmp_path / "real") == ["de.po"]
     assert _entries(tmp_path / "real" / "de.po")[("verb", "Close")].msgstr == "DE«Close»"
@@ -507,8 +509,8 @@ def test_a_failing_translator_leaves_the_old_output(tmp_path):
         raise UserError("the model is gone")
 
     with pytest.raises(UserError, match="the model is gone"):
-        po_run.translate_catalog(PoOptions(input=str(source), output=str(output)),
-                                     translate=failing, kinds_of=_no_kinds)
+        po_doubles.translate_catalog(PoOptions(input=str(source), output=str(output)),
+                                         translate=failing, kinds_of=_no_kinds)
     assert output.read_bytes() == b"the old output\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.po", "out.po"]
 
@@ -799,6 +801,40 @@ def test_the_next_hypothesis_is_taken_when_the_first_breaks_a_format(tmp_path):
     assert stats.left == 0
 
 
+class _ForcingEngine:
+    """An engine with every attempt: the 1-best and the n-best lose the directive, the forced
+    search keeps what spans_of asks for; two lines came from an earlier run."""
+
+    can_force = True
+    resumed = 2
+
+    def __init__(self):
+        self.asked = []
+
+    def translate(self, lines, kinds, attempt, spans_of):
+        self.asked.append((attempt, lines))
+        if attempt != "forced":
+            return [["Dateien kopiert"] for _ in lines]
+        return [[" ".join(spans_of(line) + ["Dateien kopiert"])] for line in lines]
+
+
+def test_a_given_engine_is_used_as_it_is(tmp_path):
+    """translate_catalog(options, engine): its attempts in order, the forced one with the line's
+    directives, its resumed lines counted; no model flag is needed and no work folder made."""
+    source = tmp_path / "in.po"
+    source.write_text(_po(body='#, c-format\nmsgid "Copied %d files"\nmsgstr ""\n'),
+                      encoding="utf-8")
+    output = tmp_path / "out.po"
+    engine = _ForcingEngine()
+    stats = po_run.translate_catalog(PoOptions(input=str(source), output=str(output)),
+                                     engine=engine, kinds_of=_no_kinds)
+    assert [attempt for attempt, _ in engine.asked] == ["best", "nbest", "forced"]
+    assert engine.asked[-1][1] == ["Copied %d files"]
+    assert _entries(output)[(None, "Copied %d files")].msgstr == "%d Dateien kopiert"
+    assert stats.lines_resumed == 2 and stats.lines_retried == 1 and stats.left == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.po", "out.po"]
+
+
 def _machine_catalogs(tmp_path, count):
     msgunfmt = shutil.which("msgunfmt")
     folder = "/usr/share/locale/de/LC_MESSAGES"
@@ -820,7 +856,7 @@ def _machine_catalogs(tmp_path, count):
 def test_a_complete_catalog_comes_back_byte_for_byte(tmp_path):
     for source in _machine_catalogs(tmp_path, 8):
         output = tmp_path / "out.po"
-        stats = po_run.translate_catalog(
+        stats = po_doubles.translate_catalog(
             PoOptions(input=str(source), output=str(output)),
             translate=lambda lines, kinds: pytest.fail(f"translated {lines[:3]}"),
             kinds_of=_no_kinds)
