@@ -85,25 +85,12 @@ def parse_setting(value):
     return frozenset(kinds)
 
 
-# PO format flags -> the kind that protects them. Flags for formats none of the kinds covers
-# (qt-format's %1, sh-format's $VAR, boost-format's %1%) leave only markup on.
-_PRINTF_FLAGS = frozenset(f"{lang}-format" for lang in (
-    "c", "objc", "python", "php", "perl", "awk", "lua", "javascript", "tcl", "ruby",
-    "gcc-internal", "gfc-internal", "java-printf", "object-pascal", "elisp", "librep"))
-_BRACE_FLAGS = frozenset(f"{lang}-format" for lang in (
-    "python-brace", "perl-brace", "java", "csharp", "rust"))
-
-
-def resolve(setting, problem_name=None, po_flags=(), *, po=None):
+def resolve(setting, problem_name=None, *, po=None):
     """The frozenset of kinds to protect for a --protect setting (parsed or not).
 
-    "auto": every kind for the gettext problems (their data is software messages) and for PO input.
-    A PO entry's flags narrow the format kinds: c-format / python-format (and the other
-    printf-style formats) -> printf, python-brace-format (java-format, ...) -> brace, plus markup
-    (which only matters when the text has tags) and every code-like kind; "no-c-format" and the
-    like switch their kind off; an entry without format flags keeps every kind. `po` says whether
-    this is PO input; left None it is inferred: PO when entry flags are given or when there is no
-    problem (the PO tool).
+    "auto": every kind for the gettext problems (their data is software messages) and for PO input
+    (t2t-lite-po narrows it per entry by the entry's format flags: po/formats.protected_kinds).
+    `po` says whether this is PO input; left None it is inferred: PO when there is no problem.
     """
     if isinstance(setting, str):
         setting = parse_setting(setting)
@@ -111,26 +98,14 @@ def resolve(setting, problem_name=None, po_flags=(), *, po=None):
         return frozenset()
     if setting != "auto":
         return frozenset(setting)
-    flags = frozenset(po_flags or ())
     if po is None:
-        po = bool(flags) or problem_name is None
-    if not po:
-        if problem_name and "gettext" in problem_name:
-            return frozenset(KINDS)
-        # Other problems (WMT news, parsing, algorithmic) have no format strings in their data: a
-        # "%" or "<" there is prose or math, and forcing it byte for byte into the output would
-        # only cost search time and could override a correct translation ("50 %" in German).
-        return frozenset()
-    positive = {kind for kind, known in (("printf", _PRINTF_FLAGS), ("brace", _BRACE_FLAGS))
-                if flags & known}
-    if any(flag.endswith("-format") and not flag.startswith("no-") for flag in flags):
-        kinds = positive | {"markup"} | set(code_spans.CODE_KINDS)
-    else:
-        kinds = set(KINDS)
-    for kind, known in (("printf", _PRINTF_FLAGS), ("brace", _BRACE_FLAGS)):
-        if kind not in positive and any(f"no-{flag}" in flags for flag in known):
-            kinds.discard(kind)
-    return frozenset(kinds)
+        po = problem_name is None
+    if po or (problem_name and "gettext" in problem_name):
+        return frozenset(KINDS)
+    # Other problems (WMT news, parsing, algorithmic) have no format strings in their data: a "%"
+    # or "<" there is prose or math, and forcing it byte for byte into the output would only cost
+    # search time and could override a correct translation ("50 %" in German).
+    return frozenset()
 
 # ------------------------------------------------------------------------- checking and repair
 #

@@ -161,8 +161,9 @@ def plan(messages, rule, options, kinds_of, stats, reviewer=None, can_hold=None)
         if not sources:
             stats.kept += 1
             continue
-        jobs.append(Job(entry, sources, kinds_of(tuple(sorted(
-            f for f in entry.flags if f.endswith("-format")))), checked_flags(entry.flags),
+        # The format words in the catalog's order: of two for one language the last wins.
+        jobs.append(Job(entry, sources, kinds_of(tuple(
+            f for f in entry.flags if f.endswith("-format"))), checked_flags(entry.flags),
             accelerator, retranslate, forms, singular_only, rule, range_of(entry.flags),
             reviewer, can_hold))
     return jobs

@@ -27,6 +27,7 @@ protected spans forced, each asked only for the lines whose hypotheses so far br
 """
 import collections
 import dataclasses
+import functools
 import hashlib
 import os
 import re
@@ -142,17 +143,14 @@ def check_options(options):
     protected_spans.parse_setting(options.protect)
 
 
-def _kinds_resolver(setting, problem):
-    cache = {}
-
-    def kinds_of(flags):
-        if flags not in cache:
-            cache[flags] = frozenset(protected_spans.resolve(setting, problem_name=problem,
-                                                             po_flags=flags, po=True))
-        return cache[flags]
-
-    kinds_of(())  # a bad --protect fails before any work
-    return kinds_of
+def _kinds_resolver(setting):
+    """(an entry's format flags) -> the kinds protected in it: --protect's own, or for auto those
+    of the formats msgfmt checks the entry as (formats.protected_kinds)."""
+    setting = protected_spans.parse_setting(setting)  # a bad --protect fails before any work
+    if setting == "auto":
+        return functools.lru_cache(maxsize=None)(formats.protected_kinds)
+    kinds = protected_spans.resolve(setting, po=True)
+    return lambda flags: kinds
 
 
 # ---- choosing translations ----------------------------------------------------------------------
@@ -303,11 +301,11 @@ def translate_catalog(options, engine=None, kinds_of=None, progress=sys.stderr):
     """Translates options.input into options.output (see the module docstring) and returns
     PoStats. engine: what translates the lines, None for the model of options (po/engine.py,
     with a work folder a killed run resumes from). A given engine is used as it is, with no model
-    behind it: no model flag is read, "auto" protection has no problem and the target language is
-    options.target_language or the catalog's. It has translate(lines, kinds, attempt, spans_of)
-    (per line, its hypotheses), can_force (whether the "forced" attempt is worth asking) and
-    resumed (the lines it took from an earlier run). kinds_of (the entry's format flags) ->
-    frozenset of protected kinds replaces protected_spans."""
+    behind it: no model flag is read and the target language is options.target_language or the
+    catalog's. It has translate(lines, kinds, attempt, spans_of) (per line, its hypotheses),
+    can_force (whether the "forced" attempt is worth asking) and resumed (the lines it took from
+    an earlier run). kinds_of (an entry's format flags) -> frozenset of protected kinds replaces
+    --protect and formats.protected_kinds."""
     start = time.monotonic()
     if engine is None:
         check_options(options)
@@ -349,12 +347,12 @@ def _checked_output(options):
 
 def _translated(options, engine, kinds_of, progress, raw, catalog, target_path):
     """(stats, the output's bytes) once the output is written, under its lock."""
-    problem, model_target = (ModelSource.from_options(options).problem_and_target_language()
-                             if engine is None else (None, None))
+    _, model_target = (ModelSource.from_options(options).problem_and_target_language()
+                       if engine is None else (None, None))
     plan = _header_plan(catalog, raw, options.target_language or model_target)
     stats = PoStats(target_language=plan.target,
                     header_filled=tuple(plan.changes) if catalog.header is not None else ())
-    kinds_of = kinds_of or _kinds_resolver(options.protect, problem)
+    kinds_of = kinds_of or _kinds_resolver(options.protect)
     stats.obsolete = sum(1 for entry in catalog.entries if entry.obsolete)
     reviewer = review.Reviewer.for_catalog(catalog.header_fields(), catalog.messages(),
                                            plan.target)

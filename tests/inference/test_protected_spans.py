@@ -13,7 +13,6 @@ from t2t_lite.inference import protected_spans as ps
 from t2t_lite.inference import span_finding
 
 ALL = frozenset(span_finding.KINDS)
-CODE = ALL - frozenset(span_finding.FORMAT_KINDS)
 FORMAT = frozenset(span_finding.FORMAT_KINDS)  # printf, brace, markup: the tables below are theirs
 
 # (domain, msgid, msgstr, the msgid's protected spans in order)
@@ -314,13 +313,5 @@ def test_resolve():
     assert ps.resolve("none", "translate_ende_gettext") == frozenset()
     assert ps.resolve("printf", "translate_ende_wmt14") == {"printf"}
     assert ps.resolve(frozenset({"brace"})) == {"brace"}
-    # PO entries: the flags choose; markup stays on; no format flag keeps everything
-    assert ps.resolve("auto", po_flags=["c-format"]) == {"printf", "markup"} | CODE
-    assert ps.resolve("auto", po_flags=["fuzzy", "python-format"]) == {"printf", "markup"} | CODE
-    assert ps.resolve("auto", po_flags=["python-brace-format"]) == {"brace", "markup"} | CODE
-    assert ps.resolve("auto", po_flags=["qt-format"]) == {"markup"} | CODE
-    assert ps.resolve("auto", po_flags=["no-c-format"]) == ALL - {"printf"}
-    assert ps.resolve("auto", po_flags=["fuzzy"]) == ALL
-    assert ps.resolve("auto") == ALL  # no problem: PO input
+    assert ps.resolve("auto") == ALL  # no problem: PO input (narrowed per entry by po/formats.py)
     assert ps.resolve("auto", "translate_ende_wmt14", po=True) == ALL
-    assert ps.resolve("auto", "translate_ende_wmt14", ["c-format"]) == {"printf", "markup"} | CODE

@@ -379,6 +379,31 @@ def test_the_protection_comes_from_protected_spans_by_the_entries_flags(tmp_path
                    protect="brackets")
 
 
+def test_a_possible_c_format_entry_is_protected_and_judged_as_c_format(tmp_path):
+    """msgfmt -c checks a possible-c-format entry's directives as a c-format one's: its %s and
+    %d are protected (a mangled `% s` is repaired) and judged (a msgstr whose directives take
+    other arguments is passed over for the next hypothesis)."""
+    kinds_of_line = {}
+
+    def translate(lines, kinds):
+        kinds_of_line.update((line, kinds) for line in lines)
+        return [{"Copied %s of %d files": "Kopiert: % s von %d Dateien",
+                 "%d of %s": ["%s von %d", "%d von %s"]}[line] for line in lines]
+
+    body = ('#, possible-c-format\nmsgid "Copied %s of %d files"\nmsgstr ""\n\n'
+            '#, possible-c-format\nmsgid "%d of %s"\nmsgstr ""\n')
+    _, output = _translate(tmp_path, _po(body=body), translate=translate, kinds_of=None)
+    assert "printf" in kinds_of_line["Copied %s of %d files"]
+    assert _entries(output)[(None, "Copied %s of %d files")].msgstr == \
+        "Kopiert: %s von %d Dateien"
+    # Unprotected, the judge alone stands between the swapped arguments and the catalog.
+    _, output = _translate(tmp_path, _po(body=body), translate=translate)
+    assert _entries(output)[(None, "%d of %s")].msgstr == "%d von %s"
+    if MSGFMT:
+        assert subprocess.run([MSGFMT, "-c", "--use-fuzzy", "-o", os.devnull, str(output)],
+                              capture_output=True).returncode == 0
+
+
 def test_identical_lines_are_translated_once(tmp_path):
     calls = []
 
