@@ -21,9 +21,9 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from t2t_lite.inference import code_spans, protected_spans  # noqa: E402  (pure Python)
+from t2t_lite.inference import code_spans, protected_spans, span_finding  # noqa: E402
 
-FORMAT = frozenset(protected_spans.FORMAT_KINDS)
+FORMAT = frozenset(span_finding.FORMAT_KINDS)
 CODE = frozenset(code_spans.CODE_KINDS)
 ROWS = ([("none", frozenset()), ("format (printf, brace, markup)", FORMAT)]
         + [(kind, frozenset({kind})) for kind in code_spans.CODE_KINDS]
@@ -48,7 +48,7 @@ def row(sources, references, raw, kinds):
     outputs = [protected_spans.restore(s, o, kinds).text if kinds else o
                for s, o in zip(sources, raw)]
     with_spans = [i for i, s in enumerate(sources)
-                  if kinds and protected_spans.find_spans(s, kinds)]
+                  if kinds and span_finding.find_spans(s, kinds)]
     copied = sum(1 for i in with_spans
                  if protected_spans.restore(sources[i], "\x07", kinds).text == sources[i])
     result = {"lines_with_spans": len(with_spans),

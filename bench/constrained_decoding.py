@@ -21,7 +21,7 @@ table stays with the default). --no_cost skips the cost table.
 Phrases, as in the constrained-decoding papers (Post & Vilar 2018, Hu et al. 2019): for each test
 line, up to 3 non-overlapping phrases of 1-3 whole words of its reference (whitespace-separated;
 a seeded draw per line). A word is usable when it has a letter or digit, holds no protected span
-(protected_spans.find_spans: format specifiers are the --protect mechanism's, not terms), no `|`
+(span_finding.find_spans: format specifiers are the --protect mechanism's, not terms), no `|`
 and does not start with `!` (the constraint format's alternative and negation marks). The phrases
 of a line cover at most half of its reference's words (so a line is never told its whole
 reference): a reference of one word gets none, of 2-3 words one 1-word phrase, and so on.
@@ -69,10 +69,10 @@ WORD = re.compile(r"\w")
 # ------------------------------------------------------------------------------------------------
 # phrases
 def usable(word):
-    from t2t_lite.inference import protected_spans
+    from t2t_lite.inference import span_finding
 
     return (WORD.search(word) is not None and "|" not in word and not word.startswith("!")
-            and not protected_spans.find_spans(word, frozenset(protected_spans.FORMAT_KINDS)))
+            and not span_finding.find_spans(word, frozenset(span_finding.FORMAT_KINDS)))
 
 
 def line_phrases(reference, rng):

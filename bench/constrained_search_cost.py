@@ -62,7 +62,7 @@ def stand_in_decoder(seed=0):
 def constraint_arrays(lines, phrases, alternatives, seed=0):
     import numpy as np
 
-    from t2t_lite.decoding.constrained_search import WORD_END
+    from t2t_lite.decoding.phrase_matching import WORD_END
 
     rng = np.random.default_rng(seed)
     positive = np.zeros([lines, phrases, alternatives, 3], np.int32)

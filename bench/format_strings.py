@@ -8,7 +8,7 @@
 
 --build downloads (apt-get download) PACKAGES into --cache_dir, refuses any that dpkg says is
 installed, reads each .deb's usr/share/locale/de/LC_MESSAGES/*.mo with polib, and keeps the
-non-plural entries whose msgid has printf or brace specifiers (protected_spans.find_spans) and whose
+non-plural entries whose msgid has printf or brace specifiers (span_finding.find_spans) and whose
 msgstr is non-empty. A line file holds one line per message, so a trailing newline is stripped from
 both sides and messages with a newline or tab inside are left out; a msgid that also appears in a
 catalog on this machine (/usr/share/locale/de, what the gettext problem reads: shared gnulib
@@ -41,7 +41,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import harness  # noqa: E402  (bench/harness.py: no TensorFlow at import)
-from t2t_lite.inference import protected_spans  # noqa: E402  (pure Python, no TensorFlow)
+from t2t_lite.inference import protected_spans, span_finding  # noqa: E402  (pure Python)
 
 # Debian 12 packages with a German catalog, none installed on the machine the set was built on.
 PACKAGES = (
@@ -50,7 +50,7 @@ PACKAGES = (
     "indent", "kbd", "flex", "wdiff", "quota", "dialog", "acl", "attr", "aspell", "gnuchess",
 )
 SPECIFIER_KINDS = frozenset({"printf", "brace"})
-ALL_KINDS = frozenset(protected_spans.FORMAT_KINDS)  # the format strings this bench measures
+ALL_KINDS = frozenset(span_finding.FORMAT_KINDS)  # the format strings this bench measures
 LOCAL_CATALOGS = "/usr/share/locale/de/LC_MESSAGES"
 SEED = 43
 
@@ -130,7 +130,7 @@ def build(args):
             kept = 0
             for catalog in catalogs:
                 for source, target in messages(catalog):
-                    if source in seen or not protected_spans.find_spans(source, SPECIFIER_KINDS):
+                    if source in seen or not span_finding.find_spans(source, SPECIFIER_KINDS):
                         continue
                     seen.add(source)
                     if source in local:

@@ -132,6 +132,7 @@ def measure(args):
 
     from t2t_lite import cpu, hparams
     from t2t_lite.data import tokenizers
+    from t2t_lite.ids import RESERVED_TOKENS
     from t2t_lite.export import saved_model_versions
     from t2t_lite.inference import batch_decode, parallel_search, translation_module
 
@@ -206,7 +207,7 @@ def measure(args):
             notes[name] = "skipped: ctranslate2 is not installed"
             continue
         quantization = "int8" if name.endswith("int8") else None
-        folder = ctranslate2_export.convert(model, list(tokenizers.RESERVED_TOKENS) + symbols,
+        folder = ctranslate2_export.convert(model, list(RESERVED_TOKENS) + symbols,
                                             os.path.join(root, name), quantization=quantization)
         # As the decoder's CTranslate2 engine: `searches` translators, cores // searches threads
         # each; a batch's parts of max_batch_size sentences go to them at once.

@@ -33,9 +33,10 @@ flags.DEFINE_string("target_language", None,
                     "it (default: the model's problem's target language, else the catalog's "
                     "Language).")
 flags.DEFINE_string("protect", PoOptions.protect,
-                    "What is protected in the sources: auto (by each entry's c-format / "
-                    "python-format / python-brace-format flags and the model's problem), none, "
-                    "or a comma list of printf, brace, markup, url, email, path, option, number, "
+                    "What is protected in the sources: auto (by each entry's format flags as "
+                    "msgfmt -c reads them: c-format and possible-c-format protect printf, "
+                    "python-brace-format brace; markup and code-like text always), none, or a "
+                    "comma list of printf, brace, markup, url, email, path, option, number, "
                     "identifier, placeholder.")
 flags.DEFINE_bool("no_fuzzy", PoOptions.no_fuzzy,
                   "Do not mark the new translations fuzzy (they are marked for review by "

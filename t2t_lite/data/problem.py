@@ -24,6 +24,7 @@ from absl import logging
 from t2t_lite import registry
 from t2t_lite.data import pipeline, shards, text_io, tokenizers, vocab
 from t2t_lite.errors import UserError
+from t2t_lite.ids import EOS_ID
 
 SPLITS = ("train", "dev", "test")
 EVAL_SPLITS = ("dev", "test")
@@ -241,7 +242,7 @@ class Problem:
         ids = tokenizer.encode_batch([s for s, _ in batch] + [t for _, t in batch])
         n = len(batch)
         for i in range(n):
-            writer.add(ids[i] + [tokenizers.EOS_ID], ids[n + i] + [tokenizers.EOS_ID])
+            writer.add(ids[i] + [EOS_ID], ids[n + i] + [EOS_ID])
         counts["written"] += n
 
     # --- reading -----------------------------------------------------------------------------

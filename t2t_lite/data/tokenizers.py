@@ -18,7 +18,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from t2t_lite.errors import UserError
-from t2t_lite.ids import EOS_ID, PAD_ID, RESERVED_TOKENS, UNK_ID  # noqa: F401  (re-exported)
+from t2t_lite.ids import EOS_ID, RESERVED_TOKENS, UNK_ID
 
 SENTENCEPIECE_SUFFIX = ".spm.model"
 WORDPIECE_SUFFIX = ".wordpiece.txt"

@@ -14,6 +14,7 @@ import sentencepiece as spm
 
 from t2t_lite import atomic
 from t2t_lite.data import tokenizers
+from t2t_lite.ids import EOS_ID, PAD_ID, RESERVED_TOKENS, UNK_ID
 from t2t_lite.errors import UserError
 
 
@@ -52,9 +53,9 @@ def _train_sentencepiece(text_path, model_writer, vocab_size, character_coverage
                          split_by_unicode_script):
     spm.SentencePieceTrainer.train(
         input=text_path, model_writer=model_writer, vocab_size=vocab_size, model_type=model_type,
-        pad_id=tokenizers.PAD_ID, eos_id=tokenizers.EOS_ID, unk_id=tokenizers.UNK_ID, bos_id=-1,
-        pad_piece=tokenizers.RESERVED_TOKENS[0], eos_piece=tokenizers.RESERVED_TOKENS[1],
-        unk_piece=tokenizers.RESERVED_TOKENS[2],
+        pad_id=PAD_ID, eos_id=EOS_ID, unk_id=UNK_ID, bos_id=-1,
+        pad_piece=RESERVED_TOKENS[0], eos_piece=RESERVED_TOKENS[1],
+        unk_piece=RESERVED_TOKENS[2],
         character_coverage=character_coverage, split_by_unicode_script=split_by_unicode_script,
         # A small sample may not support the requested size; take what it supports.
         hard_vocab_limit=False,
@@ -72,7 +73,7 @@ def train_wordpiece(text_path, vocab_path, vocab_size, max_unique_chars=1000):
         for line in f:
             counts.update(line.split())
     vocab = learner.learn(
-        counts.items(), vocab_size=vocab_size, reserved_tokens=list(tokenizers.RESERVED_TOKENS),
+        counts.items(), vocab_size=vocab_size, reserved_tokens=list(RESERVED_TOKENS),
         lower_thresh=1, max_unique_chars=max_unique_chars)
     _write_lines(vocab_path, vocab)
     return vocab_path
@@ -81,7 +82,7 @@ def train_wordpiece(text_path, vocab_path, vocab_size, max_unique_chars=1000):
 def write_symbol_vocab(vocab_path, symbols):
     """Writes a fixed symbol vocabulary (reserved tokens first) for SymbolTokenizer."""
     assert vocab_path.endswith(tokenizers.SYMBOLS_SUFFIX), vocab_path
-    _write_lines(vocab_path, list(tokenizers.RESERVED_TOKENS) + list(symbols))
+    _write_lines(vocab_path, list(RESERVED_TOKENS) + list(symbols))
     return vocab_path
 
 

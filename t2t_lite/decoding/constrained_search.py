@@ -71,8 +71,8 @@ import tensorflow as tf
 
 from t2t_lite.config import DecodeConfig, ModelConfig
 from t2t_lite.decoding import phrase_matching as matching
-# The phrase tables' word marks, part of this search's interface.
-from t2t_lite.decoding.phrase_matching import WORD_END, WORD_START  # noqa: F401
+# The phrase tables' word-end mark (phrase_matching.py defines both marks).
+from t2t_lite.decoding.phrase_matching import WORD_END
 # The unconstrained search's state and steps, shared so both searches leave, gather and stop
 # alike.
 from t2t_lite.decoding.beam_search import (

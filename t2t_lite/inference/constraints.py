@@ -333,12 +333,12 @@ class Glossary:
                                                                - 1][1]
                     found.append((start, end, terms[key]))
         if found:
-            from t2t_lite.inference import protected_spans
+            from t2t_lite.inference import code_spans, span_finding
 
             # Code-like text (an option, an identifier, a path, a URL) is never prose, whatever
             # is protected; a term may hold a span whole ("NetworkManager"), never cut one.
-            spans = protected_spans.find_spans(
-                source, frozenset(protect) | frozenset(protected_spans.CODE_KINDS))
+            spans = span_finding.find_spans(
+                source, frozenset(protect) | frozenset(code_spans.CODE_KINDS))
             found = [m for m in found
                      if not any(m[0] < span.end and span.start < m[1]
                                 and not m[0] <= span.start < span.end <= m[1] for span in spans)]

@@ -3,7 +3,7 @@ them in Python, so the decoder, the Python API and a served translate_constraine
 count alike.
 
     encode(tokenizer, lines, word_ends) -> positive int32 [B, P, A, T], negative int32 [B, Q, T]
-        (target ids, 0-padded, each alternative ending in constrained_search.WORD_END unless its
+        (target ids, 0-padded, each alternative ending in phrase_matching.WORD_END unless its
         last token ends a word itself, a `*` prefix form in graph_prefixes.PREFIX_END; a
         positive alternative a negative one of its line bars has no ids), errors
         string [B] ("" for a good line, else the one-line reason constraints.py gives);
@@ -17,7 +17,7 @@ constraints.normal_form writes it); reasons quote a phrase as it was typed.
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from t2t_lite.decoding.constrained_search import WORD_END, WORD_START
+from t2t_lite.decoding.phrase_matching import WORD_END, WORD_START
 from t2t_lite.ids import UNK_ID
 from t2t_lite.inference import constraints as constraints_lib
 from t2t_lite.inference.graph_prefixes import PREFIX_END

@@ -8,7 +8,7 @@ export (translation_module.py) repair their outputs with these TF string ops ins
                                          bool per output: was it changed
 
 Finding: graph_span_finding.py (the patterns of span_finding.py rewritten for RE2, and the same
-tag rule); its find is importable from here too, as the parity tests use it.
+tag rule).
 
 Repair: the rules of protected_spans (listed there above _known_tags), step for step: the same
 pieces (protected spans and the loose pieces between them), the same keeping, claiming, placing and
@@ -22,7 +22,6 @@ import tensorflow as tf
 from t2t_lite.inference import code_spans
 from t2t_lite.inference import protected_spans as ps
 from t2t_lite.inference import graph_span_finding as graph_finding
-from t2t_lite.inference.graph_span_finding import find  # noqa: F401 (graph_spans.find, as before)
 
 # Spans that may move (protected_spans' movable ones), and what takes no space before it.
 _MOVABLE = (r"(?s)%%|%\(.*|%[1-9][0-9]*\$.*"       # %%, %(name)s, %1$s

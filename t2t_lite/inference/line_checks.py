@@ -8,7 +8,7 @@ batch_decode.decode_lines runs them in this order, so a line's constraints are j
 output as it is written: after the span repair. Both add to a batch_decode.DecodeStats.
 """
 from t2t_lite.inference import constraints as constraints_lib
-from t2t_lite.inference import protected_spans
+from t2t_lite.inference import protected_spans, span_finding
 
 
 def repair_spans(texts, results, kinds, stats, repaired):
@@ -24,7 +24,7 @@ def repair_spans(texts, results, kinds, stats, repaired):
         restored = [(protected_spans.restore(text, output, kinds), score)
                     for output, score in results[i]]
         best = restored[0][0]
-        if protected_spans.find_spans(text, kinds) or best.changed:
+        if span_finding.find_spans(text, kinds) or best.changed:
             stats.protected += 1
             stats.protect_repaired += best.changed
         repaired[i] = best.changed

@@ -4,12 +4,13 @@ What the user fixed is never rewritten by the model (DESIGN.md, Conventions): a 
 a tag comes out byte for byte. This module and span_finding.py are the pure-text part of that
 promise (no TensorFlow); this one holds the --protect setting and the repair:
 
-    find_spans(text, kinds)             the protected spans of a line, in order, non-overlapping
-    constraint_phrases(spans)           one target phrase per occurrence, for constrained search
-                                        (both span_finding.py's, importable here with KINDS, Span)
     kept_exactly(source, out, kinds)    does the output keep every span exactly?
     restore(source, out, kinds)         a deterministic repair after any search: always kept_exactly
     parse_setting / resolve             the --protect flag and what "auto" means for a problem/entry
+
+Finding them is span_finding.py's: find_spans(text, kinds) (a line's protected spans, in order,
+non-overlapping), constraint_phrases(spans) (one target phrase per occurrence, for constrained
+search), KINDS and Span.
 
 The rules (issue 43, section 3):
   - every protected span appears in the output exactly as often as in the source, byte for byte,
@@ -33,9 +34,7 @@ from typing import NamedTuple
 
 from t2t_lite.errors import UserError
 from t2t_lite.inference import code_spans
-from t2t_lite.inference.code_spans import CODE_KINDS  # noqa: F401  (importable here)
-from t2t_lite.inference.span_finding import (  # noqa: F401  (find_spans etc. importable here)
-    FORMAT_KINDS, KINDS, Span, checked_kinds, constraint_phrases, find_spans, is_movable, scan)
+from t2t_lite.inference.span_finding import KINDS, Span, checked_kinds, is_movable, scan
 
 # Loose pieces: what a reader (msgfmt, Python, str.format, a browser) would still take for a
 # directive or a tag although it is no protected span. They are looked for only in the text
@@ -86,25 +85,12 @@ def parse_setting(value):
     return frozenset(kinds)
 
 
-# PO format flags -> the kind that protects them. Flags for formats none of the kinds covers
-# (qt-format's %1, sh-format's $VAR, boost-format's %1%) leave only markup on.
-_PRINTF_FLAGS = frozenset(f"{lang}-format" for lang in (
-    "c", "objc", "python", "php", "perl", "awk", "lua", "javascript", "tcl", "ruby",
-    "gcc-internal", "gfc-internal", "java-printf", "object-pascal", "elisp", "librep"))
-_BRACE_FLAGS = frozenset(f"{lang}-format" for lang in (
-    "python-brace", "perl-brace", "java", "csharp", "rust"))
-
-
-def resolve(setting, problem_name=None, po_flags=(), *, po=None):
+def resolve(setting, problem_name=None, *, po=None):
     """The frozenset of kinds to protect for a --protect setting (parsed or not).
 
-    "auto": every kind for the gettext problems (their data is software messages) and for PO input.
-    A PO entry's flags narrow the format kinds: c-format / python-format (and the other
-    printf-style formats) -> printf, python-brace-format (java-format, ...) -> brace, plus markup
-    (which only matters when the text has tags) and every code-like kind; "no-c-format" and the
-    like switch their kind off; an entry without format flags keeps every kind. `po` says whether
-    this is PO input; left None it is inferred: PO when entry flags are given or when there is no
-    problem (the PO tool).
+    "auto": every kind for the gettext problems (their data is software messages) and for PO input
+    (t2t-lite-po narrows it per entry by the entry's format flags: po/formats.protected_kinds).
+    `po` says whether this is PO input; left None it is inferred: PO when there is no problem.
     """
     if isinstance(setting, str):
         setting = parse_setting(setting)
@@ -112,26 +98,14 @@ def resolve(setting, problem_name=None, po_flags=(), *, po=None):
         return frozenset()
     if setting != "auto":
         return frozenset(setting)
-    flags = frozenset(po_flags or ())
     if po is None:
-        po = bool(flags) or problem_name is None
-    if not po:
-        if problem_name and "gettext" in problem_name:
-            return frozenset(KINDS)
-        # Other problems (WMT news, parsing, algorithmic) have no format strings in their data: a
-        # "%" or "<" there is prose or math, and forcing it byte for byte into the output would
-        # only cost search time and could override a correct translation ("50 %" in German).
-        return frozenset()
-    positive = {kind for kind, known in (("printf", _PRINTF_FLAGS), ("brace", _BRACE_FLAGS))
-                if flags & known}
-    if any(flag.endswith("-format") and not flag.startswith("no-") for flag in flags):
-        kinds = positive | {"markup"} | set(code_spans.CODE_KINDS)
-    else:
-        kinds = set(KINDS)
-    for kind, known in (("printf", _PRINTF_FLAGS), ("brace", _BRACE_FLAGS)):
-        if kind not in positive and any(f"no-{flag}" in flags for flag in known):
-            kinds.discard(kind)
-    return frozenset(kinds)
+        po = problem_name is None
+    if po or (problem_name and "gettext" in problem_name):
+        return frozenset(KINDS)
+    # Other problems (WMT news, parsing, algorithmic) have no format strings in their data: a "%"
+    # or "<" there is prose or math, and forcing it byte for byte into the output would only cost
+    # search time and could override a correct translation ("50 %" in German).
+    return frozenset()
 
 # ------------------------------------------------------------------------- checking and repair
 #

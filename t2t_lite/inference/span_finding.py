@@ -1,6 +1,6 @@
 """Protected spans found in a line: printf specifiers, brace fields and markup, then code-like text
-(code_spans.py) outside them (pure text, no TensorFlow). protected_spans.py, which re-exports
-these, holds the --protect setting and the repair.
+(code_spans.py) outside them (pure text, no TensorFlow). protected_spans.py holds the --protect
+setting and the repair.
 
     find_spans(text, kinds)      the protected spans of a line, in order, non-overlapping
     constraint_phrases(spans)    one target phrase per occurrence, for constrained search

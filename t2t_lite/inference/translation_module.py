@@ -220,7 +220,7 @@ class TranslationModule(tf.Module):
         phrase's alternatives, `!` before a phrase that must not appear, `*` after a negative
         alternative for every word it begins; "" for none) -> target ids: positive int32
         [B, P, A, T] and negative int32 [B, Q, T], 0-padded, each alternative ending in
-        constrained_search.WORD_END where it must end a word, a prefix form in
+        phrase_matching.WORD_END where it must end a word, a prefix form in
         graph_prefixes.PREFIX_END (each alternative of a negative phrase is a negative phrase
         of its own), and errors string [B]: "" for a good line,
         else why it is refused (graph_constraints.encode)."""

@@ -19,8 +19,8 @@ import dataclasses
 import re
 from typing import Dict, FrozenSet, Optional, Tuple
 
-from t2t_lite.inference import protected_spans
-from t2t_lite.po import accelerators, formats, review
+from t2t_lite.inference import span_finding
+from t2t_lite.po import accelerators, format_base, formats, review
 
 # A hypothesis's problem when the catalog's charset cannot write it.
 CHARSET = "a character the catalog's charset cannot hold"
@@ -34,7 +34,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 def checked_flags(flags):
     """The entry's format flags that msgfmt -c checks and po/formats.py reads."""
     return tuple(flag for flag in formats.format_flags(flags)
-                 if flag[:-len("-format")] in formats.LANGUAGES)
+                 if flag[:-len("-format")] in format_base.LANGUAGES)
 
 
 def range_of(flags):
@@ -106,14 +106,14 @@ def directives(text, flags):
     for flag in flags:
         try:
             found += formats.directives(text, flag, translated=True)
-        except formats.FormatError as error:
+        except format_base.FormatError as error:
             found += error.directives
     return found
 
 
 def protected_ranges(job, text):
     """(start, end) of text's protected spans and the directives msgfmt reads for its flags."""
-    return ([(s.start, s.end) for s in protected_spans.find_spans(text, job.kinds)]
+    return ([(s.start, s.end) for s in span_finding.find_spans(text, job.kinds)]
             + [(d.start, d.end) for d in directives(text, job.flags)])
 
 
@@ -161,8 +161,9 @@ def plan(messages, rule, options, kinds_of, stats, reviewer=None, can_hold=None)
         if not sources:
             stats.kept += 1
             continue
-        jobs.append(Job(entry, sources, kinds_of(tuple(sorted(
-            f for f in entry.flags if f.endswith("-format")))), checked_flags(entry.flags),
+        # The format words in the catalog's order: of two for one language the last wins.
+        jobs.append(Job(entry, sources, kinds_of(tuple(
+            f for f in entry.flags if f.endswith("-format"))), checked_flags(entry.flags),
             accelerator, retranslate, forms, singular_only, rule, range_of(entry.flags),
             reviewer, can_hold))
     return jobs

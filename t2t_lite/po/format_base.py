@@ -1,18 +1,57 @@
-"""What po/formats.py's readers share: the format languages msgfmt knows and those read
-here, a Directive as a reader returns it, FormatError (msgfmt's reason, where the reader
-stopped) and UnsupportedFormat, and the message, end marker and name order several readers
-use."""
+"""What po/formats.py's readers share: the format languages msgfmt knows, what t2t-lite-po
+does with each (FORMATS), a Directive as a reader returns it, FormatError (msgfmt's reason,
+where the reader stopped) and UnsupportedFormat, and the message, end marker and name order
+several readers use."""
 import dataclasses
+from typing import NamedTuple, Optional
+
+
+class Format(NamedTuple):
+    """What t2t-lite-po does with an entry msgfmt -c checks as one format language."""
+    protected: Optional[str]  # the protected-span kind keeping its directives; None: no kind does
+    read: bool  # po/formats.py reads it and judges a translation by it (msgfmt -c judges all)
+
 
 # Every format language msgfmt 0.21 knows, in its order of checks (message.h's enum
-# format_type); a flag for one outside LANGUAGES is unsupported here.
-ALL_LANGUAGES = (
-    "c", "objc", "python", "python-brace", "java", "java-printf", "csharp", "javascript",
-    "scheme", "lisp", "elisp", "librep", "ruby", "sh", "awk", "lua", "object-pascal",
-    "smalltalk", "qt", "qt-plural", "kde", "kde-kuit", "boost", "tcl", "perl", "perl-brace",
-    "php", "gcc-internal", "gfc-internal", "ycp")
-_READ = ("c", "objc", "python", "python-brace", "qt", "qt-plural", "kde")
-LANGUAGES = tuple(name for name in ALL_LANGUAGES if name in _READ)  # msgfmt's order of checks
+# format_type). The one table of format flags: formats.format_flags reads an entry's flags into
+# the languages msgfmt checks it as (`possible-c-format` is c, `no-c-format` and
+# `impossible-c-format` turn c off), formats.protected_kinds protects by them and entries.py
+# judges by them. qt's %1, sh's $VAR, boost's %1% are no protected kind's.
+FORMATS = {
+    "c": Format("printf", True),
+    "objc": Format("printf", True),
+    "python": Format("printf", True),
+    "python-brace": Format("brace", True),
+    "java": Format("brace", False),
+    "java-printf": Format("printf", False),
+    "csharp": Format("brace", False),
+    "javascript": Format("printf", False),
+    "scheme": Format(None, False),
+    "lisp": Format(None, False),
+    "elisp": Format("printf", False),
+    "librep": Format("printf", False),
+    "ruby": Format("printf", False),
+    "sh": Format(None, False),
+    "awk": Format("printf", False),
+    "lua": Format("printf", False),
+    "object-pascal": Format("printf", False),
+    "smalltalk": Format(None, False),
+    "qt": Format(None, True),
+    "qt-plural": Format(None, True),
+    "kde": Format(None, True),
+    "kde-kuit": Format(None, False),
+    "boost": Format(None, False),
+    "tcl": Format("printf", False),
+    "perl": Format("printf", False),
+    "perl-brace": Format("brace", False),
+    "php": Format("printf", False),
+    "gcc-internal": Format("printf", False),
+    "gfc-internal": Format("printf", False),
+    "ycp": Format(None, False),
+}
+ALL_LANGUAGES = tuple(FORMATS)
+# The languages read here, in msgfmt's order of checks; a flag for another is unsupported here.
+LANGUAGES = tuple(name for name, how in FORMATS.items() if how.read)
 PRETTY = {"c": "C", "objc": "Objective C", "python": "Python", "python-brace": "Python brace",
           "qt": "Qt", "qt-plural": "Qt plural", "kde": "KDE"}
 END = "\0"

@@ -13,7 +13,7 @@ FormatError) and a check (the msgid's and the msgstr's compared values, strict o
 and the two strings' names as msgfmt prints them -> msgfmt's message, or None);
 po/formats.py picks them by flag.
 """
-from t2t_lite.po.format_base import END, Directive, FormatError, Scanner, bad_conversion
+from t2t_lite.po.format_base import END, Directive, Scanner, bad_conversion
 
 _INVALID_ARGNO_0 = "In the directive number {}, the {}argument number 0 is not a positive integer."
 _MIXES_NUMBERED = ("The string refers to arguments both through absolute argument numbers and "

@@ -13,8 +13,8 @@ FormatError) and a check (the msgid's and the msgstr's compared values, strict o
 and the two strings' names as msgfmt prints them -> msgfmt's message, or None);
 po/formats.py picks them by flag.
 """
-from t2t_lite.po.format_base import (END, UNTERMINATED, Directive, FormatError, Scanner,
-                                     bad_conversion, name_key)
+from t2t_lite.po.format_base import (END, UNTERMINATED, Directive, Scanner, bad_conversion,
+                                     name_key)
 
 
 # ---------------------------------------------------------------- python-format

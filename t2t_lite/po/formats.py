@@ -4,6 +4,8 @@
     check_entry("%s%zd%zu %s", "%s%zd%z %s", "c-format")
     # "'msgstr' is not a valid C format string, unlike 'msgid'. Reason: In the directive
     #  number 3, the character ' ' is not a valid conversion specifier."
+    format_flags("possible-c-format, fuzzy")           # ('c-format',): what msgfmt -c checks
+    protected_kinds(("possible-c-format",))            # printf, markup and the code-like kinds
 
 A catalog tool checks every entry with this before writing it: msgfmt -c rejects the whole
 catalog for one bad entry. The rules are those of gettext's format-c.c (also objc-format),
@@ -13,8 +15,8 @@ and msgl-check.c, rewritten in Python; each language's reading is in its own mod
 - format_c.py: c-format and objc-format.
 - format_python.py: python-format and python-brace-format.
 - format_qt_kde.py: qt-format, qt-plural-format and kde-format (not kde-kuit-format).
-- format_base.py: Directive, FormatError, UnsupportedFormat and the language names, which
-  this module gives too.
+- format_base.py: Directive, FormatError, UnsupportedFormat and FORMATS, the one table of
+  format languages: what protects each one's directives and whether it is read here.
 
 How a translation is compared (format.c): the msgid's directives, or msgid_plural's for every
 msgstr[k] of a plural entry, against the msgstr's. An invalid msgid is not checked at all.
@@ -29,9 +31,10 @@ does; entry_errors includes that. Texts are str; positions are indices into them
 """
 import functools
 
+from t2t_lite.inference import code_spans, span_finding
 from t2t_lite.po import format_c, format_python, format_qt_kde, plural as plural_mod
-from t2t_lite.po.format_base import (  # noqa: F401  (the API as it was before the split)
-    ALL_LANGUAGES, LANGUAGES, PRETTY, Directive, FormatError, UnsupportedFormat)
+from t2t_lite.po.format_base import (ALL_LANGUAGES, FORMATS, LANGUAGES, PRETTY, FormatError,
+                                     UnsupportedFormat)
 
 
 def _language(flag):
@@ -51,6 +54,25 @@ def format_flags(flags):
     of several words for one language the last wins. Unknown words are ignored, as msgfmt
     does. The names come back as 'c-format' etc., flags outside LANGUAGES included (check_entry
     refuses those with UnsupportedFormat)."""
+    state = _flag_state(flags)
+    return tuple(f"{name}-format" for name in ALL_LANGUAGES if state.get(name))
+
+
+def protected_kinds(flags):
+    """The protected-span kinds --protect=auto keeps in a PO entry with these flags, read as
+    format_flags reads them: the kinds of the formats msgfmt checks it as (FORMATS: c-format and
+    possible-c-format give printf, python-brace-format brace, qt-format none), markup and every
+    code-like kind. An entry checked as no format keeps every kind but those of the formats its
+    flags turn off (no-c-format and impossible-c-format: printf)."""
+    state = _flag_state(flags)
+    checked = {FORMATS[name].protected for name, on in state.items() if on}
+    if checked:
+        return frozenset(checked - {None}) | {"markup"} | frozenset(code_spans.CODE_KINDS)
+    return frozenset(span_finding.KINDS) - {FORMATS[name].protected for name in state}
+
+
+def _flag_state(flags):
+    """{language: whether msgfmt -c checks it} for the languages the flags name."""
     if isinstance(flags, str):
         flags = flags.replace(",", " ").split()
     state = {}
@@ -65,7 +87,7 @@ def format_flags(flags):
                 break
         if name in ALL_LANGUAGES:
             state[name] = value
-    return tuple(f"{name}-format" for name in ALL_LANGUAGES if state.get(name))
+    return state
 
 
 def _parse(text, language, translated):

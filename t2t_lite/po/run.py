@@ -27,6 +27,7 @@ protected spans forced, each asked only for the lines whose hypotheses so far br
 """
 import collections
 import dataclasses
+import functools
 import hashlib
 import os
 import re
@@ -36,12 +37,11 @@ from typing import Dict, Optional, Sequence
 
 from t2t_lite import atomic, file_lock
 from t2t_lite.errors import UserError
-from t2t_lite.inference import protected_spans, resume
+from t2t_lite.inference import protected_spans, resume, span_finding
 from t2t_lite.model_source import ModelSource
-from t2t_lite.po import (accelerators, catalog_file, engine as engine_lib, entries, formats,
-                         header, judge, review)
-from t2t_lite.po.compose import LEFT_CHARSET, LEFT_LAYOUT, LEFT_MSGFMT  # noqa: F401
-from t2t_lite.po.compose import judged
+from t2t_lite.po import (accelerators, catalog_file, engine as engine_lib, entries, format_base,
+                         formats, header, judge, review)
+from t2t_lite.po.compose import LEFT_CHARSET, judged
 from t2t_lite.po.work_folder import SUFFIX as WORK_SUFFIX, WorkFolder
 from t2t_lite.progress_line import counted
 
@@ -143,36 +143,14 @@ def check_options(options):
     protected_spans.parse_setting(options.protect)
 
 
-def _kinds_resolver(setting, problem):
-    cache = {}
-
-    def kinds_of(flags):
-        if flags not in cache:
-            cache[flags] = frozenset(protected_spans.resolve(setting, problem_name=problem,
-                                                             po_flags=flags, po=True))
-        return cache[flags]
-
-    kinds_of(())  # a bad --protect fails before any work
-    return kinds_of
-
-
-class _FunctionEngine:
-    """A test's translate(lines, kinds) -> one translation (or a list of hypotheses) per line,
-    as the engine's first attempt; it has no further ones."""
-
-    can_force = False
-    resumed = 0
-
-    def __init__(self, translate):
-        self.function = translate
-
-    def translate(self, lines, kinds, attempt="best", spans_of=None):
-        if attempt != "best":
-            return [[] for _ in lines]
-        outputs = self.function(list(lines), kinds)
-        if len(outputs) != len(lines):
-            raise UserError(f"the translator returned {len(outputs)} lines for {len(lines)}")
-        return [[out] if isinstance(out, str) else list(out) for out in outputs]
+def _kinds_resolver(setting):
+    """(an entry's format flags) -> the kinds protected in it: --protect's own, or for auto those
+    of the formats msgfmt checks the entry as (formats.protected_kinds)."""
+    setting = protected_spans.parse_setting(setting)  # a bad --protect fails before any work
+    if setting == "auto":
+        return functools.lru_cache(maxsize=None)(formats.protected_kinds)
+    kinds = protected_spans.resolve(setting, po=True)
+    return lambda flags: kinds
 
 
 # ---- choosing translations ----------------------------------------------------------------------
@@ -215,7 +193,7 @@ def _spans_of(flags_of_line):
     reads for its flags, and its identifiers."""
     def spans(line):
         kinds, flags = flags_of_line[line]
-        texts = [span.text for span in protected_spans.find_spans(line, kinds)]
+        texts = [span.text for span in span_finding.find_spans(line, kinds)]
         texts += [d.text for d in entries.directives(line, flags)
                   if d.text not in texts and d.conversion != "%"]
         # An identifier inside a span (`%(model_name)s`) is forced with it, not again alone.
@@ -271,7 +249,7 @@ def choose_translations(jobs, engine, stats):
                 needed[job.kinds][problem[0]] = None
         if not needed:
             break
-    stats.lines_resumed = getattr(engine, "resumed", 0)
+    stats.lines_resumed = engine.resumed
     for i, (_, why) in problems.items():
         if i not in chosen:
             stats.left_untranslated[why] = stats.left_untranslated.get(why, 0) + 1
@@ -319,12 +297,17 @@ def _left_because(problem):
 
 # ---- the whole run ------------------------------------------------------------------------------
 
-def translate_catalog(options, translate=None, kinds_of=None, progress=sys.stderr):
+def translate_catalog(options, engine=None, kinds_of=None, progress=sys.stderr):
     """Translates options.input into options.output (see the module docstring) and returns
-    PoStats. translate(lines, kinds) -> translations replaces the model (tests); kinds_of
-    (the entry's format flags) -> frozenset of protected kinds replaces protected_spans."""
+    PoStats. engine: what translates the lines, None for the model of options (po/engine.py,
+    with a work folder a killed run resumes from). A given engine is used as it is, with no model
+    behind it: no model flag is read and the target language is options.target_language or the
+    catalog's. It has translate(lines, kinds, attempt, spans_of) (per line, its hypotheses),
+    can_force (whether the "forced" attempt is worth asking) and resumed (the lines it took from
+    an earlier run). kinds_of (an entry's format flags) -> frozenset of protected kinds replaces
+    --protect and formats.protected_kinds."""
     start = time.monotonic()
-    if translate is None:
+    if engine is None:
         check_options(options)
     elif not (options.input and options.output):
         raise UserError("--input and --output are required")
@@ -340,7 +323,7 @@ def translate_catalog(options, translate=None, kinds_of=None, progress=sys.stder
     lock = file_lock.FileLock(target_path + file_lock.LOCK_SUFFIX,
                               f"--output {target_path}").acquire()
     try:
-        stats, data = _translated(options, translate, kinds_of, progress, raw, catalog,
+        stats, data = _translated(options, engine, kinds_of, progress, raw, catalog,
                                   target_path)
     finally:
         lock.release()
@@ -362,26 +345,24 @@ def _checked_output(options):
     return target_path
 
 
-def _translated(options, translate, kinds_of, progress, raw, catalog, target_path):
+def _translated(options, engine, kinds_of, progress, raw, catalog, target_path):
     """(stats, the output's bytes) once the output is written, under its lock."""
-    problem, model_target = (ModelSource.from_options(options).problem_and_target_language()
-                             if translate is None else (None, None))
+    _, model_target = (ModelSource.from_options(options).problem_and_target_language()
+                       if engine is None else (None, None))
     plan = _header_plan(catalog, raw, options.target_language or model_target)
     stats = PoStats(target_language=plan.target,
                     header_filled=tuple(plan.changes) if catalog.header is not None else ())
-    kinds_of = kinds_of or _kinds_resolver(options.protect, problem)
+    kinds_of = kinds_of or _kinds_resolver(options.protect)
     stats.obsolete = sum(1 for entry in catalog.entries if entry.obsolete)
     reviewer = review.Reviewer.for_catalog(catalog.header_fields(), catalog.messages(),
                                            plan.target)
     jobs = _judgeable(entries.plan(catalog.messages(), plan.rule, options, kinds_of, stats,
                                    reviewer, catalog.can_hold), stats)
     work = None
-    if translate is None:
+    if engine is None:
         work = WorkFolder(target_path + WORK_SUFFIX, _run_identity(options, raw),
                           options.start_over)
         engine = engine_lib.ModelEngine(options, work.journal, progress)
-    else:
-        engine = _FunctionEngine(translate)
     chosen = choose_translations(jobs, engine, stats) if jobs else {}
     data = judged(raw, options, plan, jobs, chosen, stats)
     try:
@@ -402,7 +383,7 @@ def _judgeable(jobs, stats):
         return jobs
     kept = []
     for job in jobs:
-        if any(flag[:-len("-format")] not in formats.LANGUAGES
+        if any(flag[:-len("-format")] not in format_base.LANGUAGES
                for flag in formats.format_flags(job.entry.flags)):
             stats.left_untranslated[LEFT_UNJUDGED] = \
                 stats.left_untranslated.get(LEFT_UNJUDGED, 0) + 1

@@ -3,6 +3,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.data import tokenizers, vocab
+from t2t_lite.ids import EOS_ID, PAD_ID, RESERVED_TOKENS, UNK_ID
 from t2t_lite.errors import UserError
 
 SENTENCES = [
@@ -32,15 +33,15 @@ def learned(request, sample_file, tmp_path_factory):
 
 def test_reserved_ids(learned):
     ids = learned.encode(tf.constant(SENTENCES)).flat_values.numpy()
-    assert ids.min() > tokenizers.UNK_ID  # pad, EOS never appear; known text has no <unk>
+    assert ids.min() > UNK_ID  # pad, EOS never appear; known text has no <unk>
     assert ids.max() < learned.vocab_size
     # WordPiece always keeps the whole alphabet, so a tiny request may grow a little.
-    assert len(tokenizers.RESERVED_TOKENS) < learned.vocab_size <= 150
+    assert len(RESERVED_TOKENS) < learned.vocab_size <= 150
 
 
 def test_round_trip_is_lossless(learned):
     ids = learned.encode(tf.constant(SENTENCES))
-    eos = tf.fill([len(SENTENCES), 1], tokenizers.EOS_ID)
+    eos = tf.fill([len(SENTENCES), 1], EOS_ID)
     decoded = learned.decode(tf.concat([ids.to_tensor(), eos], axis=1))
     assert [s.decode("utf-8") for s in decoded.numpy()] == SENTENCES
 
@@ -48,7 +49,7 @@ def test_round_trip_is_lossless(learned):
 def test_decode_stops_at_first_eos_or_pad(learned):
     ids = learned.encode_batch(["The quick brown fox", "lazy dog"])
     junk = learned.encode_batch(["Hund"])[0]
-    rows = [ids[0] + [tokenizers.EOS_ID] + junk, ids[1] + [tokenizers.PAD_ID] + junk]
+    rows = [ids[0] + [EOS_ID] + junk, ids[1] + [PAD_ID] + junk]
     width = max(map(len, rows))
     dense = tf.constant([r + [0] * (width - len(r)) for r in rows], tf.int32)
     assert learned.decode(dense).numpy().tolist() == [b"The quick brown fox", b"lazy dog"]
@@ -76,7 +77,7 @@ def test_symbol_tokenizer(tmp_path):
     path = vocab.write_symbol_vocab(str(tmp_path / "s.symbols.txt"), ["a", "b", "c"])
     tok = tokenizers.load_tokenizer(path)
     assert tok.vocab_size == 6
-    assert tok.encode_batch(["a b c", "c x"]) == [[3, 4, 5], [5, tokenizers.UNK_ID]]
+    assert tok.encode_batch(["a b c", "c x"]) == [[3, 4, 5], [5, UNK_ID]]
     assert tok.decode(tf.constant([[5, 4, 1, 3]])).numpy().tolist() == [b"c b"]
 
 
@@ -101,7 +102,7 @@ def test_encode_batch_matches_the_graph_op(learned):
 
 def _rows(tokenizer, texts):
     ids = tokenizer.encode_batch(texts)
-    return tf.ragged.constant([row + [tokenizers.EOS_ID] for row in ids], dtype=tf.int64)
+    return tf.ragged.constant([row + [EOS_ID] for row in ids], dtype=tf.int64)
 
 
 def test_resegmenter_samples_other_segmentations_of_the_same_text(learned):
@@ -119,7 +120,7 @@ def test_resegmenter_samples_other_segmentations_of_the_same_text(learned):
     texts = set()
     for sample in samples:
         assert sample.dtype == tf.int64
-        assert all(row[-1] == tokenizers.EOS_ID and tokenizers.EOS_ID not in row[:-1]
+        assert all(row[-1] == EOS_ID and EOS_ID not in row[:-1]
                    for row in sample.to_list())
         # BPE-dropout only skips merges: never fewer pieces, the same text back.
         assert all(a >= b for a, b in zip(sample.row_lengths().numpy(), rows.row_lengths().numpy()))

@@ -5,7 +5,8 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite.decoding import phrase_matching
-from t2t_lite.decoding.constrained_search import WORD_END, WORD_START, constrained_beam_search
+from t2t_lite.decoding.constrained_search import constrained_beam_search
+from t2t_lite.decoding.phrase_matching import WORD_END, WORD_START
 
 END = WORD_END
 # Toy vocabulary: 0 pad, 1 EOS, 2 "▁Datei", 3 "format" (continues a word), 4 "▁ist",

@@ -15,13 +15,14 @@ import pytest
 from t2t_lite import exit_status
 from t2t_lite.export import saved_model_versions
 from t2t_lite.inference import protected_spans as ps
+from t2t_lite.inference import span_finding
 from t2t_lite.inference.translation_module import TranslationModule
 from t2t_lite.model_dir import loaded
 from tests.export.test_export import FRESH_PROCESS_PREAMBLE
 
 pytestmark = pytest.mark.slow
-ALL = frozenset(ps.KINDS)
-FORMAT = frozenset(ps.FORMAT_KINDS)
+ALL = frozenset(span_finding.KINDS)
+FORMAT = frozenset(span_finding.FORMAT_KINDS)
 SOURCES = ["File %s not found.", "%d of %d files", "<b>%s</b> saved", "{name} has {count} items",
            "the house is small .", "%1$s to %2$s", "50% of them", "",
            "Use --removeall on /etc/crypttab", "see https://x.org/a", "set max_size to 44100"]
@@ -48,7 +49,7 @@ def exports(model_dir, tmp_path_factory):
     run = loaded.load(model_dir)
     root = tmp_path_factory.mktemp("protected_exports")
     result = {}
-    for protect in ("auto", "printf,brace,markup", ",".join(ps.KINDS)):
+    for protect in ("auto", "printf,brace,markup", ",".join(span_finding.KINDS)):
         module = TranslationModule(run.model, run.tokenizer, beam_size=2,
                                    metadata=run.metadata(), protect=protect)
         result[protect] = (module, saved_model_versions.save(module, str(root / protect)))
@@ -93,8 +94,8 @@ def test_auto_protects_nothing_for_a_problem_without_format_strings(exports):
 
 
 def test_served_outputs_keep_code_like_text_and_copy_lines_of_code(exports, tmp_path):
-    module, version_dir = exports[",".join(ps.KINDS)]
-    assert json.loads(module.metadata_json)["protect"] == sorted(ps.KINDS)
+    module, version_dir = exports[",".join(span_finding.KINDS)]
+    assert json.loads(module.metadata_json)["protect"] == sorted(span_finding.KINDS)
     served = _served(version_dir, tmp_path)
     for i, source in enumerate(SOURCES):
         for name in ("serving_default", "constrained", "session"):
@@ -114,7 +115,7 @@ def tf_constant(texts):
 
 @pytest.mark.parametrize("args, message", [
     (["--protect=printf,dates"], "error: --protect=printf,dates: expected auto, none, or a comma "
-     f"list of {', '.join(ps.KINDS)} (e.g. --protect=printf,markup)"),
+     f"list of {', '.join(span_finding.KINDS)} (e.g. --protect=printf,markup)"),
     (["--format=ctranslate2", "--protect=none"], "error: --protect applies to --format=savedmodel "
      "only (CTranslate2's outputs are repaired by the decoder that runs them)"),
 ])

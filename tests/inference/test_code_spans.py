@@ -8,13 +8,14 @@ import pytest
 
 from t2t_lite.inference import code_spans
 from t2t_lite.inference import protected_spans as ps
+from t2t_lite.inference import span_finding
 
-ALL = frozenset(ps.KINDS)
+ALL = frozenset(span_finding.KINDS)
 CODE = frozenset(code_spans.CODE_KINDS)
 
 
 def spans(text, kinds=ALL):
-    return [(s.text, s.kind) for s in ps.find_spans(text, kinds)]
+    return [(s.text, s.kind) for s in span_finding.find_spans(text, kinds)]
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -51,7 +52,7 @@ def spans(text, kinds=ALL):
 ])
 def test_code_like_spans(text, expected):
     assert spans(text) == expected
-    assert all(text[s.start:s.end] == s.text for s in ps.find_spans(text, ALL))
+    assert all(text[s.start:s.end] == s.text for s in span_finding.find_spans(text, ALL))
 
 
 @pytest.mark.parametrize("text", [

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_lite.decoding.constrained_search import WORD_START, constrained_beam_search
+from t2t_lite.decoding.constrained_search import constrained_beam_search
+from t2t_lite.decoding.phrase_matching import WORD_START
 from t2t_lite.inference import word_pieces
 from t2t_lite.inference.graph_prefixes import PREFIX_END, PrefixPieces
 

@@ -1,6 +1,6 @@
 """graph_spans: the TF string-op twin of protected_spans that exports run under TF Serving.
 
-Its finder must find what protected_spans.find_spans finds (on real catalog lines: the held-out
+Its finder must find what span_finding.find_spans finds (on real catalog lines: the held-out
 format strings of bench/data and the inlined table of test_protected_spans), and its repair must
 give what protected_spans.restore gives, byte for byte (PARITY, and random mutations of real
 references), which keeps every span as protected_spans.kept_exactly reads them."""
@@ -11,11 +11,12 @@ import random
 import pytest
 import tensorflow as tf
 
-from t2t_lite.inference import graph_spans
+from t2t_lite.inference import graph_span_finding, graph_spans
 from t2t_lite.inference import protected_spans as ps
+from t2t_lite.inference import span_finding
 from tests.inference.test_protected_spans import REAL, _mutate
 
-ALL = frozenset(ps.KINDS)
+ALL = frozenset(span_finding.KINDS)
 HELD_OUT = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "data",
                         "format_strings_de")
 EDGES = ["% d and % 5i", "% dx, % d, and % d%s", "100 % done, 50% of them", "%", "{", "<", "&",
@@ -39,7 +40,7 @@ CODE_LINES = [
     "Re_load, _Open, Save _As", "Größe: ünï_cödé 5ä x\u00a0--y «--z» “/etc/x”",
     "Copyright (C) 2009-2012 A. Name <a@b.org>, B. Name <b@c.de>", "%s: %s", "1.2.3",
 ]
-CODE = frozenset(ps.KINDS) - frozenset(ps.FORMAT_KINDS)
+CODE = frozenset(span_finding.KINDS) - frozenset(span_finding.FORMAT_KINDS)
 
 
 def _lines(name):
@@ -53,10 +54,10 @@ def _texts():
 
 
 def find_all(texts, kinds):
-    """Each text's spans as graph_spans finds them (one traced map over all the texts)."""
+    """Each text's spans as graph_span_finding finds them (one traced map over all the texts)."""
     @tf.function(autograph=False)
     def joined(batch):
-        return tf.map_fn(lambda text: tf.strings.reduce_join(graph_spans.find(text, kinds),
+        return tf.map_fn(lambda text: tf.strings.reduce_join(graph_span_finding.find(text, kinds),
                                                              separator="\x03"), batch)
     return [[span for span in row.decode().split("\x03") if span]
             for row in joined(tf.constant(texts)).numpy()]
@@ -71,9 +72,9 @@ def test_finder_equals_protected_spans(kinds):
     texts = _texts()
     assert len(texts) > 2000
     found = find_all(texts, kinds)
-    mismatches = [(text, graph, [s.text for s in ps.find_spans(text, kinds)])
+    mismatches = [(text, graph, [s.text for s in span_finding.find_spans(text, kinds)])
                   for text, graph in zip(texts, found)
-                  if graph != [s.text for s in ps.find_spans(text, kinds)]]
+                  if graph != [s.text for s in span_finding.find_spans(text, kinds)]]
     assert mismatches == []
     assert sum(map(len, found)) > 40  # the lines do hold spans of these kinds
 

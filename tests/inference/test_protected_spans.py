@@ -10,10 +10,10 @@ import pytest
 
 from t2t_lite.errors import UserError
 from t2t_lite.inference import protected_spans as ps
+from t2t_lite.inference import span_finding
 
-ALL = frozenset(ps.KINDS)
-CODE = ALL - frozenset(ps.FORMAT_KINDS)
-FORMAT = frozenset(ps.FORMAT_KINDS)  # printf, brace, markup: the tables below are theirs
+ALL = frozenset(span_finding.KINDS)
+FORMAT = frozenset(span_finding.FORMAT_KINDS)  # printf, brace, markup: the tables below are theirs
 
 # (domain, msgid, msgstr, the msgid's protected spans in order)
 REAL = [
@@ -85,10 +85,10 @@ REAL = [
 
 @pytest.mark.parametrize("domain,msgid,msgstr,expected", REAL, ids=[r[1][:40] for r in REAL])
 def test_real_catalog_spans_and_references(domain, msgid, msgstr, expected):
-    spans = ps.find_spans(msgid, FORMAT)
+    spans = span_finding.find_spans(msgid, FORMAT)
     assert [s.text for s in spans] == expected
     assert all(msgid[s.start:s.end] == s.text for s in spans)
-    assert ps.constraint_phrases(spans) == expected
+    assert span_finding.constraint_phrases(spans) == expected
     assert ps.kept_exactly(msgid, msgstr, FORMAT)  # the human reference keeps them
     assert ps.restore(msgid, msgstr, FORMAT) == (msgstr, False)
     assert ps.restore(msgid, msgid, FORMAT) == (msgid, False)
@@ -111,20 +111,21 @@ def test_real_catalog_spans_and_references(domain, msgid, msgstr, expected):
     ('<a href="%s">link</a>', ['<a href="%s">', "</a>"]),
 ])
 def test_find_spans(text, spans):
-    assert [s.text for s in ps.find_spans(text, FORMAT)] == spans
+    assert [s.text for s in span_finding.find_spans(text, FORMAT)] == spans
 
 
 def test_kinds_select_and_movability():
     text = "%s %1$s %(n)d %% {} {0} {{ <b>&amp;</b>"
-    assert [s.text for s in ps.find_spans(text, {"printf"})] == ["%s", "%1$s", "%(n)d", "%%"]
-    assert [s.text for s in ps.find_spans(text, {"brace"})] == ["{}", "{0}", "{{"]
-    assert [s.text for s in ps.find_spans(text, {"markup"})] == ["<b>", "&amp;", "</b>"]
-    assert ps.find_spans(text, ()) == []
-    movable = {s.text: s.movable for s in ps.find_spans(text, FORMAT)}
+    printf = ["%s", "%1$s", "%(n)d", "%%"]
+    assert [s.text for s in span_finding.find_spans(text, {"printf"})] == printf
+    assert [s.text for s in span_finding.find_spans(text, {"brace"})] == ["{}", "{0}", "{{"]
+    assert [s.text for s in span_finding.find_spans(text, {"markup"})] == ["<b>", "&amp;", "</b>"]
+    assert span_finding.find_spans(text, ()) == []
+    movable = {s.text: s.movable for s in span_finding.find_spans(text, FORMAT)}
     assert movable == {"%s": False, "%1$s": True, "%(n)d": True, "%%": True, "{}": False,
                        "{0}": True, "{{": True, "<b>": False, "&amp;": True, "</b>": False}
     with pytest.raises(ValueError):
-        ps.find_spans(text, {"printf", "latex"})
+        span_finding.find_spans(text, {"printf", "latex"})
 
 
 def test_kept_exactly_rules():
@@ -257,7 +258,7 @@ def _mutate(rng, source, reference, kinds=FORMAT):
     if kinds - FORMAT:
         inserts += [" 42 ", " --force", " /etc/x", " max_size", " <Datei>", " a@b.org", "1.5"]
     for _ in range(rng.randint(1, 3)):
-        spans = ps.find_spans(text, kinds)
+        spans = span_finding.find_spans(text, kinds)
         op = rng.choice(["drop", "duplicate", "swap", "mangle", "insert"])
         if op == "insert" or not spans:
             pos = rng.randint(0, len(text))
@@ -312,13 +313,5 @@ def test_resolve():
     assert ps.resolve("none", "translate_ende_gettext") == frozenset()
     assert ps.resolve("printf", "translate_ende_wmt14") == {"printf"}
     assert ps.resolve(frozenset({"brace"})) == {"brace"}
-    # PO entries: the flags choose; markup stays on; no format flag keeps everything
-    assert ps.resolve("auto", po_flags=["c-format"]) == {"printf", "markup"} | CODE
-    assert ps.resolve("auto", po_flags=["fuzzy", "python-format"]) == {"printf", "markup"} | CODE
-    assert ps.resolve("auto", po_flags=["python-brace-format"]) == {"brace", "markup"} | CODE
-    assert ps.resolve("auto", po_flags=["qt-format"]) == {"markup"} | CODE
-    assert ps.resolve("auto", po_flags=["no-c-format"]) == ALL - {"printf"}
-    assert ps.resolve("auto", po_flags=["fuzzy"]) == ALL
-    assert ps.resolve("auto") == ALL  # no problem: PO input
+    assert ps.resolve("auto") == ALL  # no problem: PO input (narrowed per entry by po/formats.py)
     assert ps.resolve("auto", "translate_ende_wmt14", po=True) == ALL
-    assert ps.resolve("auto", "translate_ende_wmt14", ["c-format"]) == {"printf", "markup"} | CODE

@@ -25,8 +25,9 @@ import pytest
 
 from t2t_lite import exit_status, file_lock
 from t2t_lite.po import catalog_file, engine as po_engine, iconv_codec
-from t2t_lite.po import run as po_run
+from t2t_lite.po import compose, run as po_run
 from t2t_lite.po.run import PoOptions
+from tests.po import po_doubles
 from tests import full_disk
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -407,7 +408,7 @@ def test_the_header_and_the_reader_agree_on_charset_in_capitals(tmp_path):
     data, _, _ = CHARSETS["Charset= in capitals names no charset"]
     source = tmp_path / "in.po"
     source.write_bytes(data.replace(b'msgstr "Cafe"', b'msgstr ""'))
-    stats = po_run.translate_catalog(
+    stats = po_doubles.translate_catalog(
         PoOptions(input=str(source), output=str(tmp_path / "out.po"), target_language="de"),
         translate=lambda lines, kinds: ["Kaffee – schön" for _ in lines],
         kinds_of=lambda flags: frozenset())
@@ -422,14 +423,14 @@ def test_translations_the_charset_cannot_hold_are_left_in_linear_time(tmp_path):
     source = tmp_path / "in.po"
     source.write_text(header("ASCII") + entries(1500), encoding="ascii")
     start = time.monotonic()
-    stats = po_run.translate_catalog(
+    stats = po_doubles.translate_catalog(
         PoOptions(input=str(source), output=str(tmp_path / "out.po")),
         translate=lambda lines, kinds: [f"{line} ⁇" if line.endswith(("0", "5")) else line
                                         for line in lines],
         kinds_of=lambda flags: frozenset())
     seconds = time.monotonic() - start
     assert stats.translated == 1200
-    assert stats.left_untranslated == {po_run.LEFT_CHARSET: 300}
+    assert stats.left_untranslated == {compose.LEFT_CHARSET: 300}
     assert len(translated(tmp_path / "out.po")) == 1200
     assert seconds < 60, seconds
 
@@ -460,7 +461,7 @@ def test_without_msgfmt_unreadable_formats_and_unencodable_translations_are_left
     assert "msgfmt: not installed" in line
     written = catalog_file.read(str(output))
     assert not any(e.msgstr for e in written.messages() if any(f in e.flags for f in flags))
-    left = re.search(rf"(\d+) entr(?:y|ies) left untranslated: {po_run.LEFT_CHARSET}", line)
+    left = re.search(rf"(\d+) entr(?:y|ies) left untranslated: {compose.LEFT_CHARSET}", line)
     counted = 0 if left is None else int(left.group(1))
     written_count = len([e for e in written.messages() if e.msgstr])
     empty = re.search(r"(\d+) entr(?:y|ies) left untranslated: the model", line)
@@ -487,7 +488,7 @@ def test_an_euc_tw_catalog_with_a_domain_no_wrap_and_mixed_line_ends(tmp_path):
     source.write_bytes(data)
     output = tmp_path / "de.po"
     words = "Das Haus ist klein und der Hund lief weg, wir lesen jeden Tag Buecher"
-    stats = po_run.translate_catalog(
+    stats = po_doubles.translate_catalog(
         PoOptions(input=str(source), output=str(output), no_fuzzy=True),
         translate=lambda lines, kinds: [" ".join([words] + re.findall(r"\d+", line))
                                         for line in lines],
@@ -515,9 +516,9 @@ def test_no_wrap_entries_are_written_as_msgcat_writes_them(tmp_path):
                       encoding="utf-8")
     output = tmp_path / "out.po"
     long = "ein sehr langer Satz, " * 6
-    po_run.translate_catalog(PoOptions(input=str(source), output=str(output), no_fuzzy=True),
-                             translate=lambda lines, kinds: [long.strip() for _ in lines],
-                             kinds_of=lambda flags: frozenset())
+    po_doubles.translate_catalog(PoOptions(input=str(source), output=str(output), no_fuzzy=True),
+                                 translate=lambda lines, kinds: [long.strip() for _ in lines],
+                                 kinds_of=lambda flags: frozenset())
     out = output.read_bytes()
     assert f'#, no-wrap\nmsgid "one"\nmsgstr "{long.strip()}"\n'.encode() in out
     assert f'msgid "two"\nmsgstr ""\n"'.encode() in out  # wrapped at 79 columns

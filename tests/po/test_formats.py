@@ -19,8 +19,9 @@ import subprocess
 
 import pytest
 
+from t2t_lite.inference import code_spans, span_finding
 from t2t_lite.po import formats, plural
-from t2t_lite.po.formats import Directive, FormatError
+from t2t_lite.po.format_base import FORMATS, Directive, FormatError, UnsupportedFormat
 
 MSGFMT = shutil.which("msgfmt")
 MSGUNFMT = shutil.which("msgunfmt")
@@ -822,10 +823,33 @@ def test_format_flags_as_msgfmt_reads_them():
         "c-format", "python-brace-format")
     assert formats.format_flags("c-format no-c-format") == ()
     assert formats.format_flags("sh-format") == ("sh-format",)
-    with pytest.raises(formats.UnsupportedFormat):
+    with pytest.raises(UnsupportedFormat):
         formats.check_entry("$x", "$y", "sh-format")
     with pytest.raises(ValueError):
         formats.directives("x", "cobol-format")
+
+
+def test_protection_reads_the_flags_as_msgfmt_does():
+    """--protect=auto in a PO entry: the kinds of the formats msgfmt -c checks it as, markup and
+    the code-like kinds; an entry checked as no format keeps every kind but those turned off."""
+    every, code = frozenset(span_finding.KINDS), frozenset(code_spans.CODE_KINDS)
+    assert formats.protected_kinds(("c-format",)) == {"printf", "markup"} | code
+    assert formats.protected_kinds(("possible-c-format",)) == {"printf", "markup"} | code
+    assert formats.protected_kinds(("fuzzy", "python-format")) == {"printf", "markup"} | code
+    assert formats.protected_kinds(("python-brace-format",)) == {"brace", "markup"} | code
+    assert formats.protected_kinds(("c-format", "python-brace-format")) == \
+        {"printf", "brace", "markup"} | code
+    assert formats.protected_kinds(("qt-format",)) == {"markup"} | code
+    assert formats.protected_kinds(("no-c-format",)) == every - {"printf"}
+    assert formats.protected_kinds(("impossible-c-format",)) == every - {"printf"}
+    assert formats.protected_kinds(("c-format", "no-c-format")) == every - {"printf"}
+    assert formats.protected_kinds(("no-c-format", "python-format")) == \
+        {"printf", "markup"} | code
+    assert formats.protected_kinds(("fuzzy",)) == formats.protected_kinds(()) == every
+    # One table: a kind it names is a protected-span kind, and what is judged here is read here.
+    assert {how.protected for how in FORMATS.values()} - {None} <= every
+    assert all(formats.directives("x", f"{name}-format") == []
+               for name, how in FORMATS.items() if how.read)
 
 
 def test_no_eval_and_no_tensorflow_in_the_modules():
@@ -906,5 +930,5 @@ def test_qt_plural_count_directive():
 
 def test_kde_kuit_format_is_left_unsupported():
     assert formats.format_flags("kde-kuit-format, kde-format") == ("kde-format", "kde-kuit-format")
-    with pytest.raises(formats.UnsupportedFormat):
+    with pytest.raises(UnsupportedFormat):
         formats.check_entry("<b>%1</b>", "<b>%1", "kde-kuit-format")

@@ -15,6 +15,7 @@ from translate.storage import pypo
 from t2t_lite.po import catalog_file, review
 from t2t_lite.po import run as po_run
 from t2t_lite.po.run import PoOptions
+from tests.po import po_doubles
 
 MSGFMT = shutil.which("msgfmt")
 needs_msgfmt = pytest.mark.skipif(MSGFMT is None, reason="gettext's msgfmt is not installed")
@@ -35,8 +36,8 @@ def _translate(tmp_path, body, hypotheses, extra=""):
         sent.extend(lines)
         return [hypotheses(line) for line in lines]
 
-    stats = po_run.translate_catalog(PoOptions(input=str(source), output=str(output)),
-                                     translate=translate, kinds_of=lambda flags: frozenset())
+    stats = po_doubles.translate_catalog(PoOptions(input=str(source), output=str(output)),
+                                         translate=translate, kinds_of=lambda flags: frozenset())
     written = {(e.msgctxt, e.msgid): e for e in catalog_file.read(str(output)).messages()}
     return stats, written, output, sent
 

@@ -1,8 +1,9 @@
 """t2t-lite-po (t2t_lite/po/run.py): a gettext catalog in, the same catalog out with its
 untranslated entries translated, fuzzy for review, and accepted by `msgfmt -c --use-fuzzy`.
 
-The quick tests inject a translator (translate(lines, kinds) -> translations) and the kinds of
-protection (kinds_of(flags)), so the catalog logic runs without a model: plural forms, the
+The quick tests inject a translator (tests/po/po_doubles.py: translate(lines, kinds) ->
+translations, as the engine) and the kinds of protection (kinds_of(flags)), so the catalog logic
+runs without a model: plural forms, the
 header of a .pot, fuzzy marks, multi-line msgids, contexts and translations kept, broken
 catalogs as one line. The slow ones run the real CLI on the session's tiny model: the round trip
 of a real catalog from this machine, a .pot, the input refused as output, a killed run resumed.
@@ -22,14 +23,15 @@ import polib
 import pytest
 
 from t2t_lite import exit_status, file_lock
-from t2t_lite.inference import protected_spans
+from t2t_lite.inference import code_spans, span_finding
 from t2t_lite.po import header as po_header
-from t2t_lite.po import catalog_file
+from t2t_lite.po import catalog_file, compose
 from t2t_lite.po import entries as po_entries
 from t2t_lite.model_source import ModelSource, problem_target_language
 from t2t_lite.po import run as po_run
 from t2t_lite.errors import UserError
 from t2t_lite.po.run import PoOptions
+from tests.po import po_doubles
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="1")
@@ -142,7 +144,7 @@ def _translate(tmp_path, text, translate=_mark, kinds_of=_no_kinds, name="in.po"
     source = tmp_path / name
     source.write_bytes(text.encode(encoding))
     output = tmp_path / "out.po"
-    stats = po_run.translate_catalog(
+    stats = po_doubles.translate_catalog(
         PoOptions(input=str(source), output=str(output), **options), translate=translate,
         kinds_of=kinds_of)
     return stats, output
@@ -365,16 +367,41 @@ def test_the_protection_comes_from_protected_spans_by_the_entries_flags(tmp_path
     body = ('#, c-format\nmsgid "%s a"\nmsgstr ""\n\n#, python-brace-format\nmsgid "{x} c"\n'
             'msgstr ""\n\nmsgid "e"\nmsgstr ""\n')
     _translate(tmp_path, _po(body=body), translate=translate, kinds_of=None)
-    code = frozenset(protected_spans.CODE_KINDS)
+    code = frozenset(code_spans.CODE_KINDS)
     assert calls == {frozenset({"printf", "markup"}) | code: ["%s a"],
                      frozenset({"brace", "markup"}) | code: ["{x} c"],
-                     frozenset(protected_spans.KINDS): ["e"]}
+                     frozenset(span_finding.KINDS): ["e"]}
     calls.clear()
     _translate(tmp_path, _po(body=body), translate=translate, kinds_of=None, protect="none")
     assert calls == {frozenset(): ["%s a", "{x} c", "e"]}
     with pytest.raises(UserError, match="--protect=brackets"):
         _translate(tmp_path, _po(body=body), translate=translate, kinds_of=None,
                    protect="brackets")
+
+
+def test_a_possible_c_format_entry_is_protected_and_judged_as_c_format(tmp_path):
+    """msgfmt -c checks a possible-c-format entry's directives as a c-format one's: its %s and
+    %d are protected (a mangled `% s` is repaired) and judged (a msgstr whose directives take
+    other arguments is passed over for the next hypothesis)."""
+    kinds_of_line = {}
+
+    def translate(lines, kinds):
+        kinds_of_line.update((line, kinds) for line in lines)
+        return [{"Copied %s of %d files": "Kopiert: % s von %d Dateien",
+                 "%d of %s": ["%s von %d", "%d von %s"]}[line] for line in lines]
+
+    body = ('#, possible-c-format\nmsgid "Copied %s of %d files"\nmsgstr ""\n\n'
+            '#, possible-c-format\nmsgid "%d of %s"\nmsgstr ""\n')
+    _, output = _translate(tmp_path, _po(body=body), translate=translate, kinds_of=None)
+    assert "printf" in kinds_of_line["Copied %s of %d files"]
+    assert _entries(output)[(None, "Copied %s of %d files")].msgstr == \
+        "Kopiert: %s von %d Dateien"
+    # Unprotected, the judge alone stands between the swapped arguments and the catalog.
+    _, output = _translate(tmp_path, _po(body=body), translate=translate)
+    assert _entries(output)[(None, "%d of %s")].msgstr == "%d von %s"
+    if MSGFMT:
+        assert subprocess.run([MSGFMT, "-c", "--use-fuzzy", "-o", os.devnull, str(output)],
+                              capture_output=True).returncode == 0
 
 
 def test_identical_lines_are_translated_once(tmp_path):
@@ -403,7 +430,7 @@ def test_a_latin1_catalog_stays_latin1_byte_for_byte(tmp_path):
     assert 'msgstr "Öffnen"'.encode("latin-1") in data
     # A translation the charset cannot hold is left out, counted; the catalog stays Latin-1.
     assert b'msgid "Go on"\nmsgstr ""\n' in data
-    assert stats.left_untranslated == {po_run.LEFT_CHARSET: 1}
+    assert stats.left_untranslated == {compose.LEFT_CHARSET: 1}
 
 
 def test_a_hypothesis_the_charset_cannot_hold_gives_way_to_the_next(tmp_path):
@@ -473,8 +500,8 @@ def test_the_input_is_never_the_output(tmp_path):
     (tmp_path / "soft.po").symlink_to(source)
     for output in (source, tmp_path / "hard.po", tmp_path / "soft.po"):
         with pytest.raises(UserError, match="is the input --input"):
-            po_run.translate_catalog(PoOptions(input=str(source), output=str(output)),
-                                         translate=_mark, kinds_of=_no_kinds)
+            po_doubles.translate_catalog(PoOptions(input=str(source), output=str(output)),
+                                             translate=_mark, kinds_of=_no_kinds)
     assert source.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hard.po", "in.po", "soft.po"]
 
@@ -485,13 +512,13 @@ def test_one_writer_per_output_and_a_symlink_written_through(tmp_path):
     output = tmp_path / "out.po"
     with file_lock.FileLock(str(output) + file_lock.LOCK_SUFFIX, "test"):
         with pytest.raises(UserError, match="is being written by another run"):
-            po_run.translate_catalog(PoOptions(input=str(source), output=str(output)),
-                                         translate=_mark, kinds_of=_no_kinds)
+            po_doubles.translate_catalog(PoOptions(input=str(source), output=str(output)),
+                                             translate=_mark, kinds_of=_no_kinds)
     assert not output.exists()
     (tmp_path / "real").mkdir()
     (tmp_path / "link.po").symlink_to(tmp_path / "real" / "de.po")
-    po_run.translate_catalog(PoOptions(input=str(source), output=str(tmp_path / "link.po")),
-                                 translate=_mark, kinds_of=_no_kinds)
+    po_doubles.translate_catalog(PoOptions(input=str(source), output=str(tmp_path / "link.po")),
+                                     translate=_mark, kinds_of=_no_kinds)
     assert (tmp_path / "link.po").is_symlink()
     assert os.listdir(tmp_path / "real") == ["de.po"]
     assert _entries(tmp_path / "real" / "de.po")[("verb", "Close")].msgstr == "DE«Close»"
@@ -507,8 +534,8 @@ def test_a_failing_translator_leaves_the_old_output(tmp_path):
         raise UserError("the model is gone")
 
     with pytest.raises(UserError, match="the model is gone"):
-        po_run.translate_catalog(PoOptions(input=str(source), output=str(output)),
-                                     translate=failing, kinds_of=_no_kinds)
+        po_doubles.translate_catalog(PoOptions(input=str(source), output=str(output)),
+                                         translate=failing, kinds_of=_no_kinds)
     assert output.read_bytes() == b"the old output\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.po", "out.po"]
 
@@ -779,7 +806,7 @@ def test_a_broken_hypothesis_is_never_written(tmp_path):
     written = {e.msgid: e for e in catalog_file.read(str(output)).messages()}
     assert written["Tab\there\a"].msgstr == "Tab\thier\a"  # polib would read "\\a"
     assert b'msgstr "Tab\\thier\\a"' in output.read_bytes()
-    assert stats.left_untranslated == {po_run.LEFT_FORMAT: 4, po_run.LEFT_MSGFMT: 1}
+    assert stats.left_untranslated == {po_run.LEFT_FORMAT: 4, compose.LEFT_MSGFMT: 1}
     assert stats.accelerators == 2 and stats.msgfmt == "accepted"
     for check in (["--check", "--use-fuzzy"], ["--use-fuzzy", "--check-accelerators=_"],
                   ["--use-fuzzy", "--check-accelerators=&"]):
@@ -797,6 +824,40 @@ def test_the_next_hypothesis_is_taken_when_the_first_breaks_a_format(tmp_path):
         translate=lambda lines, kinds: [["% Dateien", "%d Dateien"] for _ in lines])
     assert _entries(output)[(None, "%d files")].msgstr == "%d Dateien"
     assert stats.left == 0
+
+
+class _ForcingEngine:
+    """An engine with every attempt: the 1-best and the n-best lose the directive, the forced
+    search keeps what spans_of asks for; two lines came from an earlier run."""
+
+    can_force = True
+    resumed = 2
+
+    def __init__(self):
+        self.asked = []
+
+    def translate(self, lines, kinds, attempt, spans_of):
+        self.asked.append((attempt, lines))
+        if attempt != "forced":
+            return [["Dateien kopiert"] for _ in lines]
+        return [[" ".join(spans_of(line) + ["Dateien kopiert"])] for line in lines]
+
+
+def test_a_given_engine_is_used_as_it_is(tmp_path):
+    """translate_catalog(options, engine): its attempts in order, the forced one with the line's
+    directives, its resumed lines counted; no model flag is needed and no work folder made."""
+    source = tmp_path / "in.po"
+    source.write_text(_po(body='#, c-format\nmsgid "Copied %d files"\nmsgstr ""\n'),
+                      encoding="utf-8")
+    output = tmp_path / "out.po"
+    engine = _ForcingEngine()
+    stats = po_run.translate_catalog(PoOptions(input=str(source), output=str(output)),
+                                     engine=engine, kinds_of=_no_kinds)
+    assert [attempt for attempt, _ in engine.asked] == ["best", "nbest", "forced"]
+    assert engine.asked[-1][1] == ["Copied %d files"]
+    assert _entries(output)[(None, "Copied %d files")].msgstr == "%d Dateien kopiert"
+    assert stats.lines_resumed == 2 and stats.lines_retried == 1 and stats.left == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.po", "out.po"]
 
 
 def _machine_catalogs(tmp_path, count):
@@ -820,7 +881,7 @@ def _machine_catalogs(tmp_path, count):
 def test_a_complete_catalog_comes_back_byte_for_byte(tmp_path):
     for source in _machine_catalogs(tmp_path, 8):
         output = tmp_path / "out.po"
-        stats = po_run.translate_catalog(
+        stats = po_doubles.translate_catalog(
             PoOptions(input=str(source), output=str(output)),
             translate=lambda lines, kinds: pytest.fail(f"translated {lines[:3]}"),
             kinds_of=_no_kinds)
@@ -834,8 +895,8 @@ def test_an_entry_that_cannot_be_rewritten_alone_is_left_and_counted(tmp_path):
     written = {e.msgid: e.msgstr for e in catalog_file.read(str(output)).messages()}
     assert written["one"] == "DE«one»" and written["three"] == "DE«three»"
     assert written["two"] == "" and b'msgid "two" msgstr ""\n' in output.read_bytes()
-    assert stats.left_untranslated == {po_run.LEFT_LAYOUT: 1}
-    assert f"; 1 entry left untranslated: {po_run.LEFT_LAYOUT};" in stats.summary()
+    assert stats.left_untranslated == {compose.LEFT_LAYOUT: 1}
+    assert f"; 1 entry left untranslated: {compose.LEFT_LAYOUT};" in stats.summary()
 
 
 def test_a_work_folder_whose_marker_cannot_be_written_is_not_left_behind(tmp_path, monkeypatch):

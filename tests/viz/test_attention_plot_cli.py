@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_lite import exit_status, hparams
-from t2t_lite.data.tokenizers import RESERVED_TOKENS
+from t2t_lite.ids import RESERVED_TOKENS
 from t2t_lite.models.transformer import Transformer
 from t2t_lite.model_dir import files as model_dir_lib
 

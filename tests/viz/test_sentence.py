@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from t2t_lite import hparams
-from t2t_lite.data.tokenizers import RESERVED_TOKENS, SymbolTokenizer
+from t2t_lite.data.tokenizers import SymbolTokenizer
+from t2t_lite.ids import RESERVED_TOKENS
 from t2t_lite.errors import UserError
 from t2t_lite.models.transformer import Transformer
 from t2t_lite.viz import attention, sentence
