@@ -291,7 +291,6 @@ ALLOWED = {
         "--{} must be >= 1, got {}": FLAG_VALUE,
         "--input and --output are required": "names the missing flags",
         "is not a regular file": SAYS_FIX,
-        "the translator returned": "an engine fault, not a user's; reported if it ever happens",
         "--output {}: cannot write": OS_ERROR,
         "holds no catalog entry": "the line names the input; nothing is written",
     },
