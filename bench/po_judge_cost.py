@@ -9,7 +9,7 @@ Each round translates every chosen catalog's blank.po in this process (t2t_lite.
 ("judge"), and with the reviewer given no checks ("no judge": msgfmt's reading alone). The judge's
 cost is both its own time and the decoding it causes (a hypothesis it refuses sends the line to
 the n-best and the forced attempts). entries/s is entries over wall seconds, the fastest of the
-rounds; the translations of the judge arm must be the same in every round. Prints a Markdown table
+rounds; each arm's catalogs must be the same in every round (but for PO-Revision-Date). Prints a Markdown table
 and writes a JSON record (default bench/results/po-judge-cost-<date>.json).
 """
 import argparse
@@ -56,6 +56,12 @@ def translate(arm, blank, output, model_dir):
         return seconds, stats, f.read()
 
 
+def without_revision_date(data):
+    """A catalog's bytes less its PO-Revision-Date line (t2t-lite-po sets it to the minute)."""
+    return b"".join(line for line in data.splitlines(keepends=True)
+                    if not line.startswith(b'"PO-Revision-Date:'))
+
+
 def measure(rows, args, work):
     results = {arm: {} for arm in ARMS}
     for number in range(args.rounds):
@@ -65,6 +71,7 @@ def measure(rows, args, work):
             for arm in arms:
                 output = os.path.join(work, f"{row['package']}-{arm.replace(' ', '_')}-{number}.po")
                 seconds, stats, data = translate(arm, blank, output, args.model_dir)
+                data = without_revision_date(data)
                 seen = results[arm].get(row["package"])
                 if seen is not None and seen["data"] != data:
                     po_catalogs.fail(f"{row['package']} ({arm}): round {number + 1} wrote "
