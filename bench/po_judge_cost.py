@@ -9,8 +9,8 @@ Each round translates every chosen catalog's blank.po in this process (t2t_lite.
 ("judge"), and with the reviewer given no checks ("no judge": msgfmt's reading alone). The judge's
 cost is both its own time and the decoding it causes (a hypothesis it refuses sends the line to
 the n-best and the forced attempts). entries/s is entries over wall seconds, the fastest of the
-rounds; each arm's catalogs must be the same in every round (but for PO-Revision-Date). Prints a Markdown table
-and writes a JSON record (default bench/results/po-judge-cost-<date>.json).
+rounds; each arm's catalogs must be the same in every round (but for PO-Revision-Date). Prints a
+Markdown table and writes a JSON record (default bench/results/po-judge-cost-<date>.json).
 """
 import argparse
 import datetime
