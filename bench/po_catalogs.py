@@ -874,6 +874,11 @@ def run(args):
             "per_catalog": results,
         },
     }
+    write_record(record_dir, record_id, record, text)
+
+
+def write_record(record_dir, record_id, record, text):
+    """RECORD_DIR/ID.json and the Markdown table beside it (ID.md)."""
     path = os.path.join(record_dir, record_id + ".json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(record, f, indent=1, ensure_ascii=False)

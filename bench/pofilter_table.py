@@ -22,7 +22,6 @@ entries; the entries left untranslated) and writes pofilter-table-CLASS-DATE.jso
 import argparse
 import collections
 import datetime
-import json
 import os
 import sys
 
@@ -153,13 +152,7 @@ def _record(args, text, values, all_ours, all_theirs, entries, totals, per_packa
                    "left_untranslated": entries - totals["output"],
                    "per_catalog": per_package},
     }
-    path = os.path.join(record_dir, record_id + ".json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(record, f, indent=1, ensure_ascii=False)
-        f.write("\n")
-    with open(os.path.join(record_dir, record_id + ".md"), "w", encoding="utf-8") as f:
-        f.write(text)
-    print(f"record: {path} (table beside it, .md)")
+    po_catalogs.write_record(record_dir, record_id, record, text)
 
 
 def main(argv=None):
