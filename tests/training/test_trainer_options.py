@@ -5,6 +5,7 @@ import dataclasses
 import json
 import typing
 
+import gin
 import pytest
 
 from t2t_lite import hparams
@@ -47,6 +48,7 @@ def test_each_run_setting_is_an_unset_override_of_its_train_config_field():
 
 
 def test_the_resolved_config_takes_what_was_given_and_keeps_the_rest():
+    gin.clear_config()  # a set another test in this process loaded binds TrainConfig's fields
     config = TrainConfig(train_steps=100, log_every=10)
     given = TrainOptions(problem="p", data_dir="d", model_dir="m", train_steps=7,
                          train_minutes=0.0)
