@@ -120,7 +120,15 @@ def decode_file(options, progress=sys.stderr):
 
 def check_options(options):
     """UserError for settings that cannot work, named as the decoder's flags."""
-    model_source.ModelSource.from_options(options).check()
+    source = model_source.ModelSource.from_options(options)
+    source.check()
+    if options.nbest < 1:
+        raise UserError(f"--nbest must be >= 1, got {options.nbest}")
+    if options.nbest > 1:  # the beam as the model or export records it, before TensorFlow loads
+        beam_size = source.recorded_beam_size()
+        if beam_size is not None and options.nbest > beam_size:
+            raise UserError(f"--nbest must be between 1 and the beam size {beam_size}, "
+                            f"got {options.nbest}")
     protected_spans.parse_setting(options.protect)
     if options.output_format not in records.OUTPUT_FORMATS:
         raise UserError(f"--output_format must be one of {', '.join(records.OUTPUT_FORMATS)}, "

@@ -62,10 +62,19 @@ class ModelSource:
         return resume.model_identity(self.model_dir, self.checkpoint_path, self.export_dir,
                                      self.engine)
 
+    def recorded_beam_size(self):
+        """The beam the search will use, read without TensorFlow: --beam_size, else the model's
+        (configs.json) or the export's (its metadata); None where it cannot be read (loading
+        says what is wrong with the model)."""
+        if self.beam_size is not None:
+            return self.beam_size
+        return _recorded(self.model_dir, self.export_dir).get("beam_size")
+
     def problem_and_target_language(self):
         """(problem name, target language) the model records; either may be None. The target
         language is the problem's `target_lang` parameter, else its class's target_language."""
-        problem, params = _recorded_problem(self.model_dir, self.export_dir)
+        recorded = _recorded(self.model_dir, self.export_dir)
+        problem, params = recorded.get("problem"), recorded.get("problem_params") or []
         for pair in params:
             key, _, value = str(pair).partition("=")
             if key == "target_lang" and value:
@@ -82,15 +91,17 @@ class ModelSource:
                     no_repeat_ngram_size=self.no_repeat_ngram_size)
 
 
-def _recorded_problem(model_dir, export_dir):
-    """(problem name, problem params) from a model_dir's run.json or an export's metadata;
-    (None, []) where they cannot be read (loading says what is wrong with the model)."""
+def _recorded(model_dir, export_dir):
+    """{problem, problem_params, beam_size} as a model_dir's run.json and configs.json or an
+    export's metadata record them; {} where they cannot be read (loading says what is wrong
+    with the model)."""
     try:
         if model_dir:
             from t2t_lite.model_dir import files
 
             info = files.read_run_info(model_dir)
-            return info.get("problem"), info.get("problem_params") or []
+            return {"problem": info.get("problem"), "problem_params": info.get("problem_params"),
+                    "beam_size": files.load_configs(model_dir)[2].beam_size}
         if export_dir:
             from t2t_lite.inference import saved_model
 
@@ -101,10 +112,11 @@ def _recorded_problem(model_dir, export_dir):
             if os.path.isfile(path):
                 with open(path, encoding="utf-8") as f:
                     metadata = json.load(f)
-                return metadata.get("problem"), metadata.get("problem_params") or []
+                return {key: metadata.get(key)
+                        for key in ("problem", "problem_params", "beam_size")}
     except (OSError, ValueError, UserError):
         pass
-    return None, []
+    return {}
 
 
 def problem_target_language(problem):

@@ -241,3 +241,25 @@ def test_a_bad_flag_or_file_is_refused_before_tensorflow_loads(tmp_path, tool, a
         result.stderr
     assert record.read_text() == "False"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "tensorflow_imported"]
+
+
+@pytest.mark.parametrize("source", ["model_dir", "export_dir"])
+def test_an_nbest_above_the_models_beam_is_refused_before_tensorflow_loads(
+        tmp_path, model_dir, export_version_dir, source):
+    """The beam an n-best must fit in is read from configs.json or the export's metadata."""
+    from t2t_lite.model_dir import files
+
+    beam_size = files.load_configs(model_dir)[2].beam_size
+    flag = (f"--model_dir={model_dir}" if source == "model_dir"
+            else f"--export_dir={os.path.dirname(export_version_dir)}")
+    (tmp_path / "in.txt").write_text("a line\n")
+    record = tmp_path / "tensorflow_imported"
+    result = subprocess.run([sys.executable, "-c", TOOL_WITH_IMPORTS_RECORDED, str(record),
+                             "t2t_lite.bin.decoder", flag, "--decode_from_file=in.txt",
+                             f"--nbest={beam_size + 1}"],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert result.returncode == exit_status.USER_ERROR, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"error: --nbest must be between 1 and the beam size {beam_size}, got {beam_size + 1}"]
+    assert record.read_text() == "False"

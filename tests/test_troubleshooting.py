@@ -102,6 +102,7 @@ ALLOWED = {
         "must be >= 1, got": FLAG_VALUE,
         "--constraints_file needs a regular file as the input": FLAG_PAIR,
         "--output_format must be one of": FLAG_VALUE,
+        "--nbest must be between 1 and the beam size": FLAG_VALUE,
         "one file cannot be read as both": "a glossary or constraints file that is the input "
                                            "(or the other one); the line names both",
     },
