@@ -100,8 +100,13 @@ def _recorded(model_dir, export_dir):
             from t2t_lite.model_dir import files
 
             info = files.read_run_info(model_dir)
-            return {"problem": info.get("problem"), "problem_params": info.get("problem_params"),
-                    "beam_size": files.load_configs(model_dir)[2].beam_size}
+            recorded = {"problem": info.get("problem"),
+                        "problem_params": info.get("problem_params")}
+            try:
+                recorded["beam_size"] = files.load_configs(model_dir)[2].beam_size
+            except UserError:
+                pass
+            return recorded
         if export_dir:
             from t2t_lite.inference import saved_model
 
